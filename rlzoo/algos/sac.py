@@ -1,0 +1,122 @@
+"""Soft Actor-Critic (Haarnoja et al., "Soft Actor-Critic Algorithms and Applications", 2019).
+
+With ``y = r + discount * (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, ``a' ~ pi(.|s')``:
+
+* critic:  ``J_Q  = sum_i E[(Q_i(s, a) - y)^2]``
+* actor:   ``J_pi = E[alpha log pi(a~|s) - min_i Q_i(s, a~)]``, ``a~ ~ pi(.|s)`` reparameterized,
+  with the critic's weights frozen (gradient flows only through ``a~``)
+* alpha:   ``J(alpha) = -E[log alpha (log pi(a~|s) + target_entropy)]``
+* targets: ``theta' <- (1 - tau) theta' + tau theta``
+
+The critic kind chooses the reductions ("min" above) and the TD loss; see ``nets/critics.py``.
+The actor, temperature and targets step every ``policy_delay`` critic steps (1 in SAC;
+DSAC-T uses 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rlzoo.algos.base import Algorithm, EnvSpec, adam
+from rlzoo.buffers.batch import Batch
+from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.critics import Critic
+from rlzoo.nets.target import frozen, make_target, polyak_update
+from rlzoo.tuners.entropy import Tuner
+
+
+class SAC(Algorithm):
+    """Soft Actor-Critic.
+
+    Args:
+        spec: environment sizes.
+        actor: builds the actor from ``(obs_dim, act_dim)``.
+        critic: builds the critic from ``(obs_dim, act_dim)``.
+        tuner: builds the temperature tuner from ``act_dim``.
+        gamma: discount (0.99).
+        tau: polyak rate of the target critic (0.005).
+        actor_lr: actor learning rate (3e-4).
+        critic_lr: critic learning rate (3e-4; CleanRL uses 1e-3).
+        policy_delay: critic steps per actor/alpha/target step (1).
+        n_step: n-step returns sampled from the buffer (1).
+    """
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        actor: Callable[..., TanhGaussianActor],
+        critic: Callable[..., Critic],
+        tuner: Callable[..., Tuner],
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        actor_lr: float = 3e-4,
+        critic_lr: float = 3e-4,
+        policy_delay: int = 1,
+        n_step: int = 1,
+    ) -> None:
+        super().__init__(spec, gamma, n_step)
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        if policy_delay < 1:
+            raise ValueError(f"algo.policy_delay must be >= 1, got {policy_delay}")
+        self.tau, self.policy_delay = tau, policy_delay
+        self.critic = critic(spec.obs_dim, spec.act_dim)
+        self.check_critic(self.critic)
+        chunk_dim = spec.act_dim * self.critic.action_horizon
+        self.actor = actor(spec.obs_dim, chunk_dim)
+        self.target_critic = make_target(self.critic)
+        self.tuner = tuner(chunk_dim)
+        self.optimizers["actor"] = self.actor_optimizer = adam(self.actor.parameters(), actor_lr)
+        self.optimizers["critic"] = self.critic_optimizer = adam(
+            self.critic.parameters(), critic_lr
+        )
+        if self.tuner.optimizer is not None:
+            self.optimizers["alpha"] = self.tuner.optimizer
+
+    @property
+    def action_horizon(self) -> int:
+        return self.critic.action_horizon
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.tuner.alpha
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        return self.actor.mode(obs) if deterministic else self.actor.sample(obs)[0]
+
+    def next_action(self, next_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``a' ~ pi(.|s')`` and its log-prob for the target (DSAC-T uses a target policy)."""
+        return self.actor.sample(next_obs)
+
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        alpha = self.alpha
+        with torch.no_grad():
+            next_action, next_log_prob = self.next_action(batch.next_obs)
+            next_value = self.target_critic.next_value(batch.next_obs, next_action)
+            target = batch.reward + batch.discount * (next_value - alpha * next_log_prob)
+        critic_loss, q = self.critic.td_loss(batch.obs, batch.action, target)
+        self.step(self.critic_optimizer, critic_loss)
+        self.updates += 1
+        metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q.detach().mean()}
+        if self.updates % self.policy_delay == 0:
+            metrics.update(self.update_actor(batch.obs, alpha))
+            polyak_update(self.target_critic, self.critic, self.tau)
+        return metrics
+
+    def update_actor(self, obs: torch.Tensor, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One step of the actor and of the temperature."""
+        action, log_prob = self.actor.sample(obs)
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(obs, action))
+        actor_loss = (alpha * log_prob - q_pi).mean()
+        self.step(self.actor_optimizer, actor_loss)
+        alpha_loss = self.tuner.update(log_prob)
+        return {
+            "loss/actor": actor_loss.detach(),
+            "loss/alpha": alpha_loss,
+            "stats/alpha": alpha.mean(),
+            "stats/entropy": -log_prob.detach().mean(),
+        }

@@ -1,0 +1,108 @@
+"""Twin Delayed DDPG (Fujimoto et al., "Addressing Function Approximation Error in Actor-Critic
+Methods", ICML 2018).
+
+* target smoothing: ``a' = clip(mu'(s') + clip(N(0, sigma~), -c, c), -1, 1)``
+* critic: ``y = r + discount * min(Q'_1, Q'_2)(s', a')``, ``J_Q = sum_i E[(Q_i(s, a) - y)^2]``
+* every ``policy_delay`` critic steps: actor ``J_mu = -E[Q_1(s, mu(s))]`` (critic frozen), then
+  polyak update of the target actor and target critic
+* exploration: ``a = clip(mu(s) + N(0, sigma), -1, 1)``
+
+Actions are normalised to ``[-1, 1]``, so the noise scales are relative to the action range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rlzoo.algos.base import Algorithm, EnvSpec, adam
+from rlzoo.buffers.batch import Batch
+from rlzoo.nets.actors import DeterministicActor
+from rlzoo.nets.critics import Critic
+from rlzoo.nets.target import frozen, make_target, polyak_update
+
+
+class TD3(Algorithm):
+    """TD3.
+
+    Args:
+        spec: environment sizes.
+        actor: builds the deterministic actor from ``(obs_dim, act_dim)``.
+        critic: builds the critic from ``(obs_dim, act_dim)``.
+        gamma: discount (0.99).
+        tau: polyak rate (0.005).
+        actor_lr, critic_lr: learning rates (3e-4, CleanRL).
+        policy_delay: critic steps per actor/target step (2).
+        policy_noise: std of the target smoothing noise (0.2).
+        noise_clip: clip of the target smoothing noise (0.5).
+        exploration_noise: std of the Gaussian exploration noise (0.1).
+        n_step: n-step returns (1).
+    """
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        actor: Callable[..., DeterministicActor],
+        critic: Callable[..., Critic],
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        actor_lr: float = 3e-4,
+        critic_lr: float = 3e-4,
+        policy_delay: int = 2,
+        policy_noise: float = 0.2,
+        noise_clip: float = 0.5,
+        exploration_noise: float = 0.1,
+        n_step: int = 1,
+    ) -> None:
+        super().__init__(spec, gamma, n_step)
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        if policy_delay < 1:
+            raise ValueError(f"algo.policy_delay must be >= 1, got {policy_delay}")
+        if min(policy_noise, noise_clip, exploration_noise) < 0:
+            raise ValueError("algo.policy_noise, noise_clip and exploration_noise must be >= 0")
+        self.tau, self.policy_delay = tau, policy_delay
+        self.policy_noise, self.noise_clip = policy_noise, noise_clip
+        self.exploration_noise = exploration_noise
+        self.critic = critic(spec.obs_dim, spec.act_dim)
+        self.check_critic(self.critic)
+        self.actor = actor(spec.obs_dim, spec.act_dim * self.critic.action_horizon)
+        self.target_actor = make_target(self.actor)
+        self.target_critic = make_target(self.critic)
+        self.optimizers["actor"] = self.actor_optimizer = adam(self.actor.parameters(), actor_lr)
+        self.optimizers["critic"] = self.critic_optimizer = adam(
+            self.critic.parameters(), critic_lr
+        )
+
+    @property
+    def action_horizon(self) -> int:
+        return self.critic.action_horizon
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        action = self.actor(obs)
+        if deterministic:
+            return action
+        return (action + self.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
+
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        with torch.no_grad():
+            noise = torch.randn_like(batch.action) * self.policy_noise
+            noise = noise.clamp(-self.noise_clip, self.noise_clip)
+            next_action = (self.target_actor(batch.next_obs) + noise).clamp(-1.0, 1.0)
+            next_value = self.target_critic.next_value(batch.next_obs, next_action)
+            target = batch.reward + batch.discount * next_value
+        critic_loss, q = self.critic.td_loss(batch.obs, batch.action, target)
+        self.step(self.critic_optimizer, critic_loss)
+        self.updates += 1
+        metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q.detach().mean()}
+        if self.updates % self.policy_delay == 0:
+            with frozen(self.critic):
+                q_pi = self.critic.actor_value(self.critic(batch.obs, self.actor(batch.obs)))
+            actor_loss = -q_pi.mean()
+            self.step(self.actor_optimizer, actor_loss)
+            polyak_update(self.target_actor, self.actor, self.tau)
+            polyak_update(self.target_critic, self.critic, self.tau)
+            metrics["loss/actor"] = actor_loss.detach()
+        return metrics

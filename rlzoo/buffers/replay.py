@@ -1,0 +1,266 @@
+"""Replay storage with each observation stored once, sampled uniformly, n-step or as H-step windows.
+
+Layout: a ring of ``T = ceil(capacity / num_envs)`` rows by ``num_envs`` columns; row ``t`` of
+column ``e`` holds the observation env ``e`` returned at vector step ``t`` and the action, reward
+and end flags of the step taken from it. The next observation is simply row ``t + 1``. This works
+because the envs follow gymnasium 1.x "next-step" autoreset: the step that ends an episode returns
+the *final* observation (stored like any other), and the following call resets the env, ignores
+its action and returns the reset observation. That reset step is stored with ``valid = False`` and
+is never sampled as a transition. A truncated episode therefore keeps its final observation to
+bootstrap from, and observations cost ``T * E * O`` floats instead of twice that.
+
+Valid transition starts are kept, oldest first, in a FIFO of flat indices (``row * E + env``);
+when the ring overwrites a row, that row's entries are the oldest and leave the FIFO. Sampling is
+therefore exactly uniform over stored transitions with host-side integer bookkeeping only: no
+device-to-host synchronisation.
+
+Multi-step modes share that storage: a window starting at row ``t`` walks forward up to ``n``
+steps and stops after a step that ended the episode (terminated or truncated) or before the write
+head; the target bootstraps from the observation where it stopped with ``gamma^k`` and no bootstrap
+after a termination.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlzoo.buffers.batch import Batch
+
+
+class ReplayBuffer:
+    """Preallocated replay storage on ``device``.
+
+    Args:
+        capacity: number of env steps kept (rounded up to a multiple of ``num_envs``).
+        obs_shape: shape of one observation, e.g. ``(O,)`` or ``(N, O)`` for N agents.
+        action_shape: shape of one action, e.g. ``(A,)`` or ``(N, A)``.
+        num_envs: E, the number of parallel env columns.
+        device: where the storage and sampled batches live.
+        state_dim: size of a global state stored like observations (0 = none).
+        agent_rewards: N, per-agent rewards stored beside the team reward (0 = none).
+        seed: seed of the buffer's own sampling generator.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...],
+        action_shape: tuple[int, ...],
+        num_envs: int = 1,
+        device: torch.device | str = "cpu",
+        state_dim: int = 0,
+        agent_rewards: int = 0,
+        seed: int = 0,
+    ) -> None:
+        if capacity < 2 * num_envs:
+            raise ValueError(f"buffer_size must be at least {2 * num_envs}, got {capacity}")
+        self.device = torch.device(device)
+        self.num_envs = num_envs
+        self.rows = math.ceil(capacity / num_envs)
+        T, E = self.rows, num_envs
+        with torch.device(self.device):
+            self.obs = torch.zeros((T, E, *obs_shape), dtype=torch.float32)
+            self.action = torch.zeros((T, E, *action_shape), dtype=torch.float32)
+            self.reward = torch.zeros((T, E), dtype=torch.float32)
+            self.terminated = torch.zeros((T, E), dtype=torch.bool)
+            self.ended = torch.zeros((T, E), dtype=torch.bool)
+            self.state = torch.zeros((T, E, state_dim)) if state_dim else None
+            self.agent_reward = torch.zeros((T, E, agent_rewards)) if agent_rewards else None
+            # FIFO ring of flat indices of valid transition starts.
+            self.index = torch.zeros(T * E, dtype=torch.int64)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self.row_count = np.zeros(T, dtype=np.int64)  # valid starts pushed per row
+        self.ptr = 0  # row that holds the newest observation (no action yet)
+        self.head = 0  # FIFO push counter (monotonic)
+        self.tail = 0  # FIFO pop counter (monotonic)
+        self.started = False
+
+    # ------------------------------------------------------------------ writing
+    def add(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        action: np.ndarray | torch.Tensor,
+        reward: np.ndarray | torch.Tensor,
+        next_obs: np.ndarray | torch.Tensor,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        reset_step: np.ndarray,
+        state: np.ndarray | None = None,
+        next_state: np.ndarray | None = None,
+        agent_reward: np.ndarray | None = None,
+    ) -> None:
+        """Store one vector step of all E envs.
+
+        ``obs [E, ...]`` is the observation acted on, ``next_obs [E, ...]`` what the env returned;
+        ``terminated``, ``truncated``, ``reset_step`` are ``[E]`` bools (``reset_step``: this call
+        only reset the env, so no transition happened). ``reward [E]``.
+        """
+        T, E, p = self.rows, self.num_envs, self.ptr
+        if not self.started:
+            self.obs[p] = self._t(obs)
+            if self.state is not None:
+                self.state[p] = self._t(state)
+            self.started = True
+        valid = ~np.asarray(reset_step, dtype=bool)
+        self.action[p] = self._t(action)
+        self.reward[p] = self._t(reward)
+        terminated = np.asarray(terminated, dtype=bool) & valid
+        ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
+        self.terminated[p] = self._t(terminated)
+        self.ended[p] = self._t(ended)
+        if self.agent_reward is not None:
+            self.agent_reward[p] = self._t(agent_reward)
+        nxt = (p + 1) % T
+        # Row nxt is about to be overwritten: its transitions leave the FIFO (they are the oldest).
+        self.tail += int(self.row_count[nxt])
+        self.row_count[nxt] = 0
+        self.obs[nxt] = self._t(next_obs)
+        if self.state is not None:
+            self.state[nxt] = self._t(next_state)
+        starts = np.flatnonzero(valid) + p * E
+        n = len(starts)
+        if n:
+            slots = (np.arange(self.head, self.head + n) % (T * E))
+            self.index[torch.as_tensor(slots)] = torch.as_tensor(starts).to(self.device)
+            self.head += n
+        self.row_count[p] = n
+        self.ptr = nxt
+
+    def _t(self, x: Any) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x).to(
+            self.device, non_blocking=True
+        )
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        """Number of stored (valid) transitions."""
+        return self.head - self.tail
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated by the storage tensors."""
+        tensors = [self.obs, self.action, self.reward, self.terminated, self.ended, self.index]
+        tensors += [t for t in (self.state, self.agent_reward) if t is not None]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def _sample_starts(self, batch_size: int, exclude_newest_rows: int = 0) -> torch.Tensor:
+        available = len(self)
+        if exclude_newest_rows:
+            newest = [(self.ptr - 1 - i) % self.rows for i in range(exclude_newest_rows)]
+            available -= int(self.row_count[newest].sum())
+        if available <= 0:
+            raise RuntimeError("cannot sample from a replay buffer without complete transitions")
+        offsets = torch.randint(
+            available, (batch_size,), device=self.device, generator=self.generator
+        )
+        return self.index[(offsets + self.tail) % self.index.numel()]
+
+    def sample(self, batch_size: int, n_step: int = 1, gamma: float = 0.99,
+               action_horizon: int = 1) -> Batch:
+        """Sample ``batch_size`` transitions uniformly.
+
+        Args:
+            batch_size: B.
+            n_step: n, steps of reward summed before bootstrapping (cut at episode ends).
+            gamma: discount.
+            action_horizon: H > 1 returns H-step action chunks ``[B, H * A]`` and H-step returns
+                (``n_step`` is then H); windows never reach the write head, steps after an
+                episode end are zero with ``action_mask`` 0.
+        """
+        if action_horizon > 1:
+            return self._sample_window(batch_size, action_horizon, gamma, chunk=True)
+        if n_step > 1:
+            return self._sample_window(batch_size, n_step, gamma, chunk=False)
+        flat = self._sample_starts(batch_size)
+        row, env = flat // self.num_envs, flat % self.num_envs
+        nxt = (row + 1) % self.rows
+        terminated = self.terminated[row, env].float()
+        return Batch(
+            obs=self.obs[row, env],
+            action=self.action[row, env],
+            reward=self.reward[row, env],
+            next_obs=self.obs[nxt, env],
+            discount=gamma * (1.0 - terminated),
+            terminated=terminated,
+            state=None if self.state is None else self.state[row, env],
+            next_state=None if self.state is None else self.state[nxt, env],
+            agent_reward=None if self.agent_reward is None else self.agent_reward[row, env],
+        )
+
+    def _sample_window(self, batch_size: int, n: int, gamma: float, chunk: bool) -> Batch:
+        flat = self._sample_starts(batch_size, exclude_newest_rows=n - 1 if chunk else 0)
+        row, env = flat // self.num_envs, flat % self.num_envs
+        steps = torch.arange(n, device=self.device)
+        rows = (row[:, None] + steps) % self.rows  # [B, n]
+        envs = env[:, None].expand_as(rows)
+        ended = self.ended[rows, envs]
+        # Step j is inside the window if no earlier step ended the episode and it precedes the
+        # write head (rows ahead of ptr hold stale data from the ring's previous lap).
+        ended_before = (ended.long().cumsum(1) - ended.long()) > 0
+        to_head = (self.ptr - row) % self.rows  # >= 1 for a valid start
+        alive = (~ended_before) & (steps[None, :] < to_head[:, None])
+        alive_f = alive.float()
+        k = alive.sum(1)  # steps taken, >= 1
+        discounts = gamma ** steps.float()
+        reward = (self.reward[rows, envs] * alive_f * discounts).sum(1)
+        terminated = (self.terminated[rows, envs] & alive).any(1).float()
+        end_row = (row + k) % self.rows
+        discount = gamma ** k.float() * (1.0 - terminated)
+        agent_reward = None
+        if self.agent_reward is not None:
+            agent_reward = (self.agent_reward[rows, envs] * (alive_f * discounts)[..., None]).sum(1)
+        if chunk:
+            actions = self.action[rows, envs] * alive_f[..., None]  # [B, H, A]
+            action, action_mask = actions.flatten(1), alive_f
+        else:
+            action, action_mask = self.action[row, env], None
+        return Batch(
+            obs=self.obs[row, env],
+            action=action,
+            reward=reward,
+            next_obs=self.obs[end_row, env],
+            discount=discount,
+            terminated=terminated,
+            state=None if self.state is None else self.state[row, env],
+            next_state=None if self.state is None else self.state[end_row, env],
+            agent_reward=agent_reward,
+            action_mask=action_mask,
+        )
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue bit-identically (tensors and plain ints)."""
+        tensors = {
+            "obs": self.obs, "action": self.action, "reward": self.reward,
+            "terminated": self.terminated, "ended": self.ended, "index": self.index,
+        }
+        if self.state is not None:
+            tensors["state"] = self.state
+        if self.agent_reward is not None:
+            tensors["agent_reward"] = self.agent_reward
+        return {
+            "tensors": tensors,
+            "row_count": torch.as_tensor(self.row_count),
+            "ptr": self.ptr, "head": self.head, "tail": self.tail, "started": self.started,
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, tensor in state["tensors"].items():
+            mine = getattr(self, name)
+            if mine is None or mine.shape != tensor.shape:
+                raise ValueError(
+                    f"replay buffer field {name!r} has shape "
+                    f"{None if mine is None else tuple(mine.shape)} here but "
+                    f"{tuple(tensor.shape)} in the checkpoint"
+                )
+            mine.copy_(tensor)
+        self.row_count = state["row_count"].numpy().astype(np.int64).copy()
+        self.ptr, self.head, self.tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
+        self.started = bool(state["started"])
+        self.generator.set_state(state["generator"])

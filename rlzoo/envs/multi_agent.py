@@ -1,0 +1,612 @@
+"""Multi-agent environments: PettingZoo *parallel* envs behind one array interface.
+
+``make_multi_agent_env(family, scenario, num_envs, seed, **kwargs)`` builds ``num_envs`` independent
+copies of a PettingZoo parallel env and returns a :class:`MultiAgentVecEnv` that speaks numpy arrays
+shaped ``[E, N, ...]`` (E = ``num_envs``, N = number of agents, agent order fixed to
+``env.possible_agents``).
+
+Families
+--------
+* ``"mpe"``: ``mpe2.<scenario>.parallel_env(continuous_actions=True, **kwargs)``, e.g.
+  ``scenario="simple_spread_v3", max_cycles=25``. Actions are ``Box(0, 1, (k,))`` per agent.
+* ``"mamujoco"``: ``gymnasium_robotics.mamujoco_v1.parallel_env(scenario, agent_conf, **kwargs)``,
+  e.g. ``scenario="HalfCheetah", agent_conf="2x3"``. Actions are the joint ranges (``[-1, 1]`` for
+  the shipped configs). Episodes are cut by the single-agent env's ``TimeLimit`` (1000 steps unless
+  ``max_episode_steps`` is passed).
+
+Conventions
+-----------
+* **Padding.** Agents may differ in observation and action sizes (MaMuJoCo Hopper 3x1 has
+  observation sizes 8, 9, 8). Everything is padded with zeros to the largest size
+  (``obs_dim``/``act_dim``); ``obs_mask``/``act_mask`` (``[N, obs_dim]``/``[N, act_dim]`` bool) are
+  True on real entries. Padded action entries are ignored.
+* **Actions** come in ``[-1, 1]``, shaped ``[E, N, act_dim]``. They are clipped to ``[-1, 1]`` and
+  mapped affinely onto each agent's own Box, ``low + (a + 1) / 2 * (high - low)`` -- the only place
+  in rlzoo where actions are scaled.
+* **Episode end.** An env's episode ends when *any* agent is terminated or truncated (in MPE and
+  MaMuJoCo all agents end together anyway). ``terminated`` = true end (no bootstrap);
+  ``truncated`` = time limit and not terminated.
+* **Autoreset (gymnasium 1.x NEXT_STEP).** When env e's episode ends at call t, call t returns the
+  final observation/state with the flags set. At call t+1 env e ignores its action, resets and
+  returns the reset observation/state with reward 0, ``terminated = truncated = False`` and
+  ``reset_step[e] = True`` (no transition happened). A replay buffer can therefore store each
+  observation exactly once per env column and must skip transitions whose *next* step has
+  ``reset_step`` set.
+* **Seeding.** Env e is seeded once, at the first ``reset`` (with ``seed + e``, where ``seed`` is
+  the argument of ``reset`` or, if None, of ``make_multi_agent_env``); later resets (autoresets and
+  ``reset(seed=None)``) continue each env's own RNG stream. ``reset(seed=s)`` re-seeds all envs.
+* **Rewards** are per agent ``[E, N]`` (MaMuJoCo gives every agent the same team reward). rlzoo's
+  team reward convention (computed by the trainer, not here): per step the **mean over agents** of
+  their rewards; the episode return is the sum of that over the episode's steps.
+* **Global state** is ``env.state()`` (``[E, state_dim]``): MPE concatenates all agents'
+  observations (simple_spread: 54); MaMuJoCo gives the full single-agent observation
+  (HalfCheetah: 17).
+
+All arrays are numpy; this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MultiAgentVecEnv", "StepResult", "make_multi_agent_env", "FAMILIES"]
+
+FAMILIES = ("mpe", "mamujoco")
+
+# Scenarios accepted by gymnasium_robotics' MultiAgentMujocoEnv (mujoco_multi.py).
+_MAMUJOCO_SCENARIOS = (
+    "Ant",
+    "CoupledHalfCheetah",
+    "HalfCheetah",
+    "Hopper",
+    "Humanoid",
+    "HumanoidStandup",
+    "InvertedDoublePendulum",
+    "InvertedPendulum",
+    "ManySegmentAnt",
+    "ManySegmentSwimmer",
+    "Pusher",
+    "Reacher",
+    "Swimmer",
+    "Walker2d",
+)
+
+# mjData fields that are *derived* (not part of mjSTATE_INTEGRATION) but read by gymnasium's MuJoCo
+# v5 envs before they step the physics: Ant reads ``data.body(main).xpos`` and Humanoid
+# ``mass_center`` reads ``data.xipos``. After ``mj_step`` these hold the kinematics of the last
+# sub-step's *start*, so they cannot be recomputed from the integration state: saved verbatim.
+_MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
+
+# Wrapper attributes of a gymnasium env chain that carry per-episode state.
+_GYM_WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
+
+
+@dataclass
+class StepResult:
+    """What :meth:`MultiAgentVecEnv.step` returns (E = num_envs, N = agents).
+
+    Attributes:
+        obs: ``[E, N, obs_dim]`` float32, zeros in padding.
+        state: ``[E, state_dim]`` float32 global state.
+        reward: ``[E, N]`` float32 per-agent reward (0 on reset steps).
+        terminated: ``[E]`` bool, any agent terminated (true end, no bootstrap).
+        truncated: ``[E]`` bool, time limit / truncation and not terminated.
+        reset_step: ``[E]`` bool, env was reset during this call: ``obs``/``state`` are a fresh
+            reset observation and no transition happened.
+    """
+
+    obs: np.ndarray
+    state: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    reset_step: np.ndarray
+
+
+# --------------------------------------------------------------------------------------------------
+# construction
+# --------------------------------------------------------------------------------------------------
+
+
+def _mpe_scenarios() -> list[str]:
+    from mpe2.all_modules import mpe_environments
+
+    return sorted(name.split("/", 1)[1] for name in mpe_environments)
+
+
+def _make_raw_env(family: str, scenario: str, kwargs: dict[str, Any]) -> Any:
+    """Build one raw PettingZoo parallel env (validated family/scenario)."""
+    if family == "mpe":
+        kwargs = dict(kwargs)
+        if kwargs.pop("continuous_actions", True) is not True:
+            raise ValueError("mpe: only continuous_actions=True is supported (Box(0, 1) actions)")
+        module = importlib.import_module(f"mpe2.{scenario}")
+        return module.parallel_env(continuous_actions=True, **kwargs)
+    # mamujoco
+    from gymnasium_robotics import mamujoco_v1
+
+    kwargs = dict(kwargs)
+    agent_conf = kwargs.pop("agent_conf")
+    # gymnasium's PassiveEnvChecker only warns, costs time per step and crashes when a restored
+    # (set_state) env steps before its first reset; turn it off unless asked for.
+    kwargs.setdefault("disable_env_checker", True)
+    try:
+        return mamujoco_v1.parallel_env(scenario, agent_conf, **kwargs)
+    except Exception as err:  # the library raises a bare Exception for a bad agent_conf
+        if "UNKNOWN" in str(err):
+            raise ValueError(
+                f"mamujoco {scenario}: unknown agent_conf {agent_conf!r} ({err})"
+            ) from None
+        raise
+
+
+def make_multi_agent_env(
+    family: str, scenario: str, num_envs: int = 1, seed: int = 0, **kwargs: Any
+) -> MultiAgentVecEnv:
+    """Make ``num_envs`` copies of a PettingZoo parallel env behind the array interface.
+
+    Args:
+        family: ``"mpe"`` or ``"mamujoco"``.
+        scenario: MPE module name (``"simple_spread_v3"``) or MaMuJoCo task (``"HalfCheetah"``).
+        num_envs: number of independent env copies E.
+        seed: default seed of the first ``reset`` (env e gets ``seed + e``).
+        **kwargs: passed to the PettingZoo constructor. MPE: e.g. ``max_cycles``,
+            ``local_ratio``, ``N`` (``continuous_actions`` is forced to True). MaMuJoCo:
+            ``agent_conf`` (required, e.g. ``"2x3"``; None = single agent), ``agent_obsk``, and
+            gymnasium MuJoCo kwargs such as ``max_episode_steps``.
+
+    Raises:
+        ValueError: unknown family or scenario, bad ``agent_conf``, ``num_envs < 1``.
+    """
+    if family not in FAMILIES:
+        raise ValueError(
+            f"unknown multi-agent env family {family!r}; available: {', '.join(FAMILIES)}"
+        )
+    if family == "mpe":
+        names = _mpe_scenarios()
+        if scenario not in names:
+            raise ValueError(f"unknown mpe scenario {scenario!r}; available: {', '.join(names)}")
+    else:
+        if scenario not in _MAMUJOCO_SCENARIOS:
+            names = ", ".join(_MAMUJOCO_SCENARIOS)
+            raise ValueError(f"unknown mamujoco scenario {scenario!r}; available: {names}")
+        if "agent_conf" not in kwargs:
+            raise ValueError(f"mamujoco {scenario}: pass agent_conf, e.g. agent_conf='2x3'")
+    if int(num_envs) < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    envs = [_make_raw_env(family, scenario, kwargs) for _ in range(int(num_envs))]
+    return MultiAgentVecEnv(envs, family=family, scenario=scenario, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------------
+# plain-data (de)serialisation helpers
+# --------------------------------------------------------------------------------------------------
+
+
+class _Skip:
+    """Marker for attribute values that are not plain data (callables, fonts, ...)."""
+
+
+_SKIP = _Skip()
+
+
+def _encode(value: Any, index: dict[int, int]) -> Any:
+    """Plain-data copy of ``value``; MPE entity references become ``{"entity": i}``."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+        return value
+    if id(value) in index:
+        return {"entity": index[id(value)]}
+    if isinstance(value, (list, tuple)):
+        items = [_encode(v, index) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    return _SKIP
+
+
+def _decode(value: Any, entities: list[Any]) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return entities[value["entity"]]
+    if isinstance(value, list):
+        return [_decode(v, entities) for v in value]
+    return value
+
+
+def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = {}
+    for key, value in vars(obj).items():
+        if key in exclude:
+            continue
+        enc = _encode(value, index)
+        if enc is not _SKIP:
+            out[key] = enc
+    return out
+
+
+def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
+    for key, value in saved.items():
+        setattr(obj, key, _decode(value, entities))
+
+
+def _gym_chain(env: Any) -> list[Any]:
+    """A gymnasium env and all the envs it wraps, outermost first."""
+    chain = [env]
+    while hasattr(chain[-1], "env"):
+        chain.append(chain[-1].env)
+    return chain
+
+
+def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return dict(rng.bit_generator.state)
+
+
+# --------------------------------------------------------------------------------------------------
+# the vector env
+# --------------------------------------------------------------------------------------------------
+
+
+class MultiAgentVecEnv:
+    """``num_envs`` PettingZoo parallel envs as arrays ``[E, N, ...]`` (see the module docstring).
+
+    Attributes:
+        family, scenario: what was made.
+        num_envs: E. n_agents: N. agent_ids: ``env.possible_agents`` (fixed order).
+        obs_dims, act_dims: true per-agent sizes. obs_dim, act_dim: max over agents (padded size).
+        state_dim: size of ``env.state()``.
+        obs_mask: ``[N, obs_dim]`` bool. act_mask: ``[N, act_dim]`` bool (True = real entry).
+        max_episode_steps: the env's time limit (MPE ``max_cycles``; MaMuJoCo ``TimeLimit``), or
+            None if unknown.
+    """
+
+    def __init__(self, envs: list[Any], family: str, scenario: str, seed: int = 0) -> None:
+        """Wrap already-built PettingZoo parallel envs (use :func:`make_multi_agent_env`)."""
+        if family not in FAMILIES:
+            raise ValueError(f"unknown family {family!r}; available: {', '.join(FAMILIES)}")
+        self.family = family
+        self.scenario = scenario
+        self._envs = envs
+        self.num_envs = len(envs)
+        env0 = envs[0]
+        self.agent_ids: list[str] = list(env0.possible_agents)
+        self.n_agents = len(self.agent_ids)
+
+        obs_spaces = [env0.observation_space(a) for a in self.agent_ids]
+        act_spaces = [env0.action_space(a) for a in self.agent_ids]
+        for agent, space in zip(self.agent_ids, act_spaces, strict=True):
+            if not (hasattr(space, "low") and len(space.shape) == 1):
+                raise ValueError(f"{family}/{scenario}: agent {agent} has non-Box action {space}")
+            if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+                raise ValueError(f"{family}/{scenario}: agent {agent} has unbounded action {space}")
+        self.obs_dims: list[int] = [int(np.prod(s.shape)) for s in obs_spaces]
+        self.act_dims: list[int] = [int(s.shape[0]) for s in act_spaces]
+        self.obs_dim = max(self.obs_dims)
+        self.act_dim = max(self.act_dims)
+        self._act_dtypes = [s.dtype for s in act_spaces]
+
+        n = self.n_agents
+        self.obs_mask = np.zeros((n, self.obs_dim), dtype=bool)
+        self.act_mask = np.zeros((n, self.act_dim), dtype=bool)
+        # Padded entries map to 0 (low = high = 0).
+        self._act_low = np.zeros((n, self.act_dim), dtype=np.float64)
+        self._act_high = np.zeros((n, self.act_dim), dtype=np.float64)
+        for i, (od, ad, space) in enumerate(
+            zip(self.obs_dims, self.act_dims, act_spaces, strict=True)
+        ):
+            self.obs_mask[i, :od] = True
+            self.act_mask[i, :ad] = True
+            self._act_low[i, :ad] = np.asarray(space.low, dtype=np.float64)
+            self._act_high[i, :ad] = np.asarray(space.high, dtype=np.float64)
+
+        # MPE advertises state_space (and refuses state() before reset); MaMuJoCo has no
+        # state_space but its state() works before reset. The first reset checks the size.
+        state_space = getattr(env0, "state_space", None)
+        if state_space is not None:
+            self.state_dim = int(np.prod(state_space.shape))
+        else:
+            self.state_dim = int(np.asarray(env0.state()).size)
+        self.max_episode_steps = self._find_max_episode_steps(env0)
+
+        self._seed = int(seed)
+        self._seeded = False
+        self._needs_reset = np.ones(self.num_envs, dtype=bool)
+
+    # ------------------------------------------------------------------ public API
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reset every env.
+
+        Args:
+            seed: if given, env e is re-seeded with ``seed + e``. If None, the first reset seeds
+                with the constructor's seed and later ones continue each env's RNG stream.
+
+        Returns:
+            obs ``[E, N, obs_dim]`` float32 (zeros in padding), state ``[E, state_dim]`` float32.
+        """
+        if seed is None and not self._seeded:
+            seed = self._seed
+        obs = np.zeros((self.num_envs, self.n_agents, self.obs_dim), dtype=np.float32)
+        state = np.zeros((self.num_envs, self.state_dim), dtype=np.float32)
+        for e in range(self.num_envs):
+            env_seed = None if seed is None else int(seed) + e
+            obs[e], state[e] = self._reset_one(e, env_seed)
+        self._seeded = True
+        return obs, state
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        """Step every env with actions in ``[-1, 1]`` (NEXT_STEP autoreset, see module docstring).
+
+        Args:
+            actions: ``[E, N, act_dim]``; clipped to [-1, 1]; padded entries are ignored.
+
+        Returns:
+            :class:`StepResult` with obs ``[E, N, obs_dim]``, state ``[E, state_dim]``,
+            reward ``[E, N]``, terminated/truncated/reset_step ``[E]``.
+        """
+        if not self._seeded:
+            raise RuntimeError("call reset() before step()")
+        scaled = self._scale_actions(actions)
+        E, N = self.num_envs, self.n_agents
+        obs = np.zeros((E, N, self.obs_dim), dtype=np.float32)
+        state = np.zeros((E, self.state_dim), dtype=np.float32)
+        reward = np.zeros((E, N), dtype=np.float32)
+        terminated = np.zeros(E, dtype=bool)
+        truncated = np.zeros(E, dtype=bool)
+        reset_step = np.zeros(E, dtype=bool)
+        for e, env in enumerate(self._envs):
+            if self._needs_reset[e]:
+                obs[e], state[e] = self._reset_one(e, None)
+                reset_step[e] = True
+                continue
+            action_dict = {
+                agent: scaled[e, i, : self.act_dims[i]].astype(self._act_dtypes[i])
+                for i, agent in enumerate(self.agent_ids)
+            }
+            obs_d, rew_d, term_d, trunc_d, _ = env.step(action_dict)
+            obs[e] = self._pack_obs(obs_d)
+            state[e] = self._get_state_vec(env)
+            for i, agent in enumerate(self.agent_ids):
+                reward[e, i] = rew_d.get(agent, 0.0)
+            term = any(bool(v) for v in term_d.values())
+            trunc = any(bool(v) for v in trunc_d.values())
+            terminated[e] = term
+            truncated[e] = trunc and not term
+            self._needs_reset[e] = term or trunc
+        return StepResult(obs, state, reward, terminated, truncated, reset_step)
+
+    def close(self) -> None:
+        """Close every env."""
+        for env in self._envs:
+            env.close()
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything needed to continue bit-identically, as plain data.
+
+        Contents: the seeding flag, per-env pending-reset flags, and per env:
+
+        * MPE: the AEC env's ``np_random`` bit-generator state, its step counter and bookkeeping
+          (agents, selector, rewards, terminations, truncations, pending actions), and the world:
+          for every entity (agents then landmarks) all plain attributes (positions, velocities,
+          communication, colours, sizes, ...) with references to other entities stored as
+          ``{"entity": index}`` (e.g. simple_reference's goals), plus the scenario's plain
+          attributes (e.g. curriculum stage). **Not captured:** ``infos`` (restored as empty
+          dicts; they are unused here) and numpy's *global* RNG, which MPE only uses for motor /
+          communication noise (``u_noise``/``c_noise``), None in every shipped mpe2 scenario.
+        * MaMuJoCo: ``mujoco.mj_getState(model, data, mjSTATE_INTEGRATION)`` of the single-agent
+          env, the derived ``xpos``/``xipos`` arrays that v5 envs read before stepping, the
+          ``np_random`` bit-generator state, the gymnasium wrappers' ``_elapsed_steps`` /
+          ``_has_reset`` and the parallel env's live ``agents`` list. Other derived mjData
+          quantities are recomputed by the next ``mj_step`` before anything reads them.
+
+        Returns:
+            A dict of lists, ints, floats, bools, strs, None and numpy arrays (the RNG states are
+            nested dicts of Python ints).
+        """
+        return {
+            "family": self.family,
+            "scenario": self.scenario,
+            "num_envs": self.num_envs,
+            "seed": self._seed,
+            "seeded": self._seeded,
+            "needs_reset": [bool(x) for x in self._needs_reset],
+            "envs": [self._get_env_state(env) for env in self._envs],
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`get_state` returned (same family, scenario, num_envs and kwargs)."""
+        for key in ("family", "scenario", "num_envs"):
+            if state[key] != getattr(self, key):
+                raise ValueError(
+                    f"set_state: saved {key} {state[key]!r} != this env's {getattr(self, key)!r}"
+                )
+        self._seed = int(state["seed"])
+        self._seeded = bool(state["seeded"])
+        self._needs_reset = np.asarray(state["needs_reset"], dtype=bool).copy()
+        for env, saved in zip(self._envs, state["envs"], strict=True):
+            self._set_env_state(env, saved)
+
+    # ------------------------------------------------------------------ internals
+
+    def _scale_actions(self, actions: np.ndarray) -> np.ndarray:
+        """``[E, N, act_dim]`` in [-1, 1] -> each agent's Box (float64; padding -> 0)."""
+        a = np.asarray(actions, dtype=np.float64)
+        expected = (self.num_envs, self.n_agents, self.act_dim)
+        if a.shape != expected:
+            raise ValueError(f"actions must have shape {expected} [E, N, act_dim], got {a.shape}")
+        a = np.where(self.act_mask, a, 0.0)  # padding is ignored, whatever it holds
+        if not np.all(np.isfinite(a)):
+            raise ValueError("actions contain NaN or inf")
+        a = np.clip(a, -1.0, 1.0)
+        scaled = self._act_low + (a + 1.0) * 0.5 * (self._act_high - self._act_low)
+        return np.clip(scaled, self._act_low, self._act_high)
+
+    def _pack_obs(self, obs_dict: dict[str, Any]) -> np.ndarray:
+        """Dict of per-agent obs -> ``[N, obs_dim]`` float32, zero padded (missing agent -> 0)."""
+        out = np.zeros((self.n_agents, self.obs_dim), dtype=np.float32)
+        for i, agent in enumerate(self.agent_ids):
+            if agent in obs_dict:
+                out[i, : self.obs_dims[i]] = np.asarray(obs_dict[agent]).reshape(-1)
+        return out
+
+    def _get_state_vec(self, env: Any) -> np.ndarray:
+        state = np.asarray(env.state(), dtype=np.float32).reshape(-1)
+        if state.size != self.state_dim:
+            raise ValueError(
+                f"{self.family}/{self.scenario}: env.state() has {state.size} entries, "
+                f"expected {self.state_dim}"
+            )
+        return state
+
+    def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        env = self._envs[e]
+        obs_dict, _ = env.reset(seed=seed)
+        self._needs_reset[e] = False
+        return self._pack_obs(obs_dict), self._get_state_vec(env)
+
+    def _find_max_episode_steps(self, env: Any) -> int | None:
+        if self.family == "mpe":
+            return int(env.unwrapped.max_cycles)
+        for layer in _gym_chain(env.single_agent_env):
+            limit = getattr(layer, "_max_episode_steps", None)
+            if limit is not None:
+                return int(limit)
+        return None
+
+    # --- MPE
+
+    @staticmethod
+    def _mpe_parts(env: Any) -> tuple[Any, list[Any]]:
+        """(raw AEC env, [AEC wrappers outermost first]) of an aec_to_parallel_wrapper."""
+        layers = [env.aec_env]
+        while hasattr(layers[-1], "env"):
+            layers.append(layers[-1].env)
+        return layers[-1], layers[:-1]
+
+    def _get_mpe_state(self, env: Any) -> dict[str, Any]:
+        raw, wrappers = self._mpe_parts(env)
+        world = raw.world
+        entities = world.entities
+        index = {id(ent): i for i, ent in enumerate(entities)}
+        ents = []
+        for ent in entities:
+            item = {
+                "attrs": _encode_vars(ent, index, exclude=("state", "action")),
+                "state": _encode_vars(ent.state, index),
+            }
+            if hasattr(ent, "action"):
+                item["action"] = _encode_vars(ent.action, index)
+            ents.append(item)
+        sel = raw._agent_selector
+        return {
+            "np_random": _rng_state(raw.np_random),
+            "steps": int(raw.steps),
+            "aec": {
+                "agents": list(getattr(raw, "agents", [])),
+                "agent_selection": getattr(raw, "agent_selection", None),
+                "rewards": dict(getattr(raw, "rewards", {})),
+                "cumulative_rewards": dict(getattr(raw, "_cumulative_rewards", {})),
+                "terminations": dict(getattr(raw, "terminations", {})),
+                "truncations": dict(getattr(raw, "truncations", {})),
+                "current_actions": [
+                    None if a is None else np.array(a, copy=True) for a in raw.current_actions
+                ],
+                "selector": [list(sel.agent_order), int(sel._current_agent), sel.selected_agent],
+            },
+            "wrapper_has_reset": [bool(getattr(w, "_has_reset", False)) for w in wrappers],
+            "parallel_agents": list(getattr(env, "agents", [])),
+            "world": _encode_vars(world, index, exclude=("agents", "landmarks")),
+            "entities": ents,
+            "scenario": _encode_vars(raw.scenario, index),
+        }
+
+    def _set_mpe_state(self, env: Any, saved: dict[str, Any]) -> None:
+        raw, wrappers = self._mpe_parts(env)
+        world = raw.world
+        entities = world.entities
+        if len(entities) != len(saved["entities"]):
+            raise ValueError("set_state: the MPE world has a different number of entities")
+        raw.np_random.bit_generator.state = saved["np_random"]
+        raw.steps = int(saved["steps"])
+        aec = saved["aec"]
+        raw.agents = list(aec["agents"])
+        raw.agent_selection = aec["agent_selection"]
+        raw.rewards = dict(aec["rewards"])
+        raw._cumulative_rewards = dict(aec["cumulative_rewards"])
+        raw.terminations = dict(aec["terminations"])
+        raw.truncations = dict(aec["truncations"])
+        raw.infos = {agent: {} for agent in raw.agents}
+        raw.current_actions = [
+            None if a is None else np.array(a, copy=True) for a in aec["current_actions"]
+        ]
+        order, current, selected = aec["selector"]
+        raw._agent_selector.agent_order = list(order)
+        raw._agent_selector._current_agent = int(current)
+        raw._agent_selector.selected_agent = selected
+        for wrapper, has_reset in zip(wrappers, saved["wrapper_has_reset"], strict=True):
+            if hasattr(wrapper, "_has_reset"):
+                wrapper._has_reset = has_reset
+        env.agents = list(saved["parallel_agents"])
+        _decode_vars(world, saved["world"], entities)
+        for ent, item in zip(entities, saved["entities"], strict=True):
+            _decode_vars(ent, item["attrs"], entities)
+            _decode_vars(ent.state, item["state"], entities)
+            if "action" in item:
+                _decode_vars(ent.action, item["action"], entities)
+        _decode_vars(raw.scenario, saved["scenario"], entities)
+
+    # --- MaMuJoCo
+
+    def _get_mamujoco_state(self, env: Any) -> dict[str, Any]:
+        import mujoco
+
+        single = env.single_agent_env
+        base = single.unwrapped
+        model, data = base.model, base.data
+        size = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
+        physics = np.empty(size, dtype=np.float64)
+        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        wrappers = []
+        for layer in _gym_chain(single):
+            wrappers.append({k: getattr(layer, k) for k in _GYM_WRAPPER_FIELDS if k in vars(layer)})
+        return {
+            "physics": physics,
+            "derived": {k: getattr(data, k).copy() for k in _MUJOCO_DERIVED_FIELDS},
+            "np_random": _rng_state(base.np_random),
+            "wrappers": wrappers,
+            "parallel_agents": list(env.agents),
+        }
+
+    def _set_mamujoco_state(self, env: Any, saved: dict[str, Any]) -> None:
+        import mujoco
+
+        single = env.single_agent_env
+        base = single.unwrapped
+        model, data = base.model, base.data
+        physics = np.asarray(saved["physics"], dtype=np.float64)
+        mujoco.mj_setState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        for key, value in saved["derived"].items():
+            getattr(data, key)[...] = value
+        base.np_random.bit_generator.state = saved["np_random"]
+        for layer, fields in zip(_gym_chain(single), saved["wrappers"], strict=True):
+            for key, value in fields.items():
+                setattr(layer, key, value)
+            if hasattr(layer, "checked_step"):  # PassiveEnvChecker: its one-off checks are done
+                layer.checked_reset = layer.checked_step = layer.checked_data_reuse = True
+                layer._previous_data = None
+        env.agents = list(saved["parallel_agents"])
+
+    def _get_env_state(self, env: Any) -> dict[str, Any]:
+        if self.family == "mpe":
+            return self._get_mpe_state(env)
+        return self._get_mamujoco_state(env)
+
+    def _set_env_state(self, env: Any, saved: dict[str, Any]) -> None:
+        if self.family == "mpe":
+            self._set_mpe_state(env, saved)
+        else:
+            self._set_mamujoco_state(env, saved)

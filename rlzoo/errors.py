@@ -1,0 +1,17 @@
+"""User-facing errors: one line on stderr, exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+
+class UserError(Exception):
+    """A mistake the user can fix; the message reads ``<what>; <how to fix>``."""
+
+
+def exit_with(message: str) -> NoReturn:
+    """Print ``rlzoo: error: <message>`` as one line on stderr and exit with status 2."""
+    line = " ".join(str(message).split())
+    print(f"rlzoo: error: {line}", file=sys.stderr, flush=True)
+    sys.exit(2)

@@ -1,0 +1,131 @@
+"""Actors: a tanh-squashed Gaussian policy (SAC family), a deterministic tanh policy (TD3, MADDPG).
+
+Actions live in ``[-1, 1]``; scaling to an environment's bounds happens once, at the env boundary.
+An actor with ``members > 1`` holds one independent network per member (e.g. per agent) as a
+batched ensemble and maps ``[E, B, obs_dim]`` to ``[E, B, act_dim]``; with ``members == 1``
+it maps ``[B, obs_dim]`` to ``[B, act_dim]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlzoo.nets.ensemble import EnsembleMLP
+
+LOG_2 = math.log(2.0)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def tanh_log_abs_det_jacobian(pre_tanh: torch.Tensor) -> torch.Tensor:
+    """``log(1 - tanh(u)^2)`` computed stably as ``2 (log 2 - u - softplus(-2u))``, elementwise."""
+    return 2.0 * (LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
+
+
+class _EnsembleActorBase(nn.Module):
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        out_features: int,
+        hidden: Sequence[int],
+        activation: str,
+        members: int,
+    ) -> None:
+        super().__init__()
+        self.obs_dim, self.act_dim, self.members = obs_dim, act_dim, members
+        self.net = EnsembleMLP(members, obs_dim, hidden, out_features, activation)
+
+    def _trunk(self, obs: torch.Tensor) -> torch.Tensor:
+        out = self.net(obs)
+        return out.squeeze(0) if self.members == 1 and obs.dim() == 2 else out
+
+
+class TanhGaussianActor(_EnsembleActorBase):
+    """``a = tanh(u)``, ``u ~ N(mean(s), std(s))``, with the exact tanh-corrected log-probability.
+
+    Args:
+        obs_dim: observation size.
+        act_dim: action size |A| (for an action-chunk actor: H * |A|).
+        hidden: hidden sizes (default ``(256, 256)``).
+        activation: hidden activation (default ``relu``).
+        log_std_min, log_std_max: clamp of the log standard deviation (CleanRL: -5, 2).
+        members: independent networks evaluated as one batched ensemble (default 1).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        log_std_min: float = -5.0,
+        log_std_max: float = 2.0,
+        members: int = 1,
+    ) -> None:
+        super().__init__(obs_dim, act_dim, 2 * act_dim, hidden, activation, members)
+        if log_std_min >= log_std_max:
+            raise ValueError(
+                f"actor log_std_min ({log_std_min}) must be below log_std_max ({log_std_max})"
+            )
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return the pre-squash ``mean`` and clamped ``log_std``, each ``[..., B, act_dim]``."""
+        mean, log_std = self._trunk(obs).chunk(2, dim=-1)
+        return mean, log_std.clamp(self.log_std_min, self.log_std_max)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterized sample: ``action [..., B, act_dim]`` in (-1, 1), ``log_prob [..., B]``.
+        """
+        mean, log_std = self(obs)
+        noise = torch.randn_like(mean)
+        pre_tanh = mean + noise * log_std.exp()
+        # log N(u; mean, std) with (u - mean) / std = noise, then the tanh change of variables.
+        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
+        log_prob = (log_prob - tanh_log_abs_det_jacobian(pre_tanh)).sum(-1)
+        return torch.tanh(pre_tanh), log_prob
+
+    def log_prob(self, obs: torch.Tensor, pre_tanh: torch.Tensor) -> torch.Tensor:
+        """Log-probability ``[..., B]`` of the action ``tanh(pre_tanh)`` (exact, no clipping)."""
+        mean, log_std = self(obs)
+        noise = (pre_tanh - mean) * torch.exp(-log_std)
+        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
+        return (log_prob - tanh_log_abs_det_jacobian(pre_tanh)).sum(-1)
+
+    def mode(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic action ``tanh(mean)`` ``[..., B, act_dim]`` used for evaluation."""
+        return torch.tanh(self(obs)[0])
+
+
+class DeterministicActor(_EnsembleActorBase):
+    """``a = tanh(f(s))`` (TD3, MADDPG). Exploration noise is the algorithm's business.
+
+    Args:
+        obs_dim, act_dim: sizes.
+        hidden: hidden sizes (default ``(256, 256)``).
+        activation: hidden activation (default ``relu``).
+        members: independent networks evaluated as one batched ensemble (default 1).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        members: int = 1,
+    ) -> None:
+        super().__init__(obs_dim, act_dim, act_dim, hidden, activation, members)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """``obs [..., B, obs_dim]`` -> action ``[..., B, act_dim]`` in (-1, 1)."""
+        return torch.tanh(self._trunk(obs))
+
+    def mode(self, obs: torch.Tensor) -> torch.Tensor:
+        """Same as ``forward``: the policy is deterministic."""
+        return self(obs)

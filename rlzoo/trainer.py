@@ -1,0 +1,414 @@
+"""The training loop: collect -> store -> update -> evaluate -> log -> checkpoint.
+
+The trainer owns everything that is not the algorithm: environments, replay, seeding, the
+schedule (random warm-up, updates per env step, evaluation, checkpoints), logging and the run
+directory. Steps are env steps (transitions) summed over the ``num_envs`` parallel envs; the
+reset calls of next-step autoreset are not counted, they collect no transition.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.checkpoint import (
+    checkpoint_path,
+    list_checkpoints,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
+from rlzoo.envs.single_agent import SingleAgentVecEnv, check_env_id
+from rlzoo.errors import UserError
+from rlzoo.logger import Logger
+
+# Keys of ``algo`` that configure the trainer rather than the algorithm's constructor.
+TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd")
+EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated run settings (see ``conf/config.yaml`` for each key's meaning)."""
+
+    seed: int
+    device: torch.device
+    total_steps: int
+    num_envs: int
+    eval_every: int
+    eval_episodes: int
+    checkpoint_every: int
+    checkpoint_keep: int
+    log_every: int
+    progress: str | bool
+    learning_starts: int
+    batch_size: int
+    buffer_size: int
+    utd: float
+
+
+def _int(cfg: DictConfig, key: str, minimum: int) -> int:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{key} must be an integer, got {value!r}; e.g. {key}={max(minimum, 1)}")
+    if value < minimum:
+        raise UserError(f"{key} must be >= {minimum}, got {value}; set {key} to at least {minimum}")
+    return value
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; ``cpu``; ``cuda`` (fails without CUDA)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda") and not str(name).startswith("cuda:"):
+        raise UserError(f"device must be auto, cpu or cuda, got {name!r}; e.g. device=auto")
+    if str(name).startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("device=cuda but this machine has no usable CUDA device; use device=cpu")
+    return torch.device(name)
+
+
+def read_settings(cfg: DictConfig) -> Settings:
+    """Validate the trainer's keys; every mistake is a one-line ``UserError``."""
+    utd = OmegaConf.select(cfg, "algo.utd")
+    if isinstance(utd, bool) or not isinstance(utd, (int, float)) or not utd > 0:
+        raise UserError(f"algo.utd must be a number > 0, got {utd!r}; e.g. algo.utd=1")
+    progress = cfg.log.progress
+    if progress not in ("auto", True, False):
+        raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
+    settings = Settings(
+        seed=_int(cfg, "seed", 0),
+        device=resolve_device(str(cfg.device)),
+        total_steps=_int(cfg, "total_steps", 1),
+        num_envs=_int(cfg, "num_envs", 1),
+        eval_every=_int(cfg, "eval.every", 0),
+        eval_episodes=_int(cfg, "eval.episodes", 1),
+        checkpoint_every=_int(cfg, "checkpoint.every", 0),
+        checkpoint_keep=_int(cfg, "checkpoint.keep", 1),
+        log_every=_int(cfg, "log.every", 1),
+        progress=progress,
+        learning_starts=_int(cfg, "algo.learning_starts", 0),
+        batch_size=_int(cfg, "algo.batch_size", 1),
+        buffer_size=_int(cfg, "algo.buffer_size", 2),
+        utd=float(utd),
+    )
+    if settings.batch_size > settings.buffer_size:
+        raise UserError(
+            f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
+            f"({settings.buffer_size}); lower the batch or raise the buffer"
+        )
+    if settings.buffer_size < 2 * settings.num_envs:
+        raise UserError(
+            f"algo.buffer_size ({settings.buffer_size}) must hold at least two steps of each of "
+            f"the {settings.num_envs} envs; raise algo.buffer_size"
+        )
+    return settings
+
+
+def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``env.kwargs`` as a plain dict (passed to the env constructor)."""
+    kwargs = cfg.env.get("kwargs")
+    return dict(OmegaConf.to_container(kwargs, resolve=True)) if kwargs else {}
+
+
+def make_env(cfg: DictConfig, num_envs: int, seed: int) -> SingleAgentVecEnv:
+    """Build the training (or evaluation) env from the ``env`` config."""
+    kind = cfg.env.get("kind", "single")
+    if kind != "single":
+        raise UserError(f"env kind {kind!r} is not supported yet; use a single-agent env")
+    try:
+        return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg))
+    except (ValueError, gym.error.Error) as err:
+        raise UserError(str(err)) from None
+
+
+def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Algorithm:
+    """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``."""
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - hydra raises several kinds here
+        raise UserError(
+            f"algo._target_ {cfg.algo._target_!r} cannot be imported; check the module path"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
+    if cls.multi_agent != spec.multi_agent:
+        fits = "a multi-agent env (env=mpe/... or env=mamujoco/...)" if cls.multi_agent \
+            else "a single-agent env (e.g. env=Hopper)"
+        raise UserError(f"algo={cfg.algo.name} needs {fits}; env={cfg.env.name} does not fit")
+    algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in TRAINER_KEYS])
+    extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
+    if cfg.get("tuner"):
+        if "tuner" not in inspect.signature(cls).parameters:
+            raise UserError(
+                f"algo={cfg.algo.name} has no entropy temperature to tune; drop the tuner "
+                "override (or pass tuner=none)"
+            )
+        extra["tuner"] = cfg.tuner
+    try:
+        with torch.device(device):
+            algo = instantiate(algo_cfg, **extra)
+    except Exception as err:  # noqa: BLE001 - hydra wraps constructor errors
+        cause = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        if isinstance(cause, (ValueError, TypeError)):
+            raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
+        raise
+    return algo.to(device)
+
+
+class Trainer:
+    """Runs one training job into ``run_dir`` from a composed Hydra config."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path) -> None:
+        self.cfg, self.run_dir = cfg, run_dir
+        self.settings = s = read_settings(cfg)
+        if s.device.type == "cpu" and cfg.get("torch_threads", 0):
+            torch.set_num_threads(int(cfg.torch_threads))
+        self.seed_everything(s.seed)
+        self.env = make_env(cfg, s.num_envs, s.seed)
+        self.spec = EnvSpec(obs_dim=self.env.obs_dim, act_dim=self.env.act_dim)
+        self.algo = build_algorithm(cfg, self.spec, s.device)
+        self.horizon = self.algo.action_horizon
+        self.buffer = ReplayBuffer(
+            s.buffer_size, (self.spec.obs_dim,), (self.spec.act_dim,), s.num_envs,
+            s.device, seed=s.seed,
+        )
+        self.eval_envs: list[gym.Env] = []
+        self.eval_seeded = False
+        self.rng = np.random.default_rng(s.seed)  # warm-up actions
+        self.step = 0  # env steps collected
+        self.updates = 0
+        self.update_credit = 0.0
+        self.episodes = 0
+        self.last_eval: tuple[float, float] | None = None
+        self.checkpoint_dir = run_dir / "checkpoints"
+
+    # ------------------------------------------------------------------ setup
+    @staticmethod
+    def seed_everything(seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+
+    def to_device(self, x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=torch.float32).to(self.settings.device, non_blocking=True)
+
+    # ------------------------------------------------------------------ loop
+    def train(self) -> dict[str, Any]:
+        s = self.settings
+        logger = Logger(self.run_dir, s.total_steps, s.progress)
+        self.logger = logger
+        start = time.perf_counter()
+        obs = self.env.reset()
+        E, H, A = s.num_envs, self.horizon, self.spec.act_dim
+        chunk = np.zeros((E, H, A), dtype=np.float32)
+        chunk_pos = np.full(E, H)  # H = this env needs a fresh chunk
+        episode_return = np.zeros(E)
+        metrics: dict[str, torch.Tensor] = {}
+        next_log = s.log_every
+        next_eval = s.eval_every if s.eval_every else s.total_steps
+        next_ckpt = s.checkpoint_every if s.checkpoint_every else s.total_steps
+        window_start, window_step, window_updates = time.perf_counter(), 0, 0
+        while self.step < s.total_steps:
+            # --- act: uniform random during warm-up, then the policy (chunks run open-loop)
+            if self.step < s.learning_starts:
+                action = self.rng.uniform(-1.0, 1.0, size=(E, A)).astype(np.float32)
+            else:
+                need = chunk_pos >= H
+                if need.any():
+                    fresh = self.algo.act(self.to_device(obs)).reshape(E, H, A).cpu().numpy()
+                    chunk[need] = fresh[need]
+                    chunk_pos[need] = 0
+                action = chunk[np.arange(E), chunk_pos]
+                chunk_pos += 1
+            result = self.env.step(action)
+            self.buffer.add(obs, action, result.reward, result.obs, result.terminated,
+                            result.truncated, result.reset_step)
+            chunk_pos[result.reset_step] = H
+            # --- episode bookkeeping
+            valid = ~result.reset_step
+            n_new = int(valid.sum())
+            episode_return += np.where(valid, result.reward, 0.0)
+            for e in np.flatnonzero((result.terminated | result.truncated) & valid):
+                self.episodes += 1
+                logger.episode(float(episode_return[e]), self.step + n_new)
+                episode_return[e] = 0.0
+            obs = result.obs
+            self.step += n_new
+            logger.advance(n_new)
+            # --- update: utd gradient steps per collected env step after the warm-up
+            if self.step >= s.learning_starts and len(self.buffer) > 0:
+                self.update_credit += s.utd * n_new
+                while self.update_credit >= 1.0:
+                    batch = self.buffer.sample(
+                        s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
+                        action_horizon=H,
+                    )
+                    metrics.update(self.algo.update(batch))
+                    self.update_credit -= 1.0
+                    self.updates += 1
+            # --- log, evaluate, checkpoint
+            if self.step >= next_log:
+                now = time.perf_counter()
+                perf = {
+                    "perf/sps": (self.step - window_step) / (now - window_start),
+                    "perf/updates_per_sec": (self.updates - window_updates) / (now - window_start),
+                }
+                logger.scalars({**metrics, **perf}, self.step)
+                logger.postfix(sps=perf["perf/sps"])
+                window_start, window_step, window_updates = now, self.step, self.updates
+                next_log = (self.step // s.log_every + 1) * s.log_every
+            if self.step >= next_eval or self.step >= s.total_steps:
+                self.evaluate_and_log()
+                next_eval = (self.step // s.eval_every + 1) * s.eval_every if s.eval_every \
+                    else s.total_steps
+            if self.step >= next_ckpt or self.step >= s.total_steps:
+                self.save()
+                next_ckpt = (self.step // s.checkpoint_every + 1) * s.checkpoint_every \
+                    if s.checkpoint_every else s.total_steps
+        wall = time.perf_counter() - start
+        summary = self.write_summary(wall)
+        logger.hparams(self.hparams(), {"hparam/final_eval_return": summary["final_eval_return"]})
+        logger.close()
+        self.env.close()
+        for env in self.eval_envs:
+            env.close()
+        return summary
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
+        """Run ``eval.episodes`` episodes on the eval envs (their own seed stream, seed + 10_000
+        + i at the first call); returns the episode returns ``[episodes]``."""
+        episodes = episodes or self.settings.eval_episodes
+        while len(self.eval_envs) < episodes:
+            env = gym.make(self.cfg.env.id, **env_kwargs(self.cfg))
+            self.eval_envs.append(gym.wrappers.RescaleAction(env, -1.0, 1.0))
+        envs = self.eval_envs[:episodes]
+        seed0 = self.settings.seed + EVAL_SEED_OFFSET
+        obs = np.stack([
+            env.reset(seed=None if self.eval_seeded else seed0 + i)[0] for i, env in enumerate(envs)
+        ]).astype(np.float32)
+        self.eval_seeded = True
+        returns = np.zeros(episodes)
+        active = np.ones(episodes, dtype=bool)
+        H, A = self.horizon, self.spec.act_dim
+        while active.any():
+            idx = np.flatnonzero(active)
+            chunk = self.algo.act(self.to_device(obs[idx]), deterministic=deterministic)
+            chunk = chunk.reshape(len(idx), H, A).cpu().numpy()
+            for h in range(H):
+                for j, e in enumerate(idx):
+                    if not active[e]:
+                        continue
+                    o, r, term, trunc, _ = envs[e].step(np.clip(chunk[j, h], -1.0, 1.0))
+                    obs[e] = o
+                    returns[e] += r
+                    if term or trunc:
+                        active[e] = False
+        return returns
+
+    def evaluate_and_log(self) -> None:
+        returns = self.evaluate()
+        self.last_eval = (float(returns.mean()), float(returns.std()))
+        self.logger.scalars(
+            {"eval/return": self.last_eval[0], "eval/return_std": self.last_eval[1]}, self.step
+        )
+        self.logger.flush()
+
+    # ------------------------------------------------------------------ outputs
+    def save(self) -> Path:
+        path = checkpoint_path(self.checkpoint_dir, self.step)
+        save_checkpoint(path, self.state_dict())
+        prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
+        return path
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain data and tensors only (loadable with ``weights_only=True``)."""
+        return {
+            "format": 1,
+            "algo_name": str(self.cfg.algo.name),
+            "env_name": str(self.cfg.env.name),
+            "config": OmegaConf.to_container(self.cfg, resolve=True),
+            "algo": self.algo.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "counters": {
+                "step": self.step, "updates": self.updates, "episodes": self.episodes,
+                "update_credit": self.update_credit,
+            },
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy_warmup": self.rng.bit_generator.state,
+            },
+        }
+
+    def load(self, path: Path) -> None:
+        state = load_checkpoint(path, map_location=self.settings.device)
+        self.algo.load_state_dict(state["algo"])
+        self.buffer.load_state_dict(state["buffer"])
+        counters = state["counters"]
+        self.step, self.updates = int(counters["step"]), int(counters["updates"])
+        self.episodes = int(counters["episodes"])
+        self.update_credit = float(counters["update_credit"])
+        torch.set_rng_state(state["rng"]["torch"].cpu())
+        self.rng.bit_generator.state = state["rng"]["numpy_warmup"]
+
+    def latest_checkpoint(self) -> Path | None:
+        found = list_checkpoints(self.checkpoint_dir)
+        return found[-1] if found else None
+
+    def hparams(self) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+
+        def walk(node: Any, prefix: str) -> None:
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if not str(k).startswith("_"):
+                        walk(v, f"{prefix}{k}.")
+            elif isinstance(node, (int, float, str, bool)):
+                flat[prefix[:-1]] = node
+            elif isinstance(node, list):
+                flat[prefix[:-1]] = str(node)
+
+        walk(OmegaConf.to_container(self.cfg, resolve=True), "")
+        return flat
+
+    def write_summary(self, wall_time: float) -> dict[str, Any]:
+        mean, std = self.last_eval if self.last_eval else (float("nan"), float("nan"))
+        summary = {
+            "algo": str(self.cfg.algo.name),
+            "env": str(self.cfg.env.name),
+            "seed": self.settings.seed,
+            "total_steps": self.step,
+            "final_eval_return": mean,
+            "final_eval_return_std": std,
+            "wall_time_s": wall_time,
+            "steps_per_sec": self.step / wall_time if wall_time > 0 else 0.0,
+            "buffer_bytes": self.buffer.nbytes,
+            "updates": self.updates,
+            "episodes": self.episodes,
+        }
+        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+
+def check_env_config(cfg: DictConfig) -> None:
+    """Fail early, in one line, on an env id that does not exist."""
+    if cfg.env.get("kind", "single") == "single":
+        try:
+            check_env_id(cfg.env.id)
+        except ValueError as err:
+            raise UserError(str(err)) from None
