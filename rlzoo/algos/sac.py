@@ -91,32 +91,38 @@ class SAC(Algorithm):
         """``a' ~ pi(.|s')`` and its log-prob for the target (DSAC-T uses a target policy)."""
         return self.actor.sample(next_obs)
 
-    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        alpha = self.alpha
+    def critic_loss(self, batch: Batch, alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J_Q`` against ``y = r + discount (V'(s') - alpha log pi(a'|s'))``; (loss, q)."""
         with torch.no_grad():
             next_action, next_log_prob = self.next_action(batch.next_obs)
             next_value = self.target_critic.next_value(batch.next_obs, next_action)
             target = batch.reward + batch.discount * (next_value - alpha * next_log_prob)
-        critic_loss, q = self.critic.td_loss(batch.obs, batch.action, target)
+        return self.critic.td_loss(batch.obs, batch.action, target)
+
+    def actor_loss(
+        self, obs: torch.Tensor, alpha: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J_pi = E[alpha log pi(a~|s) - Q(s, a~)]`` with the critic frozen; (loss, log_prob)."""
+        action, log_prob = self.actor.sample(obs)
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(obs, action))
+        return (alpha * log_prob - q_pi).mean(), log_prob
+
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        alpha = self.alpha
+        critic_loss, q = self.critic_loss(batch, alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q.detach().mean()}
         if self.updates % self.policy_delay == 0:
-            metrics.update(self.update_actor(batch.obs, alpha))
+            actor_loss, log_prob = self.actor_loss(batch.obs, alpha)
+            self.step(self.actor_optimizer, actor_loss)
+            alpha_loss = self.tuner.update(log_prob)
             polyak_update(self.target_critic, self.critic, self.tau)
+            metrics.update({
+                "loss/actor": actor_loss.detach(),
+                "loss/alpha": alpha_loss,
+                "stats/alpha": alpha.mean(),
+                "stats/entropy": -log_prob.detach().mean(),
+            })
         return metrics
-
-    def update_actor(self, obs: torch.Tensor, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One step of the actor and of the temperature."""
-        action, log_prob = self.actor.sample(obs)
-        with frozen(self.critic):
-            q_pi = self.critic.actor_value(self.critic(obs, action))
-        actor_loss = (alpha * log_prob - q_pi).mean()
-        self.step(self.actor_optimizer, actor_loss)
-        alpha_loss = self.tuner.update(log_prob)
-        return {
-            "loss/actor": actor_loss.detach(),
-            "loss/alpha": alpha_loss,
-            "stats/alpha": alpha.mean(),
-            "stats/entropy": -log_prob.detach().mean(),
-        }

@@ -86,21 +86,29 @@ class TD3(Algorithm):
             return action
         return (action + self.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
 
-    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def critic_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J_Q`` against ``y = r + discount min_i Q'_i(s', a')`` with smoothed ``a'``."""
         with torch.no_grad():
             noise = torch.randn_like(batch.action) * self.policy_noise
             noise = noise.clamp(-self.noise_clip, self.noise_clip)
             next_action = (self.target_actor(batch.next_obs) + noise).clamp(-1.0, 1.0)
             next_value = self.target_critic.next_value(batch.next_obs, next_action)
             target = batch.reward + batch.discount * next_value
-        critic_loss, q = self.critic.td_loss(batch.obs, batch.action, target)
+        return self.critic.td_loss(batch.obs, batch.action, target)
+
+    def actor_loss(self, obs: torch.Tensor) -> torch.Tensor:
+        """``J_mu = -E[Q_1(s, mu(s))]`` (the critic's actor reduction) with the critic frozen."""
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(obs, self.actor(obs)))
+        return -q_pi.mean()
+
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        critic_loss, q = self.critic_loss(batch)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q.detach().mean()}
         if self.updates % self.policy_delay == 0:
-            with frozen(self.critic):
-                q_pi = self.critic.actor_value(self.critic(batch.obs, self.actor(batch.obs)))
-            actor_loss = -q_pi.mean()
+            actor_loss = self.actor_loss(batch.obs)
             self.step(self.actor_optimizer, actor_loss)
             polyak_update(self.target_actor, self.actor, self.tau)
             polyak_update(self.target_critic, self.critic, self.tau)
