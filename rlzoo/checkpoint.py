@@ -52,6 +52,13 @@ def prune_checkpoints(directory: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
-def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint without executing code from it (``weights_only=True``)."""
-    return torch.load(path, map_location=map_location, weights_only=True)
+def load_checkpoint(
+    path: Path, map_location: str | torch.device = "cpu", mmap: bool = False
+) -> dict[str, Any]:
+    """Load a checkpoint without executing code from it (``weights_only=True``).
+
+    ``mmap=True`` maps the file instead of reading it (``map_location`` must then be the CPU):
+    tensors are read from disk only when touched, so a reader that needs the networks but not
+    the replay buffer (``rlzoo.evaluate``) does not load gigabytes of transitions.
+    """
+    return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)

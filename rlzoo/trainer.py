@@ -31,7 +31,7 @@ from rlzoo.checkpoint import (
     prune_checkpoints,
     save_checkpoint,
 )
-from rlzoo.envs.single_agent import SingleAgentVecEnv, check_env_id
+from rlzoo.envs.single_agent import SingleAgentVecEnv, check_env_id, make_single_env
 from rlzoo.errors import UserError
 from rlzoo.logger import Logger
 
@@ -248,11 +248,13 @@ class Trainer:
                 logger.episode(float(episode_return[e]), self.step + n_new)
                 episode_return[e] = 0.0
             obs = result.obs
+            past_warmup = self.step + n_new - max(self.step, s.learning_starts)
             self.step += n_new
             logger.advance(n_new)
-            # --- update: utd gradient steps per collected env step after the warm-up
-            if self.step >= s.learning_starts and len(self.buffer) > 0:
-                self.update_credit += s.utd * n_new
+            # --- update: utd gradient steps per env step collected after the warm-up
+            # (an H-step window needs H - 1 newer rows: none can start in the newest H - 1)
+            if past_warmup > 0 and len(self.buffer) > (H - 1) * E:
+                self.update_credit += s.utd * past_warmup
                 while self.update_credit >= 1.0:
                     batch = self.buffer.sample(
                         s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
@@ -295,8 +297,7 @@ class Trainer:
         + i at the first call); returns the episode returns ``[episodes]``."""
         episodes = episodes or self.settings.eval_episodes
         while len(self.eval_envs) < episodes:
-            env = gym.make(self.cfg.env.id, **env_kwargs(self.cfg))
-            self.eval_envs.append(gym.wrappers.RescaleAction(env, -1.0, 1.0))
+            self.eval_envs.append(make_single_env(self.cfg.env.id, **env_kwargs(self.cfg)))
         envs = self.eval_envs[:episodes]
         seed0 = self.settings.seed + EVAL_SEED_OFFSET
         obs = np.stack([

@@ -1,7 +1,11 @@
 """Algorithms: each reads like its paper's update equations."""
 
 from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.algos.coma import COMA
+from rlzoo.algos.dsac_t import DSACT
+from rlzoo.algos.hasac import HASAC
+from rlzoo.algos.maddpg import MADDPG
 from rlzoo.algos.sac import SAC
 from rlzoo.algos.td3 import TD3
 
-__all__ = ["SAC", "TD3", "Algorithm", "EnvSpec"]
+__all__ = ["COMA", "DSACT", "HASAC", "MADDPG", "SAC", "TD3", "Algorithm", "EnvSpec"]

@@ -9,8 +9,9 @@ With ``y = r + discount * (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, ``a' ~ p
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
 
 The critic kind chooses the reductions ("min" above) and the TD loss; see ``nets/critics.py``.
-The actor, temperature and targets step every ``policy_delay`` critic steps (1 in SAC;
-DSAC-T uses 2).
+The actor and temperature step every ``policy_delay`` critic steps (1 in SAC; DSAC-T 2; REDQ
+20, i.e. once per env step at 20 critic steps per env step), the targets every
+``target_delay`` critic steps (default: ``policy_delay``; REDQ 1).
 """
 
 from __future__ import annotations
@@ -22,13 +23,19 @@ import torch
 from rlzoo.algos.base import Algorithm, EnvSpec, adam
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
-from rlzoo.nets.critics import Critic
+from rlzoo.nets.critics import (
+    ActionSequenceCritic,
+    Critic,
+    DistributionalCritic,
+    EnsembleCritic,
+    TwinCritic,
+)
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.tuners.entropy import Tuner
 
 
 class SAC(Algorithm):
-    """Soft Actor-Critic.
+    """Soft Actor-Critic (with any critic kind: twin, ensemble, distributional, action chunks).
 
     Args:
         spec: environment sizes.
@@ -39,9 +46,12 @@ class SAC(Algorithm):
         tau: polyak rate of the target critic (0.005).
         actor_lr: actor learning rate (3e-4).
         critic_lr: critic learning rate (3e-4; CleanRL uses 1e-3).
-        policy_delay: critic steps per actor/alpha/target step (1).
+        policy_delay: critic steps per actor/alpha step (1).
         n_step: n-step returns sampled from the buffer (1).
+        target_delay: critic steps per polyak step of the targets (``None`` = ``policy_delay``).
     """
+
+    supported_critics = (TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic)
 
     def __init__(
         self,
@@ -55,13 +65,18 @@ class SAC(Algorithm):
         critic_lr: float = 3e-4,
         policy_delay: int = 1,
         n_step: int = 1,
+        target_delay: int | None = None,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
-        if policy_delay < 1:
-            raise ValueError(f"algo.policy_delay must be >= 1, got {policy_delay}")
-        self.tau, self.policy_delay = tau, policy_delay
+        target_delay = policy_delay if target_delay is None else target_delay
+        if policy_delay < 1 or target_delay < 1:
+            raise ValueError(
+                f"algo.policy_delay and algo.target_delay must be >= 1, got {policy_delay} "
+                f"and {target_delay}"
+            )
+        self.tau, self.policy_delay, self.target_delay = tau, policy_delay, target_delay
         self.critic = critic(spec.obs_dim, spec.act_dim)
         self.check_critic(self.critic)
         chunk_dim = spec.act_dim * self.critic.action_horizon
@@ -114,15 +129,21 @@ class SAC(Algorithm):
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q.detach().mean()}
+        metrics.update(self.critic.stats())
         if self.updates % self.policy_delay == 0:
             actor_loss, log_prob = self.actor_loss(batch.obs, alpha)
             self.step(self.actor_optimizer, actor_loss)
             alpha_loss = self.tuner.update(log_prob)
-            polyak_update(self.target_critic, self.critic, self.tau)
             metrics.update({
                 "loss/actor": actor_loss.detach(),
                 "loss/alpha": alpha_loss,
                 "stats/alpha": alpha.mean(),
                 "stats/entropy": -log_prob.detach().mean(),
             })
+        if self.updates % self.target_delay == 0:
+            self.update_targets()
         return metrics
+
+    def update_targets(self) -> None:
+        """Polyak step of every target network (DSAC-T adds its target policy)."""
+        polyak_update(self.target_critic, self.critic, self.tau)

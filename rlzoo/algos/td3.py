@@ -19,7 +19,7 @@ import torch
 from rlzoo.algos.base import Algorithm, EnvSpec, adam
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
-from rlzoo.nets.critics import Critic
+from rlzoo.nets.critics import ActionSequenceCritic, Critic, EnsembleCritic, TwinCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 
 
@@ -38,7 +38,12 @@ class TD3(Algorithm):
         noise_clip: clip of the target smoothing noise (0.5).
         exploration_noise: std of the Gaussian exploration noise (0.1).
         n_step: n-step returns (1).
+
+    Critic kinds: twin, ensemble and action chunks. The distributional critic is DSAC-T's and is
+    not validated with a deterministic policy, so it is refused (use algo=sac or algo=dsac_t).
     """
+
+    supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic)
 
     def __init__(
         self,

@@ -45,6 +45,12 @@ def check_env_id(env_id: str) -> None:
         )
 
 
+def make_single_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """One env with actions in ``[-1, 1]``, mapped affinely onto its Box bounds."""
+    env = gym.make(env_id, **kwargs)
+    return gym.wrappers.RescaleAction(env, np.float32(-1.0), np.float32(1.0))
+
+
 class SingleAgentVecEnv:
     """``num_envs`` copies of a gymnasium env with actions in ``[-1, 1]``.
 
@@ -70,8 +76,7 @@ class SingleAgentVecEnv:
             raise ValueError(f"{env_id} needs a flat Box observation space, got {obs_space}")
 
         def make() -> gym.Env:
-            env = gym.make(env_id, **kwargs)
-            return gym.wrappers.RescaleAction(env, -1.0, 1.0)
+            return make_single_env(env_id, **kwargs)
 
         self.env_id, self.num_envs, self.seed = env_id, num_envs, seed
         self.envs = gym.vector.SyncVectorEnv(

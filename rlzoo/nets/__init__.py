@@ -1,11 +1,17 @@
 """Networks: MLPs, the batched-ensemble layer, actors and critics."""
 
 from rlzoo.nets.actors import DeterministicActor, TanhGaussianActor
-from rlzoo.nets.critics import Critic, EnsembleCritic, TwinCritic
+from rlzoo.nets.critics import (
+    ActionSequenceCritic,
+    Critic,
+    DistributionalCritic,
+    EnsembleCritic,
+    TwinCritic,
+)
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
-    "Critic", "DeterministicActor", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP",
-    "TanhGaussianActor", "TwinCritic", "mlp",
+    "ActionSequenceCritic", "Critic", "DeterministicActor", "DistributionalCritic",
+    "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "TanhGaussianActor", "TwinCritic", "mlp",
 ]

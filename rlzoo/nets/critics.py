@@ -8,6 +8,10 @@
 
 So the algorithm writes ``y = r + discount * (next_value - alpha log pi)`` once, and the critic
 kind decides the reductions and the loss. A new critic is one subclass and one YAML file.
+
+Kinds: ``TwinCritic`` (clipped double Q), ``EnsembleCritic`` (REDQ's N members with a random
+subset-min), ``DistributionalCritic`` (DSAC-T's Gaussian return per member and its TD loss) and
+``ActionSequenceCritic`` (Q of an observation and an H-step action chunk). See docs/critics.md.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from rlzoo.nets.ensemble import EnsembleMLP
@@ -31,6 +36,13 @@ def reduce_members(q: torch.Tensor, how: str) -> torch.Tensor:
     return q[0]
 
 
+def _check_reduction(actor_reduce: str) -> None:
+    if actor_reduce not in REDUCTIONS:
+        raise ValueError(
+            f"critic.actor_reduce must be one of {REDUCTIONS}, got {actor_reduce!r}"
+        )
+
+
 class Critic(nn.Module):
     """Base class of all critic kinds; see the module docstring for the contract.
 
@@ -42,16 +54,27 @@ class Critic(nn.Module):
     members: int = 1
     action_horizon: int = 1
 
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``obs [B, O]``, ``action [B, H * A]`` -> the members' expected values ``[E, B]``."""
+        raise NotImplementedError
+
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
+        """The bootstrap value(s) ``[K, B]`` at ``(s', a')`` (called on the target critic)."""
         raise NotImplementedError
 
     def td_loss(
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``target [K, B]`` built from ``next_value`` -> (scalar loss, ``q [E, B]``)."""
         raise NotImplementedError
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
+        """Reduce ``q [E, B]`` to the ``[B]`` value the actor ascends."""
         raise NotImplementedError
+
+    def stats(self) -> dict[str, torch.Tensor]:
+        """Scalar tensors about the last ``td_loss`` call, keyed ``stats/<name>`` (none here)."""
+        return {}
 
 
 class EnsembleCritic(Critic):
@@ -62,7 +85,7 @@ class EnsembleCritic(Critic):
 
     Args:
         obs_dim: observation size.
-        act_dim: action size.
+        act_dim: action size (the critic's action input; ``H * |A|`` for an action chunk).
         n: N, the number of members (default 10).
         subset: M, members in the target's min (default 2).
         actor_reduce: ``mean`` (REDQ, default), ``min`` or ``first``.
@@ -87,10 +110,7 @@ class EnsembleCritic(Critic):
             raise ValueError(
                 f"critic needs n >= 1 and 1 <= subset <= n, got n={n}, subset={subset}"
             )
-        if actor_reduce not in REDUCTIONS:
-            raise ValueError(
-                f"critic.actor_reduce must be one of {REDUCTIONS}, got {actor_reduce!r}"
-            )
+        _check_reduction(actor_reduce)
         self.members, self.subset, self.actor_reduce = n, subset, actor_reduce
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, 1, activation, layer_norm)
@@ -100,7 +120,10 @@ class EnsembleCritic(Critic):
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
     def subset_min(self, q: torch.Tensor) -> torch.Tensor:
-        """Min over a fresh random subset of M distinct members of ``q [E, B]`` -> ``[B]``."""
+        """Min over a fresh random subset of M distinct members of ``q [E, B]`` -> ``[B]``.
+
+        One subset per call, shared by the whole batch (REDQ draws one per update).
+        """
         if self.subset == self.members:
             return q.min(dim=0).values
         members = torch.randperm(self.members, device=q.device)[: self.subset]
@@ -138,3 +161,177 @@ class TwinCritic(EnsembleCritic):
         layer_norm: bool = False,
     ) -> None:
         super().__init__(obs_dim, act_dim, 2, 2, actor_reduce, hidden, activation, layer_norm)
+
+
+class ActionSequenceCritic(EnsembleCritic):
+    """``Q(s_t, a_t .. a_{t+H-1})``: an ensemble critic of an observation and an H-step chunk.
+
+    Q-chunking's design (Li et al. 2025): the chunk ``[B, H * |A|]`` (flattened step-major,
+    ``a_t`` first) is concatenated with the observation and fed to the batched-ensemble MLP.
+    Steps of a window after an episode end arrive as zeros (the buffer's ``action_mask`` is 0
+    there), so a cut chunk is a distinct input. Targets are the usual subset-min; the reward and
+    discount of the H-step window are folded into the target by the buffer.
+
+    Args:
+        obs_dim: observation size.
+        act_dim: |A|, the size of one env action (the chunk is ``horizon * act_dim``).
+        horizon: H, actions per chunk (default 4).
+        n: members (default 2: twin).
+        subset: members in the target's min (default 2).
+        actor_reduce: ``min`` (SAC, default), ``mean`` or ``first`` (TD3).
+        hidden, activation, layer_norm: as ``EnsembleCritic``.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        horizon: int = 4,
+        n: int = 2,
+        subset: int = 2,
+        actor_reduce: str = "min",
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        layer_norm: bool = False,
+    ) -> None:
+        if horizon < 1:
+            raise ValueError(f"critic.horizon must be >= 1, got {horizon}")
+        super().__init__(
+            obs_dim, horizon * act_dim, n, subset, actor_reduce, hidden, activation, layer_norm
+        )
+        self.action_horizon, self.step_act_dim = horizon, act_dim
+
+
+class DistributionalCritic(Critic):
+    """DSAC-T's value distribution (Duan et al., "Distributional Soft Actor-Critic with Three
+    Refinements", IEEE TPAMI 2025; official code Jingliang-Duan/DSAC-v2, ``dsac_v2.py``).
+
+    Member i models the soft return as ``N(mu_i(s, a), sigma_i(s, a)^2)`` with
+    ``sigma_i = softplus(raw_i)``. ``forward`` returns the means ``[E, B]``; ``distribution``
+    returns ``(mu, sigma)``. ``next_value`` returns ``[2, B]``: the min of the target means and
+    the sampled value ``mu + clamp(z, -c, c) sigma`` of the member with the smaller mean. From the
+    two targets ``y`` (mean) and ``y_s`` (sample) ``td_loss`` computes, per member i,
+
+    * running std: ``ms_i <- (1 - tau_b) ms_i + tau_b mean_B(sigma_i)`` (the first batch's mean
+      on the first call), kept as a buffer so it survives checkpoints;
+    * clipping boundary ``b_i = k ms_i``, ``y_b = mu_i + clamp(y_s - mu_i, -b_i, b_i)``
+      (``mu_i`` detached);
+    * with ``sd = max(sigma_i, 0)`` detached and ``ratio = clamp(ms_i^2 / (sd^2 + bias), lo, hi)``:
+      ``loss_i = mean_B(ratio * (huber(mu_i, y) + sigma_i (sd^2 - huber(mu_i.detach(), y_b))
+      / (sd + bias)))``,
+
+    and the loss is ``sum_i loss_i``. Only the online critic's ``td_loss`` updates ``ms``; the
+    target copy's ``ms`` is polyak-averaged like any float buffer but never read.
+
+    Args:
+        obs_dim: observation size.
+        act_dim: action size.
+        n: members (default 2: DSAC-T's twin value distribution learning).
+        actor_reduce: reduction of the means for the actor: ``min`` (DSAC-T, default).
+        hidden: hidden sizes (default ``(256, 256)``; DSAC-T uses three 256 GELU layers).
+        activation: hidden activation (default ``relu``).
+        layer_norm: LayerNorm after each hidden layer (default off).
+        sample_clip: c, clamp of the standard normal z in the sampled value (3).
+        boundary: k, the clipping boundary in running stds (3).
+        std_tau: tau_b, rate of the running std (0.005, the polyak rate).
+        huber_delta: Huber threshold, ``0.5 x^2`` inside it (50).
+        std_bias: bias added to ``sd^2`` and ``sd`` (0.1).
+        ratio_min, ratio_max: clamp of the gradient-adjustment ratio (0.1, 10).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        n: int = 2,
+        actor_reduce: str = "min",
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        layer_norm: bool = False,
+        sample_clip: float = 3.0,
+        boundary: float = 3.0,
+        std_tau: float = 0.005,
+        huber_delta: float = 50.0,
+        std_bias: float = 0.1,
+        ratio_min: float = 0.1,
+        ratio_max: float = 10.0,
+    ) -> None:
+        super().__init__()
+        if n < 1:
+            raise ValueError(f"critic.n must be >= 1, got {n}")
+        _check_reduction(actor_reduce)
+        if not 0.0 < std_tau <= 1.0:
+            raise ValueError(f"critic.std_tau must be in (0, 1], got {std_tau}")
+        if min(sample_clip, boundary, huber_delta, std_bias) <= 0 or not 0 < ratio_min <= ratio_max:
+            raise ValueError(
+                "critic.sample_clip, boundary, huber_delta, std_bias must be > 0 and "
+                f"0 < ratio_min <= ratio_max, got ratio_min={ratio_min}, ratio_max={ratio_max}"
+            )
+        self.members, self.actor_reduce = n, actor_reduce
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.sample_clip, self.boundary, self.std_tau = sample_clip, boundary, std_tau
+        self.huber_delta, self.std_bias = huber_delta, std_bias
+        self.ratio_min, self.ratio_max = ratio_min, ratio_max
+        self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, 2, activation, layer_norm)
+        # ms_i, the running mean of each member's std, and whether it has seen a batch yet.
+        self.register_buffer("running_std", torch.zeros(n, 1))
+        self.register_buffer("running_std_ready", torch.zeros((), dtype=torch.bool))
+        self._stats: dict[str, torch.Tensor] = {}
+
+    def distribution(
+        self, obs: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs [B, O]``, ``action [B, A]`` -> mean ``[E, B]`` and std ``[E, B]`` (> 0)."""
+        mean, raw_std = self.net(torch.cat([obs, action], dim=-1)).unbind(-1)
+        return mean, F.softplus(raw_std)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """The members' means ``[E, B]``."""
+        return self.distribution(obs, action)[0]
+
+    def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
+        """``[2, B]``: ``min_i mu_i`` and ``mu_j + clamp(z, -c, c) sigma_j``, j = argmin_i mu_i."""
+        mean, std = self.distribution(next_obs, next_action)
+        z = torch.randn_like(mean).clamp(-self.sample_clip, self.sample_clip)
+        sample = mean + z * std
+        smaller = mean.argmin(dim=0, keepdim=True)  # [1, B]
+        return torch.cat([mean.gather(0, smaller), sample.gather(0, smaller)])
+
+    @torch.no_grad()
+    def update_running_std(self, std: torch.Tensor) -> None:
+        """``ms <- (1 - tau_b) ms + tau_b mean_B(std)``, or ``mean_B(std)`` on the first call."""
+        batch_std = std.mean(dim=1, keepdim=True)  # [E, 1]
+        averaged = torch.lerp(self.running_std, batch_std, self.std_tau)
+        self.running_std.copy_(torch.where(self.running_std_ready, averaged, batch_std))
+        self.running_std_ready.fill_(True)
+
+    def td_loss(
+        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """DSAC-T's critic loss (see the class docstring) from ``target [2, B]`` = (y, y_s)."""
+        mean, std = self.distribution(obs, action)  # [E, B] each
+        self.update_running_std(std.detach())
+        running_std = self.running_std  # [E, 1]
+        target_mean, target_sample = target[0].expand_as(mean), target[1].expand_as(mean)
+        mean_detached = mean.detach()
+        bound = self.boundary * running_std
+        target_bound = mean_detached + (target_sample - mean_detached).clamp(-bound, bound)
+        sd = std.detach().clamp(min=0.0)
+        bias = self.std_bias
+        ratio = (running_std.pow(2) / (sd.pow(2) + bias)).clamp(self.ratio_min, self.ratio_max)
+        huber_mean = F.huber_loss(mean, target_mean, reduction="none", delta=self.huber_delta)
+        huber_bound = F.huber_loss(
+            mean_detached, target_bound, reduction="none", delta=self.huber_delta
+        )
+        per_sample = ratio * (huber_mean + std * (sd.pow(2) - huber_bound) / (sd + bias))
+        self._stats = {
+            "stats/q_std": sd.mean(),
+            "stats/running_std": running_std.mean(),
+        }
+        return per_sample.mean(dim=1).sum(), mean
+
+    def actor_value(self, q: torch.Tensor) -> torch.Tensor:
+        return reduce_members(q, self.actor_reduce)
+
+    def stats(self) -> dict[str, torch.Tensor]:
+        return self._stats

@@ -1,0 +1,241 @@
+"""Continuous COMA: counterfactual multi-agent policy gradients (Foerster et al., "Counterfactual
+Multi-Agent Policy Gradients", AAAI 2018), extended to continuous actions with a sampled baseline.
+
+The reference code (pymarl, EPyMARL) is discrete only: there the baseline sums
+``pi_i(a'|o_i) Q(s, (a', a_-i))`` over the agent's actions. With tanh-Gaussian policies we
+estimate that expectation by sampling. One centralized critic, shared by all agents with the
+agent's one-hot id as input, ``Q(s, a, i)`` with ``a = (a_i, a_-i)`` the joint action in agent
+order; tanh-Gaussian actors ``pi_i`` (one batched ensemble over agents). On a fresh on-policy
+rollout of ``T`` steps (team reward ``r_t``, the mean over agents):
+
+* critic targets, TD(lambda) from a target critic ``Q'`` (hard copy every
+  ``target_update_every`` critic steps), per agent ``i``, backwards in time:
+  ``G_t = r_t + gamma (1 - d_t) [Q'_{t+1} + lambda c_t (G_{t+1} - Q'_{t+1})]``, where
+  ``Q'_{t+1} = Q'(s_{t+1}, a_{t+1}, i)`` with ``a_{t+1}`` the taken joint action if the episode
+  continues inside the rollout (``c_t = 1``), else (truncation or the rollout's end, ``c_t = 0``)
+  a joint action sampled from the current policies; ``J_Q = E_{t,i}[(Q(s_t, a_t, i) - G_t)^2]``
+* counterfactual baseline, ``K`` samples of the agent's own action with the others fixed at the
+  taken ones, in one critic call: ``b_i = (1/K) sum_k Q(s, (a~_i^k, a_-i), i)``,
+  ``a~_i^k ~ pi_i(.|o_i)``; an unbiased estimate of ``E_{a'~pi_i} Q(s, (a', a_-i), i)``, so
+  ``E_{a_i~pi_i}[A_i] = 0``
+* advantage ``A_i = Q(s, a, i) - b_i`` (no gradient); actor
+  ``J(pi_i) = -E_t[A_i log pi_i(a_i|o_i)] - beta H(pi_i(.|o_i))``, where ``log pi_i`` is the exact
+  tanh-corrected log-density at the executed action (from the stored pre-tanh sample) and
+  ``H`` is estimated by ``-log pi_i(a~|o_i)`` of a fresh reparameterized sample
+
+Both networks' gradients are clipped to ``max_grad_norm`` (pymarl: 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import torch
+
+from rlzoo.algos.base import EnvSpec, adam
+from rlzoo.algos.multi_agent import MultiAgentAlgorithm
+from rlzoo.buffers.rollout import Rollout
+from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.centralized import AgentActors
+from rlzoo.nets.critics import Critic, EnsembleCritic
+from rlzoo.nets.target import make_target, polyak_update
+
+
+class COMA(MultiAgentAlgorithm):
+    """Continuous COMA with a sampled counterfactual baseline (on-policy).
+
+    Args:
+        spec: environment sizes (multi-agent, with a global state).
+        actor: builds the tanh-Gaussian actor from ``(obs_dim, act_dim, members=...)``.
+        critic: builds the shared critic from ``(state_dim + N, joint_act_dim)``.
+        gamma: discount (0.99).
+        td_lambda: lambda of the critic's TD(lambda) targets (0.8, pymarl).
+        baseline_samples: K, own-action samples in the counterfactual baseline (16).
+        entropy_coef: beta, weight of the entropy bonus (0.01).
+        actor_lr: actor learning rate (5e-4, pymarl).
+        critic_lr: critic learning rate (5e-4, pymarl).
+        critic_steps: full-rollout critic gradient steps per update (8).
+        target_update_every: critic steps between hard target-critic copies (100).
+        max_grad_norm: gradient-norm clip of actor and critic (10, pymarl).
+        share_actor: one actor for all agents with the agent id appended (False).
+    """
+
+    supported_critics = (EnsembleCritic,)
+    on_policy: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        actor: Callable[..., TanhGaussianActor],
+        critic: Callable[..., Critic],
+        gamma: float = 0.99,
+        td_lambda: float = 0.8,
+        baseline_samples: int = 16,
+        entropy_coef: float = 0.01,
+        actor_lr: float = 5e-4,
+        critic_lr: float = 5e-4,
+        critic_steps: int = 8,
+        target_update_every: int = 100,
+        max_grad_norm: float = 10.0,
+        share_actor: bool = False,
+    ) -> None:
+        super().__init__(spec, gamma)
+        if not 0.0 <= td_lambda <= 1.0:
+            raise ValueError(f"algo.td_lambda must be in [0, 1], got {td_lambda}")
+        if baseline_samples < 1:
+            raise ValueError(f"algo.baseline_samples must be >= 1, got {baseline_samples}")
+        if critic_steps < 1 or target_update_every < 1:
+            raise ValueError("algo.critic_steps and algo.target_update_every must be >= 1")
+        if entropy_coef < 0 or max_grad_norm <= 0:
+            raise ValueError("algo.entropy_coef must be >= 0 and algo.max_grad_norm > 0")
+        self.td_lambda, self.baseline_samples = td_lambda, baseline_samples
+        self.entropy_coef, self.max_grad_norm = entropy_coef, max_grad_norm
+        self.critic_steps, self.target_update_every = critic_steps, target_update_every
+        self.critic = critic(spec.state_dim + self.n_agents, self.joint_dim)
+        self.check_critic(self.critic)
+        self.target_critic = make_target(self.critic)
+        self.actor = AgentActors(actor, spec.obs_dim, spec.act_dim, self.act_dims, share_actor)
+        if not self.actor.stochastic:
+            raise ValueError("COMA needs a stochastic actor (rlzoo.nets.TanhGaussianActor)")
+        eye = torch.eye(self.n_agents)
+        self.register_buffer("agent_id", eye)
+        self.register_buffer("own_slot", eye.bool()[:, :, None])  # [N(agent), N(slot), 1]
+        self.optimizers["actor"] = self.actor_optimizer = adam(self.actor.parameters(), actor_lr)
+        self.optimizers["critic"] = self.critic_optimizer = adam(
+            self.critic.parameters(), critic_lr
+        )
+        self.critic_updates = 0
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """``obs [E, N, O]`` -> ``action [E, N, A]`` in (-1, 1) (padding 0)."""
+        return self.actor.mode(obs) if deterministic else self.actor.sample(obs)[0]
+
+    @torch.no_grad()
+    def explore(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A rollout action ``[E, N, A]`` and its pre-tanh sample (stored for the exact log-prob)."""
+        action, _, pre_tanh = self.actor.sample(obs)
+        return action, pre_tanh
+
+    # ------------------------------------------------------------------ the critic's view
+    def agent_values(self, critic: Critic, state: torch.Tensor, joint_per_agent: torch.Tensor,
+                     reduce: str = "actor") -> torch.Tensor:
+        """``Q(s, a^i, i)`` for every agent ``i`` with its own joint action ``a^i``.
+
+        Args:
+            critic: the online or the target critic.
+            state: ``[..., S]``.
+            joint_per_agent: ``[..., N, N, A]``, row ``i`` the joint action agent ``i`` is
+                scored with (padded actions; only real entries reach the critic).
+            reduce: how critic members are reduced: ``actor`` (``critic.actor_value``, for
+                advantages) -> ``[..., N]``; ``bootstrap`` (``critic.next_value``, for targets)
+                -> ``[..., N]``; ``none`` -> every member, ``[M, ..., N]`` (for the TD loss).
+        """
+        lead, n = state.shape[:-1], self.n_agents
+        inputs = torch.cat([
+            state[..., None, :].expand(*lead, n, state.shape[-1]),
+            self.agent_id.expand(*lead, n, n),
+        ], dim=-1)
+        joint = self.joint(joint_per_agent)  # [..., N, J]
+        inputs, joint = inputs.reshape(-1, inputs.shape[-1]), joint.reshape(-1, joint.shape[-1])
+        if reduce == "bootstrap":
+            return critic.next_value(inputs, joint)[0].reshape(*lead, n)
+        q = critic(inputs, joint)  # [M, L * N]
+        if reduce == "none":
+            return q.reshape(-1, *lead, n)
+        return critic.actor_value(q).reshape(*lead, n)
+
+    def same_joint(self, action: torch.Tensor) -> torch.Tensor:
+        """``[..., N, A]`` -> ``[..., N, N, A]``: every agent scored with the same joint action."""
+        return action[..., None, :, :].expand(*action.shape[:-2], self.n_agents, *action.shape[-2:])
+
+    @torch.no_grad()
+    def counterfactual_baseline(self, obs: torch.Tensor, state: torch.Tensor,
+                                action: torch.Tensor) -> torch.Tensor:
+        """``b_i = (1/K) sum_k Q(s, (a~_i^k, a_-i), i)``, ``a~_i^k ~ pi_i(.|o_i)`` -> ``[..., N]``.
+
+        ``obs [..., N, O]``, ``state [..., S]``, ``action [..., N, A]`` (the taken actions); the
+        K samples of every agent go through the critic in one call.
+        """
+        K = self.baseline_samples
+        sampled = self.actor.sample(obs.expand(K, *obs.shape))[0]  # [K, ..., N, A]
+        # Agent i's joint action: slot i <- its own sample, the other slots <- the taken actions.
+        counterfactual = torch.where(self.own_slot, sampled[..., None, :, :],
+                                     action[None, ..., None, :, :])  # [K, ..., N, N, A]
+        values = self.agent_values(self.critic, state.expand(K, *state.shape), counterfactual)
+        return values.mean(dim=0)
+
+    @torch.no_grad()
+    def td_lambda_targets(self, rollout: Rollout) -> torch.Tensor:
+        """TD(lambda) targets ``G [T, E, N]`` from the target critic (see the module docstring)."""
+        T = rollout.steps
+        last = torch.arange(T, device=rollout.ended.device) == T - 1
+        continues = (1.0 - rollout.ended) * (~last).float()[:, None]  # c_t [T, E]
+        taken_next = torch.cat([rollout.action[1:], torch.zeros_like(rollout.action[:1])])
+        sampled_next = self.actor.sample(rollout.obs[1:])[0]
+        next_action = torch.where(continues[..., None, None] > 0, taken_next, sampled_next)
+        next_value = self.agent_values(
+            self.target_critic, rollout.state[1:], self.same_joint(next_action), "bootstrap"
+        )  # [T, E, N]
+        reward = rollout.reward[..., None]
+        not_terminated = 1.0 - rollout.terminated[..., None]
+        continues = continues[..., None]
+        targets = torch.empty_like(next_value)
+        ret = torch.zeros_like(next_value[0])
+        for t in range(T - 1, -1, -1):
+            bootstrap = next_value[t] + self.td_lambda * continues[t] * (ret - next_value[t])
+            ret = reward[t] + self.gamma * not_terminated[t] * bootstrap
+            targets[t] = ret
+        return targets
+
+    # ------------------------------------------------------------------ the update
+    def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        """Critic steps on TD(lambda) targets, then one actor step, on a fresh rollout."""
+        obs, state = rollout.obs[:-1], rollout.state[:-1]
+        action = rollout.action * self.act_mask
+        weight = rollout.valid[..., None] / rollout.valid.sum().clamp(min=1.0)  # [T, E, 1]
+        targets = self.td_lambda_targets(rollout)
+        taken = self.same_joint(action)
+        for _ in range(self.critic_steps):
+            q = self.agent_values(self.critic, state, taken, reduce="none")  # [M, T, E, N]
+            critic_loss = ((q - targets).pow(2) * weight).sum() / self.n_agents
+            self.critic_optimizer.zero_grad(set_to_none=True)
+            critic_loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
+            self.critic_optimizer.step()
+            self.critic_updates += 1
+            if self.critic_updates % self.target_update_every == 0:
+                polyak_update(self.target_critic, self.critic, 1.0)
+        with torch.no_grad():
+            advantage = self.agent_values(self.critic, state, taken) \
+                - self.counterfactual_baseline(obs, state, action)  # [T, E, N]
+        actor_losses, entropy = self.actor_losses(obs, rollout.pre_tanh, advantage, weight)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_losses.sum().backward()
+        torch.nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
+        self.actor_optimizer.step()
+        self.updates += 1
+        valid_advantage = advantage * weight * self.n_agents
+        metrics = {
+            "loss/critic": critic_loss.detach(),
+            "loss/actor": actor_losses.detach().sum(),
+            "stats/q_mean": (q.detach().mean(0) * weight).sum() / self.n_agents,
+            "stats/advantage_mean": valid_advantage.sum() / self.n_agents,
+            "stats/advantage_abs": valid_advantage.abs().sum() / self.n_agents,
+            "stats/entropy": entropy.detach().mean(),
+        }
+        for i in range(self.n_agents):
+            metrics[f"loss/actor/agent_{i}"] = actor_losses[i].detach()
+        return metrics
+
+    def actor_losses(self, obs: torch.Tensor, pre_tanh: torch.Tensor, advantage: torch.Tensor,
+                     weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-agent ``-E[A_i log pi_i(a_i|o_i)] - beta H_i`` ``[N]`` and the entropies ``[N]``.
+
+        ``weight [T, E, 1]`` averages over valid transitions only.
+        """
+        log_prob = self.actor.log_prob(obs, pre_tanh)  # [T, E, N], exact at the executed action
+        entropy = -(self.actor.sample(obs)[1] * weight).sum(dim=(0, 1))  # [N]
+        policy_loss = -(advantage.detach() * log_prob * weight).sum(dim=(0, 1))
+        return policy_loss - self.entropy_coef * entropy, entropy

@@ -1,0 +1,167 @@
+"""On-policy rollout store: ``T`` consecutive vector steps of ``E`` envs, used once, then cleared.
+
+Layout (time-major, like the replay buffer's ring but without wrapping): row ``t`` of column ``e``
+holds the observation env ``e`` acted on at step ``t`` and that step's action, its pre-tanh sample
+(so the policy's log-probability at the executed action is exact), rewards and end flags; the next
+observation is row ``t + 1``, and row ``T`` holds the observation after the last step (the one a
+segment's last transition bootstraps from). Environments use next-step autoreset: the call that
+only resets an env is stored with ``valid = 0`` and is never a transition. After an update,
+:meth:`RolloutStore.clear` keeps row ``T`` as the new row 0, so no observation is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Rollout:
+    """``T`` vector steps of ``E`` envs (``N`` agents), on the training device.
+
+    Attributes:
+        obs: ``[T + 1, E, N, O]``; row ``t + 1`` is the observation after step ``t``.
+        state: ``[T + 1, E, S]`` global state, rows as ``obs``.
+        action: ``[T, E, N, A]`` executed actions in [-1, 1] (padding 0).
+        pre_tanh: ``[T, E, N, A]`` the Gaussian samples ``u`` with ``action = tanh(u)``.
+        reward: ``[T, E]`` team reward (mean over agents).
+        agent_reward: ``[T, E, N]`` per-agent rewards.
+        terminated: ``[T, E]`` 1.0 where the step ended the episode for good (no bootstrap).
+        ended: ``[T, E]`` 1.0 where the step ended the episode (terminated or truncated).
+        valid: ``[T, E]`` 1.0 for real transitions, 0.0 for reset calls.
+    """
+
+    obs: torch.Tensor
+    state: torch.Tensor
+    action: torch.Tensor
+    pre_tanh: torch.Tensor
+    reward: torch.Tensor
+    agent_reward: torch.Tensor
+    terminated: torch.Tensor
+    ended: torch.Tensor
+    valid: torch.Tensor
+
+    @property
+    def steps(self) -> int:
+        """T, the number of vector steps."""
+        return self.action.shape[0]
+
+
+class RolloutStore:
+    """Preallocated storage for one rollout of ``steps`` vector steps.
+
+    Args:
+        steps: T, vector steps per rollout (per env; reset calls included).
+        num_envs: E.
+        obs_shape: ``(N, O)``.
+        action_shape: ``(N, A)``.
+        state_dim: S.
+        device: where the storage lives.
+    """
+
+    def __init__(
+        self,
+        steps: int,
+        num_envs: int,
+        obs_shape: tuple[int, ...],
+        action_shape: tuple[int, ...],
+        state_dim: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if steps < 1:
+            raise ValueError(f"algo.rollout_steps must be >= 1, got {steps}")
+        self.device = torch.device(device)
+        self.steps, self.num_envs = steps, num_envs
+        T, E, N = steps, num_envs, obs_shape[0]
+        with torch.device(self.device):
+            self.obs = torch.zeros((T + 1, E, *obs_shape))
+            self.state = torch.zeros((T + 1, E, state_dim))
+            self.action = torch.zeros((T, E, *action_shape))
+            self.pre_tanh = torch.zeros((T, E, *action_shape))
+            self.reward = torch.zeros((T, E))
+            self.agent_reward = torch.zeros((T, E, N))
+            self.terminated = torch.zeros((T, E))
+            self.ended = torch.zeros((T, E))
+            self.valid = torch.zeros((T, E))
+        self.ptr = 0  # next row to write
+        self.started = False
+
+    def add(
+        self,
+        obs: np.ndarray,
+        state: np.ndarray,
+        action: np.ndarray | torch.Tensor,
+        pre_tanh: np.ndarray | torch.Tensor,
+        reward: np.ndarray,
+        agent_reward: np.ndarray,
+        next_obs: np.ndarray,
+        next_state: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        reset_step: np.ndarray,
+    ) -> None:
+        """Store one vector step (``[E, ...]`` arrays, as ``MultiAgentVecEnv.step`` returns)."""
+        if self.full:
+            raise RuntimeError("the rollout is full; update and clear() it first")
+        p = self.ptr
+        if not self.started:
+            self.obs[p], self.state[p] = self._t(obs), self._t(state)
+            self.started = True
+        valid = ~np.asarray(reset_step, dtype=bool)
+        terminated = np.asarray(terminated, dtype=bool) & valid
+        ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
+        self.action[p], self.pre_tanh[p] = self._t(action), self._t(pre_tanh)
+        self.reward[p], self.agent_reward[p] = self._t(reward), self._t(agent_reward)
+        self.terminated[p], self.ended[p] = self._t(terminated), self._t(ended)
+        self.valid[p] = self._t(valid)
+        self.obs[p + 1], self.state[p + 1] = self._t(next_obs), self._t(next_state)
+        self.ptr += 1
+
+    def _t(self, x: Any) -> torch.Tensor:
+        x = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
+        return x.to(self.device, torch.float32, non_blocking=True)
+
+    @property
+    def full(self) -> bool:
+        return self.ptr == self.steps
+
+    def __len__(self) -> int:
+        """Rows written since the last clear (vector steps, reset calls included)."""
+        return self.ptr
+
+    def rollout(self) -> Rollout:
+        """The complete rollout (views of the storage: use it before ``clear``)."""
+        if not self.full:
+            raise RuntimeError(f"the rollout holds {self.ptr} of {self.steps} steps")
+        return Rollout(**{f.name: getattr(self, f.name) for f in fields(Rollout)})
+
+    def clear(self) -> None:
+        """Start the next rollout from the last observation."""
+        self.obs[0], self.state[0] = self.obs[self.ptr], self.state[self.ptr]
+        self.ptr = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated by the storage tensors."""
+        return sum(getattr(self, f.name).numel() * 4 for f in fields(Rollout))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Tensors and plain ints (a checkpoint mid-rollout continues it exactly)."""
+        return {
+            "tensors": {f.name: getattr(self, f.name) for f in fields(Rollout)},
+            "ptr": self.ptr, "started": self.started,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, tensor in state["tensors"].items():
+            mine = getattr(self, name)
+            if mine.shape != tensor.shape:
+                raise ValueError(
+                    f"rollout field {name!r} has shape {tuple(mine.shape)} here but "
+                    f"{tuple(tensor.shape)} in the checkpoint"
+                )
+            mine.copy_(tensor)
+        self.ptr, self.started = int(state["ptr"]), bool(state["started"])

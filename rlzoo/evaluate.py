@@ -1,0 +1,477 @@
+"""Evaluate a saved run: ``python -m rlzoo.evaluate RUN_DIR [--episodes N] [--stochastic]
+[--video] [--checkpoint PATH] [--device cpu]``.
+
+Rebuilds the env and the algorithm from the config Hydra saved in ``RUN_DIR/.hydra/config.yaml``,
+loads the latest checkpoint's ``algo`` state (or ``--checkpoint PATH``) without executing code from
+it (``weights_only``; the file is memory-mapped, so the replay buffer it also holds is never read),
+runs N episodes with the deterministic policy (``--stochastic``: sampled actions), prints
+``mean ± std over N episodes`` and writes ``RUN_DIR/eval_<YYYYmmdd-HHMMSS>.json``.
+
+Episode ``i`` runs on an env seeded with ``--seed + i`` (default ``seed + 10000``, the seeds of the
+trainer's first evaluation), so a deterministic evaluation is reproducible and, on a run whose only
+evaluation was its final one, repeats it exactly. Returns are undiscounted sums of env rewards;
+multi-agent runs use rlzoo's team reward, the mean over agents at each step (per-agent returns are
+in the JSON too). ``--video`` writes the first ``--video-episodes`` episodes as MP4 files to
+``RUN_DIR/videos/`` (see ``rlzoo/video.py`` for what a headless machine needs).
+
+Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import gymnasium as gym
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env
+from rlzoo.errors import UserError, exit_with
+from rlzoo.trainer import EVAL_SEED_OFFSET, build_algorithm, env_kwargs, make_env, resolve_device
+from rlzoo.video import (
+    RENDER_HELP,
+    VideoWriter,
+    check_video_writer,
+    prepare_offscreen_rendering,
+    render_fps,
+    render_frame,
+)
+
+
+@dataclass
+class EvalResult:
+    """What one evaluation measured. ``N`` = episodes, ``M`` = agents (multi-agent only).
+
+    Attributes:
+        returns: ``[N]`` episode returns (multi-agent: team return, the sum over steps of the mean
+            reward over agents).
+        lengths: ``[N]`` episode lengths in env steps.
+        agent_returns: ``[N, M]`` per-agent returns (multi-agent only, else None).
+        videos: the MP4 files written.
+    """
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    agent_returns: np.ndarray | None = None
+    videos: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    """Which episodes to film and where (``video_dir/<stem>_ep<i>.mp4``)."""
+
+    episodes: int
+    video_dir: Path
+    stem: str
+
+    def path(self, episode: int) -> Path:
+        return self.video_dir / f"{self.stem}_ep{episode}.mp4"
+
+
+# --------------------------------------------------------------------------- loading a run
+
+
+def read_run_config(run_dir: Path) -> DictConfig:
+    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run."""
+    if not run_dir.is_dir():
+        raise UserError(
+            f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
+            "(runs/<env>/<algo>/<timestamp>-s<seed>)"
+        )
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        raise UserError(
+            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
+            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
+        )
+    try:
+        cfg = OmegaConf.load(path)
+        for key in ("algo", "env", "critic"):
+            OmegaConf.to_container(cfg[key], resolve=True)  # fail here on a broken interpolation
+    except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
+        raise UserError(
+            f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
+        ) from None
+    return cfg
+
+
+def find_checkpoint(run_dir: Path, checkpoint: Path | None) -> Path:
+    """``checkpoint`` if given (must exist), else the newest ``RUN_DIR/checkpoints/step_*.pt``."""
+    if checkpoint is not None:
+        if not checkpoint.is_file():
+            raise UserError(f"checkpoint {checkpoint} does not exist; check --checkpoint PATH")
+        return checkpoint
+    found = list_checkpoints(run_dir / "checkpoints")
+    if not found:
+        raise UserError(
+            f"no checkpoint in {run_dir / 'checkpoints'}; a run saves one when it finishes (and "
+            "every checkpoint.every steps): let it finish, or pass --checkpoint PATH"
+        )
+    return found[-1]
+
+
+def load_algo_state(path: Path) -> tuple[dict[str, Any], int]:
+    """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors)."""
+    try:
+        state = load_checkpoint(path, map_location="cpu", mmap=True)
+        return state["algo"], int(state.get("counters", {}).get("step", -1))
+    except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file
+        reason = shorten(f"{type(err).__name__}: {err}")
+        raise UserError(
+            f"cannot read checkpoint {path} ({reason}); pass an intact one with "
+            "--checkpoint PATH (checkpoints/ keeps the newest checkpoint.keep files)"
+        ) from None
+
+
+def shorten(message: str, limit: int = 200) -> str:
+    """``message`` on one line, cut to ``limit`` characters."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- per env kind
+
+
+def single_agent_spec(cfg: DictConfig) -> EnvSpec:
+    """The ``EnvSpec`` of a single-agent config (one probe env)."""
+    env = make_env(cfg, 1, 0)
+    try:
+        return EnvSpec(obs_dim=env.obs_dim, act_dim=env.act_dim)
+    finally:
+        env.close()
+
+
+def multi_agent_spec(cfg: DictConfig) -> EnvSpec:
+    """The ``EnvSpec`` of a multi-agent config (one probe env)."""
+    env = make_multi_agent(cfg, 1, 0)
+    try:
+        return EnvSpec(
+            obs_dim=env.obs_dim, act_dim=env.act_dim, n_agents=env.n_agents,
+            state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_dims),
+        )
+    finally:
+        env.close()
+
+
+def make_multi_agent(
+    cfg: DictConfig, num_envs: int, seed: int, **extra: Any
+) -> MultiAgentVecEnv:
+    """``rlzoo.envs.multi_agent.make_multi_agent_env`` from the ``env`` config."""
+    try:
+        return make_multi_agent_env(
+            cfg.env.family, cfg.env.scenario, num_envs, seed, **env_kwargs(cfg), **extra
+        )
+    except (ValueError, TypeError) as err:
+        raise UserError(
+            f"cannot make env {cfg.env.name}: {err}; check the run's env config"
+        ) from None
+
+
+def probe_single_agent_rendering(cfg: DictConfig) -> None:
+    """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
+    try:
+        env = gym.make(cfg.env.id, **env_kwargs(cfg), render_mode="rgb_array")
+    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
+        raise UserError(
+            f"cannot render {cfg.env.id} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
+            f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
+        ) from None
+    try:
+        env.reset(seed=0)
+        render_frame(env, cfg.env.id)
+    finally:
+        env.close()
+
+
+def probe_multi_agent_rendering(cfg: DictConfig) -> None:
+    """As :func:`probe_single_agent_rendering`, for a PettingZoo env."""
+    try:
+        vec = make_multi_agent(cfg, 1, 0, render_mode="rgb_array")
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
+        raise UserError(
+            f"cannot render {cfg.env.name} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
+            f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
+        ) from None
+    try:
+        vec.reset(seed=0)
+        render_frame(vec._envs[0], cfg.env.name)
+    finally:
+        vec.close()
+
+
+def run_single_agent(
+    cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
+    recording: Recording | None,
+) -> EvalResult:
+    """``episodes`` gymnasium envs stepped in lockstep (as ``Trainer.evaluate``); action chunks of
+    ``algo.action_horizon`` steps run open-loop. Env ``i`` is reset with ``seed + i``."""
+    filmed = recording.episodes if recording else 0
+    envs = []
+    for i in range(episodes):
+        render = {"render_mode": "rgb_array"} if i < filmed else {}
+        env = gym.make(cfg.env.id, **env_kwargs(cfg), **render)
+        envs.append(gym.wrappers.RescaleAction(env, -1.0, 1.0))
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]).astype(np.float32)
+    writers = [
+        VideoWriter(recording.path(i), render_fps(envs[i])) for i in range(filmed)
+    ] if recording else []
+    for i, writer in enumerate(writers):
+        writer.append(render_frame(envs[i], cfg.env.id))
+    returns, lengths = np.zeros(episodes), np.zeros(episodes, dtype=np.int64)
+    active = np.ones(episodes, dtype=bool)
+    act_dim, horizon = envs[0].action_space.shape[0], algo.action_horizon
+    try:
+        while active.any():
+            idx = np.flatnonzero(active)
+            chunk = policy_actions(algo, obs[idx], deterministic)
+            chunk = chunk.reshape(len(idx), horizon, act_dim)
+            for h in range(horizon):
+                for j, e in enumerate(idx):
+                    if not active[e]:
+                        continue
+                    o, r, term, trunc, _ = envs[e].step(np.clip(chunk[j, h], -1.0, 1.0))
+                    obs[e] = o
+                    returns[e] += float(r)
+                    lengths[e] += 1
+                    if e < filmed:
+                        writers[e].append(render_frame(envs[e], cfg.env.id))
+                    if term or trunc:
+                        active[e] = False
+    finally:
+        for writer in writers:
+            writer.close()
+        for env in envs:
+            env.close()
+    return EvalResult(returns, lengths, videos=[w.path for w in writers])
+
+
+def run_multi_agent(
+    cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
+    recording: Recording | None,
+) -> EvalResult:
+    """``episodes`` copies of a PettingZoo env (``MultiAgentVecEnv``, env ``i`` seeded with
+    ``seed + i``) stepped together until each has finished one episode."""
+    filmed = recording.episodes if recording else 0
+    extra = {"render_mode": "rgb_array"} if filmed else {}
+    vec = make_multi_agent(cfg, episodes, seed, **extra)
+    raw_envs = vec._envs  # the PettingZoo envs: rendering is per env, the adapter has no render()
+    obs, _ = vec.reset(seed=seed)
+    n_agents, act_dim = vec.n_agents, vec.act_dim
+    writers = [
+        VideoWriter(recording.path(i), render_fps(raw_envs[i])) for i in range(filmed)
+    ] if recording else []
+    for i, writer in enumerate(writers):
+        writer.append(render_frame(raw_envs[i], cfg.env.name))
+    agent_returns = np.zeros((episodes, n_agents))
+    lengths = np.zeros(episodes, dtype=np.int64)
+    active = np.ones(episodes, dtype=bool)
+    try:
+        while active.any():
+            actions = policy_actions(algo, obs, deterministic).reshape(episodes, n_agents, act_dim)
+            result = vec.step(actions)
+            live = active & ~result.reset_step
+            agent_returns[live] += result.reward[live]
+            lengths[live] += 1
+            for e in np.flatnonzero(live[:filmed]):
+                writers[e].append(render_frame(raw_envs[e], cfg.env.name))
+            active &= ~(result.terminated | result.truncated)
+            obs = result.obs
+    finally:
+        for writer in writers:
+            writer.close()
+        vec.close()
+    return EvalResult(agent_returns.mean(axis=1), lengths, agent_returns, [w.path for w in writers])
+
+
+def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.ndarray:
+    """``algo.act`` on a numpy batch ``[B, ...]``, on the algorithm's device; numpy actions back."""
+    device = next(algo.parameters()).device
+    with torch.no_grad():
+        action = algo.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic)
+    return action.float().cpu().numpy()
+
+
+@dataclass(frozen=True)
+class EnvKind:
+    """How the evaluator handles one ``env.kind``."""
+
+    spec: Callable[[DictConfig], EnvSpec]
+    probe_rendering: Callable[[DictConfig], None]
+    run_episodes: Callable[..., EvalResult]
+
+
+# The evaluator dispatches on ``env.kind``.
+KINDS: dict[str, EnvKind] = {
+    "single": EnvKind(single_agent_spec, probe_single_agent_rendering, run_single_agent),
+    "multi": EnvKind(multi_agent_spec, probe_multi_agent_rendering, run_multi_agent),
+}
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def evaluate_run(
+    run_dir: Path,
+    episodes: int = 10,
+    deterministic: bool = True,
+    video_episodes: int = 0,
+    checkpoint: Path | None = None,
+    device: str = "cpu",
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Evaluate a run's checkpoint; write and return the ``eval_<timestamp>.json`` record.
+
+    Args:
+        run_dir: the run directory (holds ``.hydra/config.yaml`` and ``checkpoints/``).
+        episodes: N, episodes to run (each on its own env).
+        deterministic: the policy's mode (True, default) or sampled actions.
+        video_episodes: film the first K episodes into ``run_dir/videos/`` (0 = none).
+        checkpoint: a checkpoint file (default: the newest in ``run_dir/checkpoints``).
+        device: ``cpu`` (default), ``cuda`` or ``auto``.
+        seed: episode ``i`` uses ``seed + i`` (default: the run's seed + 10000).
+
+    Returns:
+        The JSON record: ``mean``, ``std``, ``returns`` ``[N]``, ``lengths`` ``[N]``, ...
+    """
+    if video_episodes:
+        prepare_offscreen_rendering()  # before anything imports mujoco
+        check_video_writer()
+    cfg = read_run_config(run_dir)
+    kind = str(cfg.env.get("kind", "single"))
+    if kind not in KINDS:
+        raise UserError(f"env kind {kind!r} cannot be evaluated; known kinds: {', '.join(KINDS)}")
+    handler = KINDS[kind]
+    ckpt = find_checkpoint(run_dir, checkpoint)
+    algo_state, step = load_algo_state(ckpt)
+    torch_device = resolve_device(device)
+    if video_episodes:
+        handler.probe_rendering(cfg)
+    algo = build_algorithm(cfg, handler.spec(cfg), torch_device)
+    try:
+        algo.load_state_dict(algo_state)
+    except (RuntimeError, ValueError, KeyError) as err:
+        reason = shorten(str(err))
+        raise UserError(
+            f"checkpoint {ckpt} does not fit the run's config ({reason}); pass a checkpoint of "
+            "this run with --checkpoint PATH"
+        ) from None
+    del algo_state
+    seed = int(cfg.seed) + EVAL_SEED_OFFSET if seed is None else seed
+    torch.manual_seed(seed)  # --stochastic draws are reproducible too
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = run_dir / f"eval_{stamp}.json"
+    n = 1
+    while out.exists():
+        out, n = run_dir / f"eval_{stamp}-{n}.json", n + 1
+    recording = Recording(min(video_episodes, episodes), run_dir / "videos", out.stem) \
+        if video_episodes else None
+    start = time.perf_counter()
+    result = handler.run_episodes(cfg, algo, episodes, seed, deterministic, recording)
+    record = {
+        "run_dir": str(run_dir),
+        "checkpoint": str(ckpt),
+        "step": step,
+        "algo": str(cfg.algo.name),
+        "env": str(cfg.env.name),
+        "env_kind": kind,
+        "deterministic": deterministic,
+        "episodes": episodes,
+        "seeds": [seed + i for i in range(episodes)],
+        "mean": float(result.returns.mean()),
+        "std": float(result.returns.std()),
+        "returns": result.returns.tolist(),
+        "lengths": result.lengths.tolist(),
+        "videos": [str(p) for p in result.videos],
+        "device": str(torch_device),
+        "wall_time_s": time.perf_counter() - start,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if result.agent_returns is not None:
+        record["agent_returns"] = result.agent_returns.tolist()
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    record["path"] = str(out)
+    return record
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        exit_with(f"{message}; see python -m rlzoo.evaluate --help")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(
+        prog="python -m rlzoo.evaluate",
+        description="Evaluate a run's latest checkpoint; prints mean ± std and writes "
+        "RUN_DIR/eval_<timestamp>.json.",
+    )
+    parser.add_argument("run_dir", type=Path, help="a run directory written by rlzoo.train")
+    parser.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
+    parser.add_argument(
+        "--stochastic", action="store_true", help="sample actions instead of the policy's mode"
+    )
+    parser.add_argument(
+        "--video", action="store_true", help="write MP4 files to RUN_DIR/videos/ (offscreen)"
+    )
+    parser.add_argument(
+        "--video-episodes", type=int, default=1,
+        help="with --video: how many of the episodes to film, the first ones (default 1)",
+    )
+    parser.add_argument(
+        "--checkpoint", type=Path, default=None,
+        help="a checkpoint file (default: the newest in RUN_DIR/checkpoints)",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="cpu (default), cuda or auto (CUDA when available)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None,
+        help="episode i runs on an env seeded with SEED + i (default: the run's seed + 10000)",
+    )
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if args.video_episodes < 1:
+        parser.error(f"--video-episodes must be >= 1, got {args.video_episodes}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        record = evaluate_run(
+            args.run_dir,
+            episodes=args.episodes,
+            deterministic=not args.stochastic,
+            video_episodes=args.video_episodes if args.video else 0,
+            checkpoint=args.checkpoint,
+            device=args.device,
+            seed=args.seed,
+        )
+    except UserError as err:
+        exit_with(str(err))
+    mode = "deterministic" if record["deterministic"] else "stochastic"
+    print(
+        f"rlzoo: {record['algo']} on {record['env']} at step {record['step']} ({mode}): "
+        f"{record['mean']:.2f} ± {record['std']:.2f} over {record['episodes']} episodes"
+    )
+    for video in record["videos"]:
+        print(f"rlzoo: wrote {video}")
+    print(f"rlzoo: wrote {record['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
