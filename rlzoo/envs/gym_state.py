@@ -1,0 +1,109 @@
+"""Snapshot and restore a gymnasium env mid-episode, as plain data, for bit-exact resume.
+
+What is captured:
+
+* every wrapper's per-episode counters (``TimeLimit._elapsed_steps``, ``OrderEnforcing``'s
+  ``_has_reset``);
+* the base env's random generator state (``np_random``, as plain ints);
+* MuJoCo envs: the full integration state (``mj_getState(..., mjSTATE_INTEGRATION)``: time,
+  positions, velocities, warm-start accelerations, controls, ...) plus ``xpos``/``xipos``, derived
+  kinematics that Ant and Humanoid read before stepping and that cannot be recomputed from the
+  integration state;
+* any other env (classic control, Box2D, ...): the base env's numeric attributes (numpy arrays,
+  numbers, bools), which is their whole simulation state for the envs gymnasium ships.
+
+Values are numpy arrays and Python scalars; ``rlzoo.checkpoint`` stores arrays as tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
+WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
+
+
+def wrapper_chain(env: Any) -> list[Any]:
+    """A gymnasium env and all the envs it wraps, outermost first."""
+    chain = [env]
+    while hasattr(chain[-1], "env"):
+        chain.append(chain[-1].env)
+    return chain
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return dict(rng.bit_generator.state)
+
+
+def get_mujoco_state(model: Any, data: Any) -> dict[str, np.ndarray]:
+    """Integration state and the derived positions some envs read before stepping."""
+    import mujoco
+
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    physics = np.empty(mujoco.mj_stateSize(model, spec), dtype=np.float64)
+    mujoco.mj_getState(model, data, physics, spec)
+    return {"physics": physics, **{k: getattr(data, k).copy() for k in MUJOCO_DERIVED_FIELDS}}
+
+
+def set_mujoco_state(model: Any, data: Any, saved: dict[str, Any]) -> None:
+    import mujoco
+
+    physics = np.asarray(saved["physics"], dtype=np.float64)
+    mujoco.mj_setState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+    for key in MUJOCO_DERIVED_FIELDS:
+        getattr(data, key)[...] = np.asarray(saved[key])
+
+
+def get_wrapper_state(env: Any) -> list[dict[str, Any]]:
+    return [{k: getattr(layer, k) for k in WRAPPER_FIELDS if k in vars(layer)}
+            for layer in wrapper_chain(env)]
+
+
+def set_wrapper_state(env: Any, saved: list[dict[str, Any]]) -> None:
+    for layer, fields in zip(wrapper_chain(env), saved, strict=True):
+        for key, value in fields.items():
+            setattr(layer, key, value)
+        if hasattr(layer, "checked_step"):  # PassiveEnvChecker: its one-off checks are done
+            layer.checked_reset = layer.checked_step = True
+
+
+def _plain_attributes(base: Any) -> dict[str, Any]:
+    plain = {}
+    for key, value in vars(base).items():
+        if key.startswith("__") or key in ("np_random", "_np_random"):
+            continue
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            plain[key] = value.copy()
+        elif isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.bool_):
+            plain[key] = value.item() if isinstance(value, np.number) else value
+    return plain
+
+
+def get_env_state(env: gym.Env) -> dict[str, Any]:
+    """Everything needed to continue ``env`` bit-identically (see the module docstring)."""
+    base = env.unwrapped
+    state: dict[str, Any] = {"wrappers": get_wrapper_state(env)}
+    if getattr(base, "_np_random", None) is not None:
+        state["np_random"] = rng_state(base.np_random)
+    if hasattr(base, "model") and hasattr(base, "data") and hasattr(base, "init_qpos"):
+        state["mujoco"] = get_mujoco_state(base.model, base.data)
+    else:
+        state["attributes"] = _plain_attributes(base)
+    return state
+
+
+def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
+    """Restore what ``get_env_state`` captured (the env must have been made the same way)."""
+    base = env.unwrapped
+    set_wrapper_state(env, state["wrappers"])
+    if "np_random" in state:
+        base.np_random.bit_generator.state = state["np_random"]
+    if "mujoco" in state:
+        set_mujoco_state(base.model, base.data, state["mujoco"])
+    for key, value in state.get("attributes", {}).items():
+        # Arrays keep their saved dtype: an env may change it during an episode (MountainCar's
+        # state is float64 after reset, float32 after a step).
+        setattr(base, key, np.array(value) if hasattr(value, "shape") else value)
