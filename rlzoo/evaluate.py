@@ -97,8 +97,9 @@ def read_run_config(run_dir: Path) -> DictConfig:
         )
     try:
         cfg = OmegaConf.load(path)
-        for key in ("algo", "env", "critic"):
-            OmegaConf.to_container(cfg[key], resolve=True)  # fail here on a broken interpolation
+        OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
+        if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
+            raise ValueError("no algo or env section")
     except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
         raise UserError(
             f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
@@ -178,15 +179,20 @@ def make_multi_agent(
         ) from None
 
 
+def rendering_unavailable(what: str, err: Exception) -> UserError:
+    """The one-line error for an env that cannot be built with ``render_mode='rgb_array'``."""
+    return UserError(
+        f"cannot render {what} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
+        f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
+    )
+
+
 def probe_single_agent_rendering(cfg: DictConfig) -> None:
     """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
     try:
         env = gym.make(cfg.env.id, **env_kwargs(cfg), render_mode="rgb_array")
     except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise UserError(
-            f"cannot render {cfg.env.id} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-            f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
-        ) from None
+        raise rendering_unavailable(cfg.env.id, err) from None
     try:
         env.reset(seed=0)
         render_frame(env, cfg.env.id)
@@ -201,10 +207,7 @@ def probe_multi_agent_rendering(cfg: DictConfig) -> None:
     except UserError:
         raise
     except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise UserError(
-            f"cannot render {cfg.env.name} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-            f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
-        ) from None
+        raise rendering_unavailable(cfg.env.name, err) from None
     try:
         vec.reset(seed=0)
         render_frame(vec._envs[0], cfg.env.name)

@@ -65,10 +65,28 @@ class Logger:
                 shown["return"] = f"{self.last_return:.1f}"
             self.bar.set_postfix(shown, refresh=False)
 
-    def hparams(self, hparams: dict[str, float | int | str | bool], metrics: dict[str, float]
-                ) -> None:
-        """Record hyperparameters for TensorBoard's HPARAMS view, in this run's own directory."""
-        self.writer.add_hparams(hparams, metrics, run_name=".")
+    def hparams(
+        self,
+        hparams: dict[str, float | int | str | bool],
+        metrics: dict[str, float],
+        step: int | None = None,
+    ) -> None:
+        """Record hyperparameters for TensorBoard's HPARAMS view in this run's own event file.
+
+        Writes the session start/end summaries and the ``metrics`` as scalars, but no per-run
+        "experiment" summary (``SummaryWriter.add_hparams`` writes one, into a second event file):
+        TensorBoard uses the first experiment summary it finds for the whole table, so with one
+        per run only the first run's hyperparameters (a TD3 run's ``algo.policy_noise`` missing
+        from a SAC-first table) and metrics would be columns. Without it, the columns are the
+        union of every run's hyperparameters and every scalar tag (``eval/return``, ...).
+        """
+        from torch.utils.tensorboard.summary import hparams as hparams_summaries
+
+        _, session_start, session_end = hparams_summaries(hparams, metrics)
+        self.writer.file_writer.add_summary(session_start, step)
+        self.writer.file_writer.add_summary(session_end, step)
+        for tag, value in metrics.items():
+            self.writer.add_scalar(tag, float(value), step)
 
     def flush(self) -> None:
         self.writer.flush()

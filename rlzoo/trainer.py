@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from hydra.utils import get_class, instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.buffers.replay import ReplayBuffer
@@ -36,7 +36,7 @@ from rlzoo.errors import UserError
 from rlzoo.logger import Logger
 
 # Keys of ``algo`` that configure the trainer rather than the algorithm's constructor.
-TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd")
+TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
 
 
@@ -80,8 +80,26 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def _on_policy(cfg: DictConfig) -> bool:
+    try:
+        return bool(get_class(cfg.algo._target_).on_policy)
+    except Exception:  # noqa: BLE001 - build_algorithm reports a bad _target_ in one line
+        return False
+
+
 def read_settings(cfg: DictConfig) -> Settings:
-    """Validate the trainer's keys; every mistake is a one-line ``UserError``."""
+    """Validate the trainer's keys; every mistake is a one-line ``UserError``.
+
+    An on-policy algorithm (``on_policy = True``, e.g. COMA) has no replay: its config needs no
+    ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; neutral values stand in.
+    """
+    if _on_policy(cfg):
+        num_envs = OmegaConf.select(cfg, "num_envs")
+        neutral = {"learning_starts": 0, "batch_size": 1, "utd": 1,
+                   "buffer_size": 2 * num_envs if isinstance(num_envs, int) else 2}
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.algo = OmegaConf.merge(cfg.algo, neutral)
     utd = OmegaConf.select(cfg, "algo.utd")
     if isinstance(utd, bool) or not isinstance(utd, (int, float)) or not utd > 0:
         raise UserError(f"algo.utd must be a number > 0, got {utd!r}; e.g. algo.utd=1")
@@ -134,6 +152,17 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int) -> SingleAgentVecEnv:
         raise UserError(str(err)) from None
 
 
+def misfit_message(cfg: DictConfig, multi_agent_algo: bool) -> str:
+    """The one line for a multi-agent algorithm on a single-agent env, or the reverse."""
+    if multi_agent_algo:
+        return (f"algo={cfg.algo.name} is a multi-agent algorithm and env={cfg.env.name} is not; "
+                "use a multi-agent env (env=mpe/simple_spread, env=mamujoco/HalfCheetah-2x3, ...)"
+                " or a single-agent algo (algo=sac, algo=td3, ...)")
+    return (f"algo={cfg.algo.name} is a single-agent algorithm and env={cfg.env.name} is "
+            "multi-agent; use a multi-agent algo (algo=maddpg, algo=hasac, algo=coma) or a "
+            "single-agent env (e.g. env=Hopper)")
+
+
 def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Algorithm:
     """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``."""
     try:
@@ -145,9 +174,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
     if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
         raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
     if cls.multi_agent != spec.multi_agent:
-        fits = "a multi-agent env (env=mpe/... or env=mamujoco/...)" if cls.multi_agent \
-            else "a single-agent env (e.g. env=Hopper)"
-        raise UserError(f"algo={cfg.algo.name} needs {fits}; env={cfg.env.name} does not fit")
+        raise UserError(misfit_message(cfg, cls.multi_agent))
     algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in TRAINER_KEYS])
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
     if cfg.get("tuner"):
@@ -173,20 +200,25 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
 class Trainer:
     """Runs one training job into ``run_dir`` from a composed Hydra config."""
 
+    def __new__(cls, cfg: DictConfig, run_dir: Path) -> Trainer:
+        """On a multi-agent env (``env.kind: multi``) ``Trainer(cfg, run_dir)`` builds a
+        ``MultiAgentTrainer`` (rlzoo/trainer_multi.py): the same loop with its own hooks."""
+        if cls is Trainer and cfg.env.get("kind", "single") == "multi":
+            from rlzoo.trainer_multi import MultiAgentTrainer
+
+            return super().__new__(MultiAgentTrainer)
+        return super().__new__(cls)
+
     def __init__(self, cfg: DictConfig, run_dir: Path) -> None:
         self.cfg, self.run_dir = cfg, run_dir
         self.settings = s = read_settings(cfg)
         if s.device.type == "cpu" and cfg.get("torch_threads", 0):
             torch.set_num_threads(int(cfg.torch_threads))
         self.seed_everything(s.seed)
-        self.env = make_env(cfg, s.num_envs, s.seed)
-        self.spec = EnvSpec(obs_dim=self.env.obs_dim, act_dim=self.env.act_dim)
+        self.env, self.spec = self.build_env()
         self.algo = build_algorithm(cfg, self.spec, s.device)
         self.horizon = self.algo.action_horizon
-        self.buffer = ReplayBuffer(
-            s.buffer_size, (self.spec.obs_dim,), (self.spec.act_dim,), s.num_envs,
-            s.device, seed=s.seed,
-        )
+        self.buffer = self.build_buffer()
         self.eval_envs: list[gym.Env] = []
         self.eval_seeded = False
         self.rng = np.random.default_rng(s.seed)  # warm-up actions
@@ -207,62 +239,40 @@ class Trainer:
     def to_device(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, dtype=torch.float32).to(self.settings.device, non_blocking=True)
 
+    # The hooks below are the single-agent versions; rlzoo/trainer_multi.py overrides them.
+    def build_env(self) -> tuple[Any, EnvSpec]:
+        """The training env and what the algorithm needs to know about it."""
+        env = make_env(self.cfg, self.settings.num_envs, self.settings.seed)
+        return env, EnvSpec(obs_dim=env.obs_dim, act_dim=env.act_dim)
+
+    def build_buffer(self) -> Any:
+        """The storage ``collect`` writes and ``learn`` reads (replay here)."""
+        s = self.settings
+        return ReplayBuffer(
+            s.buffer_size, (self.spec.obs_dim,), (self.spec.act_dim,), s.num_envs,
+            s.device, seed=s.seed,
+        )
+
     # ------------------------------------------------------------------ loop
     def train(self) -> dict[str, Any]:
         s = self.settings
         logger = Logger(self.run_dir, s.total_steps, s.progress)
         self.logger = logger
         start = time.perf_counter()
-        obs = self.env.reset()
-        E, H, A = s.num_envs, self.horizon, self.spec.act_dim
-        chunk = np.zeros((E, H, A), dtype=np.float32)
-        chunk_pos = np.full(E, H)  # H = this env needs a fresh chunk
-        episode_return = np.zeros(E)
+        obs = self.reset_envs()
         metrics: dict[str, torch.Tensor] = {}
         next_log = s.log_every
         next_eval = s.eval_every if s.eval_every else s.total_steps
         next_ckpt = s.checkpoint_every if s.checkpoint_every else s.total_steps
         window_start, window_step, window_updates = time.perf_counter(), 0, 0
         while self.step < s.total_steps:
-            # --- act: uniform random during warm-up, then the policy (chunks run open-loop)
-            if self.step < s.learning_starts:
-                action = self.rng.uniform(-1.0, 1.0, size=(E, A)).astype(np.float32)
-            else:
-                need = chunk_pos >= H
-                if need.any():
-                    fresh = self.algo.act(self.to_device(obs)).reshape(E, H, A).cpu().numpy()
-                    chunk[need] = fresh[need]
-                    chunk_pos[need] = 0
-                action = chunk[np.arange(E), chunk_pos]
-                chunk_pos += 1
-            result = self.env.step(action)
-            self.buffer.add(obs, action, result.reward, result.obs, result.terminated,
-                            result.truncated, result.reset_step)
-            chunk_pos[result.reset_step] = H
-            # --- episode bookkeeping
-            valid = ~result.reset_step
-            n_new = int(valid.sum())
-            episode_return += np.where(valid, result.reward, 0.0)
-            for e in np.flatnonzero((result.terminated | result.truncated) & valid):
-                self.episodes += 1
-                logger.episode(float(episode_return[e]), self.step + n_new)
-                episode_return[e] = 0.0
-            obs = result.obs
+            # --- act, step the envs, store the step, count finished episodes
+            obs, n_new = self.collect(obs)
             past_warmup = self.step + n_new - max(self.step, s.learning_starts)
             self.step += n_new
             logger.advance(n_new)
-            # --- update: utd gradient steps per env step collected after the warm-up
-            # (an H-step window needs H - 1 newer rows: none can start in the newest H - 1)
-            if past_warmup > 0 and len(self.buffer) > (H - 1) * E:
-                self.update_credit += s.utd * past_warmup
-                while self.update_credit >= 1.0:
-                    batch = self.buffer.sample(
-                        s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
-                        action_horizon=H,
-                    )
-                    metrics.update(self.algo.update(batch))
-                    self.update_credit -= 1.0
-                    self.updates += 1
+            # --- update
+            metrics.update(self.learn(past_warmup))
             # --- log, evaluate, checkpoint
             if self.step >= next_log:
                 now = time.perf_counter()
@@ -290,6 +300,65 @@ class Trainer:
         for env in self.eval_envs:
             env.close()
         return summary
+
+    def reset_envs(self) -> Any:
+        """First reset of the training envs; starts the per-env loop state."""
+        E, H, A = self.settings.num_envs, self.horizon, self.spec.act_dim
+        self.chunk = np.zeros((E, H, A), dtype=np.float32)
+        self.chunk_pos = np.full(E, H)  # H = this env needs a fresh chunk
+        self.episode_return = np.zeros(E)
+        return self.env.reset()
+
+    def collect(self, obs: Any) -> tuple[Any, int]:
+        """Act, step the envs, store the step, log finished episodes. Returns the next obs and
+        the number of transitions collected (reset calls are not transitions)."""
+        s = self.settings
+        E, H, A = s.num_envs, self.horizon, self.spec.act_dim
+        chunk, chunk_pos, episode_return = self.chunk, self.chunk_pos, self.episode_return
+        # --- act: uniform random during warm-up, then the policy (chunks run open-loop)
+        if self.step < s.learning_starts:
+            action = self.rng.uniform(-1.0, 1.0, size=(E, A)).astype(np.float32)
+        else:
+            need = chunk_pos >= H
+            if need.any():
+                fresh = self.algo.act(self.to_device(obs)).reshape(E, H, A).cpu().numpy()
+                chunk[need] = fresh[need]
+                chunk_pos[need] = 0
+            action = chunk[np.arange(E), chunk_pos]
+            chunk_pos += 1
+        result = self.env.step(action)
+        self.buffer.add(obs, action, result.reward, result.obs, result.terminated,
+                        result.truncated, result.reset_step)
+        chunk_pos[result.reset_step] = H
+        # --- episode bookkeeping
+        valid = ~result.reset_step
+        n_new = int(valid.sum())
+        episode_return += np.where(valid, result.reward, 0.0)
+        for e in np.flatnonzero((result.terminated | result.truncated) & valid):
+            self.episodes += 1
+            self.logger.episode(float(episode_return[e]), self.step + n_new)
+            episode_return[e] = 0.0
+        return result.obs, n_new
+
+    def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
+        """Gradient updates after ``past_warmup`` new env steps beyond the warm-up; returns the
+        last update's metrics."""
+        s = self.settings
+        E, H = s.num_envs, self.horizon
+        metrics: dict[str, torch.Tensor] = {}
+        # --- update: utd gradient steps per env step collected after the warm-up
+        # (an H-step window needs H - 1 newer rows: none can start in the newest H - 1)
+        if past_warmup > 0 and len(self.buffer) > (H - 1) * E:
+            self.update_credit += s.utd * past_warmup
+            while self.update_credit >= 1.0:
+                batch = self.buffer.sample(
+                    s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
+                    action_horizon=H,
+                )
+                metrics.update(self.algo.update(batch))
+                self.update_credit -= 1.0
+                self.updates += 1
+        return metrics
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
@@ -407,9 +476,17 @@ class Trainer:
 
 
 def check_env_config(cfg: DictConfig) -> None:
-    """Fail early, in one line, on an env id that does not exist."""
+    """Fail early, in one line, on an env id that does not exist or an algorithm that does not
+    fit the env (multi-agent algorithm on a single-agent env, or the reverse)."""
     if cfg.env.get("kind", "single") == "single":
         try:
             check_env_id(cfg.env.id)
         except ValueError as err:
             raise UserError(str(err)) from None
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - build_algorithm reports a bad _target_ in one line
+        return
+    multi_agent_env = cfg.env.get("kind", "single") == "multi"
+    if isinstance(cls, type) and issubclass(cls, Algorithm) and cls.multi_agent != multi_agent_env:
+        raise UserError(misfit_message(cfg, cls.multi_agent))

@@ -17,7 +17,6 @@ to H.264 MP4 with ``imageio`` and the ffmpeg binary that ``imageio-ffmpeg`` ship
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -42,17 +41,12 @@ def prepare_offscreen_rendering() -> str | None:
     """Set ``MUJOCO_GL=egl`` (and pygame's ``SDL_VIDEODRIVER=dummy``) when unset and there is
     no display; return the MuJoCo back end.
 
-    Must run before anything imports ``mujoco`` (it reads the variable once, at import). Returns
-    ``MUJOCO_GL``'s value, or None when it is unset and a display is present (MuJoCo then uses
-    GLFW).
+    Best before anything imports ``mujoco`` (which also reads the variable, at import); gymnasium
+    reads it again when an env first renders. Returns ``MUJOCO_GL``'s value, or None when it is
+    unset and a display is present (gymnasium then tries GLFW, EGL, OSMesa in turn).
     """
     if "MUJOCO_GL" not in os.environ and headless():
-        if "mujoco" in sys.modules:
-            raise UserError(
-                "mujoco was imported before the rendering back end was chosen; set MUJOCO_GL=egl "
-                "in the environment and run again"
-            )
-        os.environ["MUJOCO_GL"] = "egl"
+        os.environ["MUJOCO_GL"] = "egl"  # gymnasium reads it when an env first renders
     if headless():  # pygame (classic control, MPE) draws offscreen without a display either
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     return os.environ.get("MUJOCO_GL")
@@ -68,7 +62,7 @@ def check_video_writer() -> None:
     except (ImportError, RuntimeError) as err:
         raise UserError(
             f"writing MP4 needs imageio and imageio-ffmpeg ({type(err).__name__}: {err}); "
-            "pip install 'rlzoo[video]' (or: pip install imageio imageio-ffmpeg)"
+            "pip install imageio imageio-ffmpeg (rlzoo's video extra: pip install -e '.[video]')"
         ) from None
 
 
@@ -131,8 +125,7 @@ class VideoWriter:
 def render_fps(env: Any) -> int:
     """The env's ``metadata['render_fps']`` (MaMuJoCo: its single-agent env's), else 30."""
     for candidate in (env, getattr(env, "single_agent_env", None), getattr(env, "unwrapped", None)):
-        fps = getattr(candidate, "metadata", None) or {}
-        fps = fps.get("render_fps")
-        if fps:
-            return int(round(fps))
+        metadata = getattr(candidate, "metadata", None) or {}
+        if metadata.get("render_fps"):
+            return int(round(metadata["render_fps"]))
     return DEFAULT_FPS

@@ -105,7 +105,11 @@ class COMA(MultiAgentAlgorithm):
         self.optimizers["critic"] = self.critic_optimizer = adam(
             self.critic.parameters(), critic_lr
         )
-        self.critic_updates = 0
+
+    @property
+    def critic_updates(self) -> int:
+        """Critic gradient steps so far (``critic_steps`` per update; restored with ``updates``)."""
+        return self.updates * self.critic_steps
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -114,7 +118,7 @@ class COMA(MultiAgentAlgorithm):
 
     @torch.no_grad()
     def explore(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A rollout action ``[E, N, A]`` and its pre-tanh sample (stored for the exact log-prob)."""
+        """A rollout action ``[E, N, A]`` and its pre-tanh sample (kept for the exact log-prob)."""
         action, _, pre_tanh = self.actor.sample(obs)
         return action, pre_tanh
 
@@ -197,16 +201,15 @@ class COMA(MultiAgentAlgorithm):
         weight = rollout.valid[..., None] / rollout.valid.sum().clamp(min=1.0)  # [T, E, 1]
         targets = self.td_lambda_targets(rollout)
         taken = self.same_joint(action)
-        for _ in range(self.critic_steps):
+        for k in range(self.critic_steps):
             q = self.agent_values(self.critic, state, taken, reduce="none")  # [M, T, E, N]
             critic_loss = ((q - targets).pow(2) * weight).sum() / self.n_agents
             self.critic_optimizer.zero_grad(set_to_none=True)
             critic_loss.backward()
             torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
             self.critic_optimizer.step()
-            self.critic_updates += 1
-            if self.critic_updates % self.target_update_every == 0:
-                polyak_update(self.target_critic, self.critic, 1.0)
+            if (self.critic_updates + k + 1) % self.target_update_every == 0:
+                polyak_update(self.target_critic, self.critic, 1.0)  # a hard copy
         with torch.no_grad():
             advantage = self.agent_values(self.critic, state, taken) \
                 - self.counterfactual_baseline(obs, state, action)  # [T, E, N]

@@ -56,7 +56,9 @@ class HASAC(MultiAgentAlgorithm):
         critic_lr: critic learning rate (5e-4, HARL MPE).
         share_actor: one actor for all agents with the agent id appended (False).
         n_step: n-step returns (20, HARL MPE).
-        seed: seed of the host generator that draws the agent permutations (0).
+
+    The agent permutations come from torch's default CPU generator (seeded by the trainer and
+    saved in checkpoints), so they cost no device synchronisation.
     """
 
     supported_critics = (EnsembleCritic,)
@@ -73,7 +75,6 @@ class HASAC(MultiAgentAlgorithm):
         critic_lr: float = 5e-4,
         share_actor: bool = False,
         n_step: int = 20,
-        seed: int = 0,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         if not 0.0 < tau <= 1.0:
@@ -100,8 +101,6 @@ class HASAC(MultiAgentAlgorithm):
             self.optimizers["alpha"] = self.tuner.optimizer
         if self.critic_tuner.optimizer is not None:
             self.optimizers["critic_alpha"] = self.critic_tuner.optimizer
-        self.permutation_generator = torch.Generator(device="cpu")
-        self.permutation_generator.manual_seed(seed)
         self.update_order: list[int] = []  # agent order of the last sequential actor update
 
     @torch.no_grad()
@@ -109,14 +108,20 @@ class HASAC(MultiAgentAlgorithm):
         """``obs [E, N, O]`` -> ``action [E, N, A]`` in (-1, 1) (padding 0)."""
         return self.actor.mode(obs) if deterministic else self.actor.sample(obs)[0]
 
+    @torch.no_grad()
+    def critic_target(self, batch: Batch) -> torch.Tensor:
+        """``y = R + discount * (min Q'(s', a') - alpha_c sum_i log pi_i(a'_i|o'_i))``, ``[K, B]``.
+        """
+        assert batch.next_state is not None
+        next_action, next_log_prob, _ = self.actor.sample(batch.next_obs)
+        next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
+        soft_value = next_value - self.critic_tuner.alpha * next_log_prob.sum(-1)
+        return batch.reward + batch.discount * soft_value
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        assert batch.state is not None and batch.next_state is not None
+        assert batch.state is not None
         alpha_c = self.critic_tuner.alpha
-        with torch.no_grad():
-            next_action, next_log_prob, _ = self.actor.sample(batch.next_obs)
-            next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
-            soft_value = next_value - alpha_c * next_log_prob.sum(-1)
-            target = batch.reward + batch.discount * soft_value
+        target = self.critic_target(batch)
         critic_loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
         self.step(self.critic_optimizer, critic_loss)
         metrics = self.update_actors(batch.obs, batch.state)
@@ -135,7 +140,7 @@ class HASAC(MultiAgentAlgorithm):
         alpha = alpha.expand(self.n_agents) if alpha.numel() == 1 else alpha
         with torch.no_grad():
             joint_sample = self.actor.sample(obs)[0]  # [B, N, A]: old policies
-        order = torch.randperm(self.n_agents, generator=self.permutation_generator).tolist()
+        order = torch.randperm(self.n_agents, device="cpu").tolist()
         self.update_order = order
         actor_losses: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
         log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents

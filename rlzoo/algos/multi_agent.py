@@ -15,6 +15,7 @@ import torch
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.nets.centralized import action_mask, joint_action
+from rlzoo.nets.critics import Critic
 
 
 class MultiAgentAlgorithm(Algorithm):
@@ -42,6 +43,15 @@ class MultiAgentAlgorithm(Algorithm):
         self.register_buffer("act_mask", mask)
         self.register_buffer("joint_index", mask.flatten().nonzero().squeeze(-1))
         self.joint_dim = sum(self.act_dims)
+
+    def check_critic(self, critic: Critic) -> None:
+        """As ``Algorithm.check_critic``; a multi-agent critic scores one joint action (H = 1)."""
+        super().check_critic(critic)
+        if critic.action_horizon != 1:
+            raise ValueError(
+                f"{self.name} cannot train an action-sequence critic (horizon "
+                f"{critic.action_horizon}); use critic=twin, critic=ensemble or the algo's default"
+            )
 
     def joint(self, action: torch.Tensor) -> torch.Tensor:
         """``action [..., N, A]`` -> joint action of real entries ``[..., sum_i |A_i|]``."""

@@ -148,7 +148,7 @@ class AgentCritics(Critic):
     Args:
         obs_dim: X, the centralized input (global state) size.
         act_dim: J, the joint action size (sum of the agents' real action sizes).
-        n_agents: N, one member per agent.
+        n_agents: N, one member per agent (the algorithm passes it; default 1).
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
         layer_norm: LayerNorm after each hidden layer (default off).
@@ -158,7 +158,7 @@ class AgentCritics(Critic):
         self,
         obs_dim: int,
         act_dim: int,
-        n_agents: int,
+        n_agents: int = 1,
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,

@@ -1,0 +1,152 @@
+"""Multi-agent runs through the real CLI: every algo x env pair (smoke), the run-dir contract,
+one-line refusals, and (slow) learning on MPE simple_spread."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import TINY, assert_user_error, read_summary, run_cli
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+MPE = ["mpe/simple_spread", "mpe/simple_speaker_listener", "mpe/simple_reference"]
+MAMUJOCO = ["mamujoco/HalfCheetah-2x3", "mamujoco/Ant-2x4", "mamujoco/Walker2d-2x3",
+            "mamujoco/Hopper-3x1"]
+AGENTS = {"simple_spread": 3, "simple_speaker_listener": 2, "simple_reference": 2,
+          "HalfCheetah-2x3": 2, "Ant-2x4": 2, "Walker2d-2x3": 2, "Hopper-3x1": 3}
+SMOKE_STEPS = 200
+# Off-policy: 100 random steps, then 100 updates of a 32-transition batch. COMA: a 50-step rollout.
+ALGO_SMOKE = {
+    "maddpg": ["algo.learning_starts=100", "algo.batch_size=32"],
+    "hasac": ["algo.learning_starts=100", "algo.batch_size=32", "algo.n_step=5"],
+    "coma": ["algo.rollout_steps=50", "algo.baseline_samples=4", "algo.critic_steps=2"],
+}
+# MaMuJoCo episodes are cut at 100 steps so that training and evaluation episodes end quickly.
+FAMILY_SMOKE = {"mpe": [], "mamujoco": ["++env.kwargs.max_episode_steps=100"]}
+RANDOM_SIMPLE_SPREAD = -25.9  # measured: uniform random actions, 400 episodes (see docs)
+
+
+def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)]
+            for tag in events.Tags()["scalars"]}
+
+
+def check_run_dir(run_dir: Path, algo: str, env: str) -> None:
+    """The single-agent contract: summary.json, TensorBoard tags, a safe-to-load checkpoint."""
+    summary = read_summary(run_dir)
+    scenario = env.split("/")[1]
+    assert summary["algo"] == algo and summary["env"] == env.replace("/", "-")
+    assert summary["total_steps"] == SMOKE_STEPS and summary["updates"] > 0
+    assert math.isfinite(summary["final_eval_return"]) and summary["episodes"] >= 1
+    tags = scalars(run_dir)
+    n_agents = AGENTS[scenario]
+    for tag in ["train/episode_return", "eval/return", "perf/sps", "loss/critic",
+                "loss/actor/agent_0", f"loss/actor/agent_{n_agents - 1}",
+                *[f"train/episode_return/agent_{i}" for i in range(n_agents)],
+                *[f"eval/return/agent_{i}" for i in range(n_agents)]]:
+        assert tag in tags, (tag, sorted(tags))
+    # the team return is the mean of the agents' returns (the reward convention)
+    team = tags["eval/return"][-1][1]
+    agents = [tags[f"eval/return/agent_{i}"][-1][1] for i in range(n_agents)]
+    assert team == pytest.approx(float(np.mean(agents)), rel=1e-4, abs=1e-4)
+    checkpoint = run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt"
+    state = torch.load(checkpoint, weights_only=True)
+    assert state["algo_name"] == algo and state["counters"]["step"] == SMOKE_STEPS
+
+
+@pytest.mark.parametrize("family", ["mpe", "mamujoco"])
+@pytest.mark.parametrize("algo", ["maddpg", "hasac", "coma"])
+def test_every_algo_env_pair_runs_through_the_cli(algo: str, family: str, tmp_path: Path) -> None:
+    """One Hydra multirun per (algo, family): the real CLI, one process for all of its envs."""
+    envs = MPE if family == "mpe" else MAMUJOCO
+    proc = run_cli([
+        "-m", f"algo={algo}", f"env={','.join(envs)}", f"total_steps={SMOKE_STEPS}",
+        *TINY, *ALGO_SMOKE[algo], *FAMILY_SMOKE[family], "eval.every=0", "eval.episodes=1",
+        "log.every=50", "log.progress=false", f"hydra.sweep.dir={tmp_path}",
+    ])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for env in envs:
+        runs = list((tmp_path / env.replace("/", "-") / algo).iterdir())
+        assert len(runs) == 1, runs
+        check_run_dir(runs[0], algo, env)
+
+
+def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
+    proc = run_cli([
+        "algo=maddpg", "env=mpe/simple_spread", "algo.share_actor=true",
+        "algo.others_actions=policy", f"total_steps={SMOKE_STEPS}", *TINY,
+        *ALGO_SMOKE["maddpg"], "eval.episodes=1", "log.every=50", "log.progress=false",
+    ], tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = torch.load(tmp_path / "run" / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+                       weights_only=True)
+    weight = state["algo"]["modules"]["actor.net.net.layers.0.weight"]
+    assert weight.shape == (1, 18 + 3, 32)  # one network, agent id appended
+    config = json.dumps(state["config"])
+    assert '"share_actor": true' in config and '"others_actions": "policy"' in config
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["algo=maddpg", "env=Pendulum"], ["algo=maddpg is a multi-agent algorithm", "env=mpe/"]),
+    (["algo=coma", "env=Hopper"], ["algo=coma is a multi-agent algorithm"]),
+    (["algo=sac", "env=mpe/simple_spread"], ["algo=sac is a single-agent algorithm",
+                                             "algo=hasac"]),
+    (["algo=hasac", "env=mpe/simple_speaker_listener", "algo.share_actor=true"],
+     ["share_actor=true needs agents with equal action sizes"]),
+    (["algo=hasac", "env=mpe/simple_spread", "critic=agents"], ["HASAC cannot train"]),
+])
+def test_misfits_fail_at_start_in_one_line(args: list[str], fragments: list[str],
+                                           tmp_path: Path) -> None:
+    proc = run_cli([*args, *TINY, "total_steps=10", "log.progress=false"], tmp_path / "run")
+    assert_user_error(proc, *fragments)
+    assert not (tmp_path / "run" / "summary.json").exists()
+
+
+# ------------------------------------------------------------------------------- learning
+
+
+def final_eval(run_dir: Path) -> float:
+    return read_summary(run_dir)["final_eval_return"]
+
+
+LEARN = ["env=mpe/simple_spread", "eval.episodes=50", "log.progress=false", "log.every=2000",
+         "checkpoint.every=0", "torch_threads=1"]
+
+
+@pytest.mark.slow
+def test_maddpg_beats_random_on_simple_spread(tmp_path: Path) -> None:
+    proc = run_cli([
+        "algo=maddpg", *LEARN, "total_steps=25000", "eval.every=0", "algo.learning_starts=2000",
+        "algo.batch_size=256", "algo.utd=0.25", "algo.actor.hidden=[64,64]",
+        "critic.hidden=[64,64]",
+    ], tmp_path / "run", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert final_eval(tmp_path / "run") > RANDOM_SIMPLE_SPREAD + 5.0
+
+
+@pytest.mark.slow
+def test_hasac_beats_random_on_simple_spread(tmp_path: Path) -> None:
+    proc = run_cli([
+        "algo=hasac", *LEARN, "total_steps=25000", "eval.every=0", "algo.learning_starts=2000",
+        "algo.batch_size=256", "algo.utd=0.25", "algo.actor.hidden=[64,64]",
+        "critic.hidden=[64,64]",
+    ], tmp_path / "run", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert final_eval(tmp_path / "run") > RANDOM_SIMPLE_SPREAD + 5.0
+
+
+@pytest.mark.slow
+def test_coma_improves_on_its_own_start(tmp_path: Path) -> None:
+    proc = run_cli([
+        "algo=coma", *LEARN, "total_steps=40000", "eval.every=4000",
+        "algo.actor.hidden=[64,64]", "critic.hidden=[64,64]",
+    ], tmp_path / "run", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evals = [value for _, value in scalars(tmp_path / "run")["eval/return"]]
+    assert np.mean(evals[-2:]) > evals[0] + 3.0, evals
