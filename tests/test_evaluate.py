@@ -18,7 +18,7 @@ from torch import nn
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.checkpoint import checkpoint_path, save_checkpoint
 from rlzoo.envs.multi_agent import make_multi_agent_env
-from rlzoo.evaluate import evaluate_run
+from rlzoo.evaluate import evaluate_run, main
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["algo.actor.hidden=[32,32]", "critic.hidden=[32,32]", "log.progress=false"]
@@ -134,33 +134,51 @@ def test_unavailable_rendering_is_one_line(hopper_run: Path) -> None:
     assert "cannot render Hopper-v5" in line and "libegl1" in line
 
 
-def test_missing_encoder_is_one_line(pendulum_run: Path, tmp_path: Path) -> None:
-    blocker = tmp_path / "blocked" / "imageio_ffmpeg"
-    blocker.mkdir(parents=True)
-    (blocker / "__init__.py").write_text("raise ImportError('imageio_ffmpeg is not installed')\n")
-    path = f"{blocker.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
-    proc = run("rlzoo.evaluate", str(pendulum_run), "--video", env={"PYTHONPATH": path})
-    assert "pip install imageio imageio-ffmpeg" in one_error_line(proc)
+def in_process_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``rlzoo.evaluate.main(args)`` fails the rlzoo way; returns its one error line."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("rlzoo: error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert ";" in errors[0]
+    return errors[0]
 
 
-def test_errors_are_one_line(pendulum_run: Path, tmp_path: Path) -> None:
-    line = one_error_line(run("rlzoo.evaluate", str(tmp_path / "missing")))
-    assert "does not exist" in line
+def test_missing_encoder_is_one_line(
+    pendulum_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # import fails as if not installed
+    line = in_process_error(capsys, str(pendulum_run), "--video")
+    assert "pip install imageio imageio-ffmpeg" in line
+
+
+def test_errors_are_one_line(
+    pendulum_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # through the real command line once ...
+    assert "does not exist" in one_error_line(run("rlzoo.evaluate", str(tmp_path / "missing")))
+    # ... and in-process for the rest (same main(), no interpreter start-up)
     not_a_run = tmp_path / "not_a_run"
     not_a_run.mkdir()
-    assert ".hydra/config.yaml" in one_error_line(run("rlzoo.evaluate", str(not_a_run)))
+    assert ".hydra/config.yaml" in in_process_error(capsys, str(not_a_run))
     unfinished = tmp_path / "unfinished"
     (unfinished / ".hydra").mkdir(parents=True)
     (unfinished / ".hydra" / "config.yaml").write_text(
         (pendulum_run / ".hydra" / "config.yaml").read_text()
     )
-    assert "no checkpoint" in one_error_line(run("rlzoo.evaluate", str(unfinished)))
+    assert "no checkpoint" in in_process_error(capsys, str(unfinished))
     garbage = tmp_path / "step_0000000001.pt"
     garbage.write_bytes(b"not a checkpoint")
-    line = one_error_line(run("rlzoo.evaluate", str(pendulum_run), "--checkpoint", str(garbage)))
+    line = in_process_error(capsys, str(pendulum_run), "--checkpoint", str(garbage))
     assert "cannot read checkpoint" in line
-    assert "--episodes" in one_error_line(run("rlzoo.evaluate", str(pendulum_run), "--episodes",
-                                              "0"))
+    assert "--episodes" in in_process_error(capsys, str(pendulum_run), "--episodes", "0")
+    assert "run_dir" in in_process_error(capsys)
+    broken = tmp_path / "broken"
+    (broken / ".hydra").mkdir(parents=True)
+    (broken / ".hydra" / "config.yaml").write_text("algo: ${missing.key}\nenv: {}\n")
+    assert "cannot read" in in_process_error(capsys, str(broken))
 
 
 # --------------------------------------------------------------------------- multi-agent

@@ -92,6 +92,7 @@ class COMA(MultiAgentAlgorithm):
         self.td_lambda, self.baseline_samples = td_lambda, baseline_samples
         self.entropy_coef, self.max_grad_norm = entropy_coef, max_grad_norm
         self.critic_steps, self.target_update_every = critic_steps, target_update_every
+        self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim + self.n_agents, self.joint_dim)
         self.check_critic(self.critic)
         self.target_critic = make_target(self.critic)

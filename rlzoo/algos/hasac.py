@@ -80,6 +80,7 @@ class HASAC(MultiAgentAlgorithm):
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
         self.tau = tau
+        self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim, self.joint_dim)
         self.check_critic(self.critic)
         self.actor = AgentActors(actor, spec.obs_dim, spec.act_dim, self.act_dims, share_actor)
@@ -145,8 +146,14 @@ class HASAC(MultiAgentAlgorithm):
         actor_losses: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
         log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
         new_log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
-        for agent in order:
-            action, log_prob, _ = self.actor.sample(obs)  # with gradient; only `agent` is used
+        for position, agent in enumerate(order):
+            # One pass of every (current) policy: agent's sample carries the gradient; the
+            # previous agent's, drawn from its just-updated policy, replaces its old sample.
+            action, log_prob, _ = self.actor.sample(obs)
+            if position > 0:
+                previous = order[position - 1]
+                joint_sample[:, previous] = action[:, previous].detach()
+                new_log_probs[previous] = log_prob[:, previous].detach()
             mixed = joint_sample.clone()
             mixed[:, agent] = action[:, agent]
             with frozen(self.critic):
@@ -155,12 +162,10 @@ class HASAC(MultiAgentAlgorithm):
             self.actor_optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.actor_optimizer.step(self.actor.member_of(agent))
-            with torch.no_grad():
-                new_action, new_log_prob, _ = self.actor.sample(obs)  # the updated policy
-                joint_sample[:, agent] = new_action[:, agent]
             actor_losses[agent] = loss.detach()
             log_probs[agent] = log_prob[:, agent].detach()
-            new_log_probs[agent] = new_log_prob[:, agent]
+        with torch.no_grad():  # the last agent's sample from its updated policy
+            new_log_probs[order[-1]] = self.actor.sample(obs)[1][:, order[-1]]
         alpha_loss = self.tuner.update(torch.stack(log_probs))  # [N, B]
         critic_alpha_loss = self.critic_tuner.update(torch.stack(new_log_probs).sum(0))
         metrics = {

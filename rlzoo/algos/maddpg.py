@@ -78,6 +78,7 @@ class MADDPG(MultiAgentAlgorithm):
             )
         self.tau, self.exploration_noise = tau, exploration_noise
         self.others_from_policy = others_actions == "policy"
+        self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim, self.joint_dim, n_agents=self.n_agents)
         self.check_critic(self.critic)
         self.actor = AgentActors(actor, spec.obs_dim, spec.act_dim, self.act_dims, share_actor)

@@ -8,7 +8,7 @@ agents per step, summed over the n steps), ``agent_reward [B, N]``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 import torch
@@ -43,6 +43,14 @@ class MultiAgentAlgorithm(Algorithm):
         self.register_buffer("act_mask", mask)
         self.register_buffer("joint_index", mask.flatten().nonzero().squeeze(-1))
         self.joint_dim = sum(self.act_dims)
+
+    def check_critic_factory(self, factory: Callable[..., Critic]) -> None:
+        """Refuse an unsupported critic class in one line before building it (the critic kinds
+        take different constructor arguments, so building first would fail less clearly)."""
+        cls = getattr(factory, "func", factory)
+        if isinstance(cls, type) and not issubclass(cls, self.supported_critics):
+            kinds = ", ".join(c.__name__ for c in self.supported_critics)
+            raise ValueError(f"{self.name} cannot train a {cls.__name__}; it supports: {kinds}")
 
     def check_critic(self, critic: Critic) -> None:
         """As ``Algorithm.check_critic``; a multi-agent critic scores one joint action (H = 1)."""
@@ -100,6 +108,9 @@ class MemberAdam(torch.optim.Optimizer):
         """One Adam step on slice ``[member]`` of every parameter that has a gradient."""
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
+            # Parameters grouped by their step count (equal unless some had no gradient once),
+            # each group updated with multi-tensor (foreach) ops.
+            by_step: dict[float, list[list[torch.Tensor]]] = {}
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -112,10 +123,15 @@ class MemberAdam(torch.optim.Optimizer):
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
                 state["step"][member] += 1
-                t = float(state["step"][member])
-                grad = p.grad[member]
-                exp_avg, exp_avg_sq = state["exp_avg"][member], state["exp_avg_sq"][member]
-                exp_avg.lerp_(grad, 1.0 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1.0 - beta2)
-                denom = (exp_avg_sq.sqrt() / math.sqrt(1.0 - beta2**t)).add_(group["eps"])
-                p[member].addcdiv_(exp_avg, denom, value=-group["lr"] / (1.0 - beta1**t))
+                slices = by_step.setdefault(float(state["step"][member]), [[], [], [], []])
+                for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
+                    slices[i].append(x[member])
+            for t, (params, grads, exp_avgs, exp_avg_sqs) in by_step.items():
+                torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
+                torch._foreach_mul_(exp_avg_sqs, beta2)
+                torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1.0 - beta2)
+                denom = torch._foreach_sqrt(exp_avg_sqs)
+                torch._foreach_div_(denom, math.sqrt(1.0 - beta2**t))
+                torch._foreach_add_(denom, group["eps"])
+                step_size = group["lr"] / (1.0 - beta1**t)
+                torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)
