@@ -10,8 +10,8 @@ class UserError(Exception):
     """A mistake the user can fix; the message reads ``<what>; <how to fix>``."""
 
 
-def exit_with(message: str) -> NoReturn:
-    """Print ``rlzoo: error: <message>`` as one line on stderr and exit with status 2."""
+def exit_with(message: str, status: int = 2) -> NoReturn:
+    """Print ``rlzoo: error: <message>`` as one line on stderr and exit (status 2 by default)."""
     line = " ".join(str(message).split())
     print(f"rlzoo: error: {line}", file=sys.stderr, flush=True)
-    sys.exit(2)
+    sys.exit(status)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 import json
 import random
+import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +27,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.checkpoint import (
+    CheckpointError,
     checkpoint_path,
     list_checkpoints,
-    load_checkpoint,
+    load_latest_valid,
     prune_checkpoints,
     save_checkpoint,
 )
@@ -197,6 +200,56 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
     return algo.to(device)
 
 
+class NonFiniteError(Exception):
+    """Training produced NaN or inf; the message names the quantity and the step."""
+
+
+class Interrupted(Exception):  # noqa: N818 - it is the event, not an error
+    """SIGTERM or SIGINT arrived; a checkpoint was written at ``step`` into ``path``."""
+
+    def __init__(self, signum: int, path: Path, run_dir: Path, step: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum, self.path, self.run_dir, self.step = signum, path, run_dir, step
+
+
+class StopSignals:
+    """Within the block SIGTERM and SIGINT only set ``signum``; the loop then checkpoints and
+    stops at the end of its current step. A second signal exits at once (status 130 or 143)."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.previous: dict[int, Any] = {}
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum:
+            raise SystemExit(128 + signum)
+        self.signum = signum
+
+    def __enter__(self) -> StopSignals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.previous[sig] = signal.signal(sig, self.handle)
+            except ValueError:  # not the main thread (e.g. some launchers): no handler
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def _legacy_numpy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """numpy's global RNG state as ``np.random.set_state`` wants it (its key array as uint32)."""
+    inner = dict(state["state"])
+    inner["key"] = np.asarray(inner["key"], dtype=np.uint32)
+    return {**state, "state": inner}
+
+
+def _python_random_state(state: Any) -> tuple[Any, ...]:
+    version, internal, gauss = state
+    return version, tuple(int(x) for x in internal), gauss
+
+
 class Trainer:
     """Runs one training job into ``run_dir`` from a composed Hydra config."""
 
@@ -220,7 +273,6 @@ class Trainer:
         self.horizon = self.algo.action_horizon
         self.buffer = self.build_buffer()
         self.eval_envs: list[gym.Env] = []
-        self.eval_seeded = False
         self.rng = np.random.default_rng(s.seed)  # warm-up actions
         self.step = 0  # env steps collected
         self.updates = 0
@@ -228,6 +280,8 @@ class Trainer:
         self.episodes = 0
         self.last_eval: tuple[float, float] | None = None
         self.checkpoint_dir = run_dir / "checkpoints"
+        self.obs: Any = None  # the observation the next action is taken from
+        self.wall_time = 0.0  # seconds spent in train(), summed over resumes
 
     # ------------------------------------------------------------------ setup
     @staticmethod
@@ -254,52 +308,101 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ loop
-    def train(self) -> dict[str, Any]:
+    def train(self, resume: bool = False) -> dict[str, Any]:
+        """Run to ``total_steps``; with ``resume`` first restore the newest valid checkpoint of
+        ``run_dir`` and continue from it exactly."""
         s = self.settings
-        logger = Logger(self.run_dir, s.total_steps, s.progress)
+        purge_step = None
+        if resume:
+            path = self.restore()
+            purge_step = self.step + 1  # drop events a crashed run logged after its checkpoint
+            print(f"rlzoo: resuming {self.run_dir} from {path.name} at step {self.step}",
+                  file=sys.stderr, flush=True)
+        else:
+            self.obs = self.reset_envs()
+        logger = Logger(self.run_dir, s.total_steps, s.progress, self.step, purge_step)
         self.logger = logger
-        start = time.perf_counter()
-        obs = self.reset_envs()
+        start = time.perf_counter() - self.wall_time
+        obs = self.obs
         metrics: dict[str, torch.Tensor] = {}
-        next_log = s.log_every
-        next_eval = s.eval_every if s.eval_every else s.total_steps
-        next_ckpt = s.checkpoint_every if s.checkpoint_every else s.total_steps
-        window_start, window_step, window_updates = time.perf_counter(), 0, 0
-        while self.step < s.total_steps:
-            # --- act, step the envs, store the step, count finished episodes
-            obs, n_new = self.collect(obs)
-            past_warmup = self.step + n_new - max(self.step, s.learning_starts)
-            self.step += n_new
-            logger.advance(n_new)
-            # --- update
-            metrics.update(self.learn(past_warmup))
-            # --- log, evaluate, checkpoint
-            if self.step >= next_log:
-                now = time.perf_counter()
-                perf = {
-                    "perf/sps": (self.step - window_step) / (now - window_start),
-                    "perf/updates_per_sec": (self.updates - window_updates) / (now - window_start),
-                }
-                logger.scalars({**metrics, **perf}, self.step)
-                logger.postfix(sps=perf["perf/sps"])
-                window_start, window_step, window_updates = now, self.step, self.updates
-                next_log = (self.step // s.log_every + 1) * s.log_every
-            if self.step >= next_eval or self.step >= s.total_steps:
-                self.evaluate_and_log()
-                next_eval = (self.step // s.eval_every + 1) * s.eval_every if s.eval_every \
-                    else s.total_steps
-            if self.step >= next_ckpt or self.step >= s.total_steps:
-                self.save()
-                next_ckpt = (self.step // s.checkpoint_every + 1) * s.checkpoint_every \
-                    if s.checkpoint_every else s.total_steps
-        wall = time.perf_counter() - start
-        summary = self.write_summary(wall)
+        next_log = self.next_multiple(s.log_every)
+        next_eval = self.next_multiple(s.eval_every)
+        next_ckpt = self.next_multiple(s.checkpoint_every)
+        window_start, window_step, window_updates = time.perf_counter(), self.step, self.updates
+        with StopSignals() as stop:
+            while self.step < s.total_steps:
+                # --- act, step the envs, store the step, count finished episodes
+                obs, n_new = self.collect(obs)
+                self.obs = obs
+                past_warmup = self.step + n_new - max(self.step, s.learning_starts)
+                self.step += n_new
+                logger.advance(n_new)
+                # --- update
+                metrics.update(self.learn(past_warmup))
+                # --- log, evaluate, checkpoint
+                if self.step >= next_log:
+                    self.check_finite(metrics)
+                    now = time.perf_counter()
+                    seconds = now - window_start
+                    perf = {
+                        "perf/sps": (self.step - window_step) / seconds,
+                        "perf/updates_per_sec": (self.updates - window_updates) / seconds,
+                    }
+                    logger.scalars({**metrics, **perf}, self.step)
+                    logger.postfix(sps=perf["perf/sps"])
+                    window_start, window_step, window_updates = now, self.step, self.updates
+                    next_log = self.next_multiple(s.log_every)
+                last = self.step >= s.total_steps
+                if self.step >= next_eval or last:
+                    self.evaluate_and_log()
+                    next_eval = self.next_multiple(s.eval_every)
+                if self.step >= next_ckpt or last or stop.signum:
+                    self.wall_time = time.perf_counter() - start
+                    self.check_finite(metrics)
+                    path = self.save()
+                    next_ckpt = self.next_multiple(s.checkpoint_every)
+                    if stop.signum and not last:
+                        logger.close()
+                        self.close_envs()
+                        raise Interrupted(stop.signum, path, self.run_dir, self.step)
+        self.wall_time = time.perf_counter() - start
+        summary = self.write_summary(self.wall_time)
         logger.hparams(self.hparams(), {"hparam/final_eval_return": summary["final_eval_return"]})
         logger.close()
+        self.close_envs()
+        return summary
+
+    def next_multiple(self, every: int) -> int:
+        """The next step at which a schedule with period ``every`` fires (0 = only at the end)."""
+        if not every:
+            return self.settings.total_steps
+        return (self.step // every + 1) * every
+
+    def close_envs(self) -> None:
         self.env.close()
         for env in self.eval_envs:
             env.close()
-        return summary
+
+    def check_finite(self, metrics: dict[str, torch.Tensor]) -> None:
+        """Stop with one line naming the quantity if a loss, statistic or parameter is NaN/inf.
+
+        Called at log time and before every checkpoint, so a poisoned state is never saved over
+        the last good checkpoint. One device-to-host transfer per call.
+        """
+        names = [k for k, v in metrics.items() if torch.is_tensor(v)]
+        params = dict(self.algo.named_parameters())
+        flags = torch.stack(
+            [torch.isfinite(metrics[k]).all() for k in names]
+            + [torch.isfinite(p).all() for p in params.values()]
+        ).tolist() if names or params else []
+        for name, ok in zip([*names, *(f"parameter {p}" for p in params)], flags):
+            if not ok:
+                last = self.latest_checkpoint()
+                where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+                raise NonFiniteError(
+                    f"{name} became NaN or inf by step {self.step}; training stopped and {where} "
+                    "(lower the learning rates or check the env's rewards and observations)"
+                )
 
     def reset_envs(self) -> Any:
         """First reset of the training envs; starts the per-env loop state."""
@@ -362,17 +465,17 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
-        """Run ``eval.episodes`` episodes on the eval envs (their own seed stream, seed + 10_000
-        + i at the first call); returns the episode returns ``[episodes]``."""
+        """Run ``eval.episodes`` episodes on separate eval envs; returns their returns
+        ``[episodes]``. Episode ``i`` of every evaluation starts from seed ``seed + 10_000 + i``:
+        evaluations differ only by the policy, keep no state between them (so resuming cannot
+        shift them), and ``rlzoo.evaluate`` reproduces the last one exactly."""
         episodes = episodes or self.settings.eval_episodes
         while len(self.eval_envs) < episodes:
             self.eval_envs.append(make_single_env(self.cfg.env.id, **env_kwargs(self.cfg)))
         envs = self.eval_envs[:episodes]
         seed0 = self.settings.seed + EVAL_SEED_OFFSET
-        obs = np.stack([
-            env.reset(seed=None if self.eval_seeded else seed0 + i)[0] for i, env in enumerate(envs)
-        ]).astype(np.float32)
-        self.eval_seeded = True
+        obs = np.stack([env.reset(seed=seed0 + i)[0] for i, env in enumerate(envs)])
+        obs = obs.astype(np.float32)
         returns = np.zeros(episodes)
         active = np.ones(episodes, dtype=bool)
         H, A = self.horizon, self.spec.act_dim
@@ -407,7 +510,16 @@ class Trainer:
         return path
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain data and tensors only (loadable with ``weights_only=True``)."""
+        """Everything needed to continue bit-identically, as tensors and plain data only
+        (loadable with ``weights_only=True``)."""
+        rng = {
+            "torch": torch.get_rng_state(),
+            "numpy": np.random.get_state(legacy=False),
+            "python": random.getstate(),
+            "warmup": self.rng.bit_generator.state,
+        }
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
         return {
             "format": 1,
             "algo_name": str(self.cfg.algo.name),
@@ -415,26 +527,64 @@ class Trainer:
             "config": OmegaConf.to_container(self.cfg, resolve=True),
             "algo": self.algo.state_dict(),
             "buffer": self.buffer.state_dict(),
+            "env": self.env.get_state(),
+            "loop": self.loop_state(),
             "counters": {
                 "step": self.step, "updates": self.updates, "episodes": self.episodes,
-                "update_credit": self.update_credit,
+                "update_credit": self.update_credit, "wall_time": self.wall_time,
             },
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "numpy_warmup": self.rng.bit_generator.state,
-            },
+            "rng": rng,
         }
 
-    def load(self, path: Path) -> None:
-        state = load_checkpoint(path, map_location=self.settings.device)
-        self.algo.load_state_dict(state["algo"])
-        self.buffer.load_state_dict(state["buffer"])
+    def loop_state(self) -> dict[str, Any]:
+        """The collection loop's own state (current observation, open episodes, action chunk)."""
+        return {
+            "obs": np.asarray(self.obs), "episode_return": self.episode_return,
+            "chunk": self.chunk, "chunk_pos": self.chunk_pos,
+        }
+
+    def load_loop_state(self, loop: dict[str, Any]) -> None:
+        self.obs = np.asarray(loop["obs"]).copy()
+        self.episode_return = np.asarray(loop["episode_return"]).copy()
+        self.chunk = np.asarray(loop["chunk"]).copy()
+        self.chunk_pos = np.asarray(loop["chunk_pos"]).copy()
+
+    def restore(self) -> Path:
+        """Load the newest valid checkpoint of ``run_dir`` (older ones on failure, with a
+        warning); returns its path. Raises ``UserError`` if none fits this run."""
+        try:
+            path, state = load_latest_valid(self.checkpoint_dir, self.settings.device)
+        except CheckpointError as err:
+            raise UserError(f"cannot resume: {err}; start a new run instead") from None
+        for key, mine in (("algo_name", self.cfg.algo.name), ("env_name", self.cfg.env.name)):
+            if state.get(key) != mine:
+                raise UserError(
+                    f"cannot resume: {path} was written by {key.split('_')[0]}={state.get(key)}, "
+                    f"but this run is {key.split('_')[0]}={mine}; point resume= at its own run dir"
+                )
+        self.reset_envs()  # builds the loop's arrays and gives every env its first reset
+        try:
+            self.algo.load_state_dict(state["algo"])
+            self.buffer.load_state_dict(state["buffer"])
+            self.env.set_state(state["env"])
+            self.load_loop_state(state["loop"])
+        except (KeyError, ValueError, RuntimeError) as err:
+            raise UserError(
+                f"cannot resume from {path}: it does not match this run's config ({err})"
+            ) from None
         counters = state["counters"]
         self.step, self.updates = int(counters["step"]), int(counters["updates"])
         self.episodes = int(counters["episodes"])
         self.update_credit = float(counters["update_credit"])
-        torch.set_rng_state(state["rng"]["torch"].cpu())
-        self.rng.bit_generator.state = state["rng"]["numpy_warmup"]
+        self.wall_time = float(counters["wall_time"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"].cpu())
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([t.cpu() for t in rng["cuda"]])
+        np.random.set_state(_legacy_numpy_state(rng["numpy"]))
+        random.setstate(_python_random_state(rng["python"]))
+        self.rng.bit_generator.state = rng["warmup"]
+        return path
 
     def latest_checkpoint(self) -> Path | None:
         found = list_checkpoints(self.checkpoint_dir)

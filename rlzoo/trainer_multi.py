@@ -15,13 +15,14 @@ work unchanged. Only the hooks differ from the single-agent trainer:
 * on-policy algorithms (COMA) collect ``algo.rollout_steps`` fresh vector steps per env into a
   :class:`~rlzoo.buffers.rollout.RolloutStore` with the policy's pre-tanh samples, then update once
   on that rollout and clear it. There is no warm-up and no replay;
-* evaluation runs ``eval.episodes`` episodes on a separate vector env of that many copies, seeded
-  ``seed + 10_000 + i`` at its first reset and continuing its own streams after.
+* evaluation runs ``eval.episodes`` episodes on a separate vector env of that many copies, episode
+  ``i`` of every evaluation seeded ``seed + 10_000 + i`` (no state carried between evaluations).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -128,6 +129,14 @@ class MultiAgentTrainer(Trainer):
         self.env_state = result.state
         return result.obs, n_new
 
+    def loop_state(self) -> dict[str, Any]:
+        return {"obs": self.obs, "env_state": self.env_state, "episode_return": self.episode_return}
+
+    def load_loop_state(self, loop: dict[str, Any]) -> None:
+        self.obs = np.asarray(loop["obs"]).copy()
+        self.env_state = np.asarray(loop["env_state"]).copy()
+        self.episode_return = np.asarray(loop["episode_return"]).copy()
+
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
         """Off-policy: as single-agent runs. On-policy: one update per full rollout."""
         if not self.on_policy:
@@ -142,7 +151,7 @@ class MultiAgentTrainer(Trainer):
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
         """``eval.episodes`` episodes on the eval env (``episodes`` copies, seeds seed + 10_000
-        + i at the first call); returns the team returns ``[episodes]`` and keeps each agent's
+        + i at every call); returns the team returns ``[episodes]`` and keeps each agent's
         mean return in ``last_eval_agents [N]``."""
         episodes = episodes or self.settings.eval_episodes
         if self.eval_env is None or self.eval_env.num_envs != episodes:
@@ -153,7 +162,7 @@ class MultiAgentTrainer(Trainer):
             )
             self.eval_envs = [self.eval_env]  # closed by the loop's end
         env = self.eval_env
-        obs, _ = env.reset()
+        obs, _ = env.reset(seed=self.settings.seed + EVAL_SEED_OFFSET)  # the same seeds each time
         returns = np.zeros((episodes, self.spec.n_agents))
         active = np.ones(episodes, dtype=bool)
         while active.any():

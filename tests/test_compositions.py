@@ -71,6 +71,35 @@ def test_presets_configure_their_papers_settings(tmp_path: Path) -> None:
     assert chunk.critic.horizon == 4 and chunk.critic.actor_reduce == "first"
 
 
+CRITICS = ["twin", "ensemble", "distributional", "action_sequence"]
+SUPPORTED = {
+    "sac": set(CRITICS), "redq": set(CRITICS), "td3": {"twin", "ensemble", "action_sequence"},
+    "dsac_t": {"distributional"},
+}
+
+
+@pytest.mark.parametrize("algo", sorted(SUPPORTED))
+@pytest.mark.parametrize("critic", CRITICS)
+def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> None:
+    from hydra import compose, initialize_config_module
+
+    from rlzoo.algos import EnvSpec
+    from rlzoo.errors import UserError
+    from rlzoo.trainer import build_algorithm
+
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"algo={algo}", f"critic={critic}", *TINY])
+    spec = EnvSpec(obs_dim=3, act_dim=2)
+    if critic not in SUPPORTED[algo]:
+        with pytest.raises(UserError, match=f"cannot build algo={algo}: .* it supports: "):
+            build_algorithm(cfg, spec, torch.device("cpu"))
+        return
+    built = build_algorithm(cfg, spec, torch.device("cpu"))
+    horizon = 4 if critic == "action_sequence" else 1
+    assert built.action_horizon == horizon
+    assert built.act(torch.zeros(5, 3)).shape == (5, 2 * horizon)
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
@@ -110,11 +139,15 @@ def learn(tmp_path: Path, overrides: list[str]) -> dict:
 
 @pytest.mark.slow
 def test_dsac_t_learns_pendulum(tmp_path: Path) -> None:
-    # DSAC-T's own settings (distributional critic and loss, target policy, delay 2, GELU,
-    # lr 1e-4, log_alpha starting at 1) with 2x128 networks and a 1000-step warm-up for CPU time.
+    # DSAC-T's mechanics (distributional critic and loss, target policy, delay 2, GELU, log-std
+    # clamp) with 2x128 networks, a 1000-step warm-up and SAC's rates (lr 3e-4, alpha from 1 at
+    # lr 1e-3): DSAC-T's own lr 1e-4 and alpha = e start are tuned for million-step MuJoCo runs
+    # and leave Pendulum unsolved at 10k steps (measured: -1081 at 10k with seed 0; -1057 with
+    # lr 1e-4 and SAC's temperature). These settings measured -225 at 10k and -155 at 12k.
     summary = learn(tmp_path, [
-        "algo=dsac_t", "total_steps=10000", "algo.learning_starts=1000",
-        "algo.actor.hidden=[128,128]", "critic.hidden=[128,128]",
+        "algo=dsac_t", "total_steps=12000", "algo.learning_starts=1000",
+        "algo.actor.hidden=[128,128]", "critic.hidden=[128,128]", "algo.actor_lr=3e-4",
+        "algo.critic_lr=3e-4", "tuner.init_alpha=1.0", "tuner.lr=1e-3",
     ])
     assert summary["final_eval_return"] > LEARNED, summary
 

@@ -22,7 +22,8 @@ and ``discount = gamma^k (1 - d)``:
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
 
 Each agent's step touches only its own ensemble member (``MemberAdam``), so the sequential scheme
-is exact even though all actors live in one batched ensemble.
+is exact even though all actors live in one batched ensemble. The updated ``pi_{i_m}``'s sample is
+taken from the forward pass that samples ``a~_{i_{m+1}}`` (detached), one pass per agent.
 """
 
 from __future__ import annotations

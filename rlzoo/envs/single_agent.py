@@ -1,18 +1,21 @@
 """Single-agent gymnasium environments as a vector env with one autoreset rule.
 
 Every env is wrapped so its actions live in ``[-1, 1]`` (``RescaleAction``: the one place actions
-are scaled to the env's bounds) and stepped through gymnasium's ``SyncVectorEnv`` with next-step
-autoreset: the step that ends an episode returns the final observation, the next call resets that
-env, ignores its action and reports ``reset_step = True`` (no transition happened).
+are scaled to the env's bounds) and stepped with next-step autoreset, as gymnasium 1.x vector envs
+do: the step that ends an episode returns the final observation, the next call resets that env,
+ignores its action and reports ``reset_step = True`` (no transition happened).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from rlzoo.envs.gym_state import get_env_state, set_env_state
 
 
 @dataclass
@@ -36,7 +39,17 @@ class StepResult:
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise ``ValueError`` in one line if ``env_id`` is not a registered env with Box actions."""
+    """Raise ``ValueError`` in one line if ``env_id`` is not a registered env.
+
+    ``module:Name-v0`` ids (gymnasium's syntax) first import ``module``, which registers them.
+    """
+    if ":" in env_id:
+        module = env_id.split(":", 1)[0]
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ValueError(f"cannot import {module!r} for env id {env_id!r} ({err})") from None
+        env_id = env_id.split(":", 1)[1]
     if env_id not in gym.registry:
         close = [k for k in gym.registry if env_id.split("-")[0].lower() in k.lower()][:5]
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -52,7 +65,7 @@ def make_single_env(env_id: str, **kwargs: Any) -> gym.Env:
 
 
 class SingleAgentVecEnv:
-    """``num_envs`` copies of a gymnasium env with actions in ``[-1, 1]``.
+    """``num_envs`` copies of a gymnasium env with actions in ``[-1, 1]``, stepped in turn.
 
     Args:
         env_id: a registered gymnasium id with a ``Box`` action space.
@@ -60,13 +73,15 @@ class SingleAgentVecEnv:
         seed: env ``e`` is seeded with ``seed + e`` at the first reset; later resets continue
             each env's own random stream.
         kwargs: passed to ``gym.make``.
+
+    Autoreset is next-step (see the module docstring), implemented here rather than by
+    gymnasium's ``SyncVectorEnv`` so that ``get_state``/``set_state`` own every piece of state.
     """
 
     def __init__(self, env_id: str, num_envs: int = 1, seed: int = 0, **kwargs: Any) -> None:
         check_env_id(env_id)
-        probe = gym.make(env_id, **kwargs)
-        space, obs_space = probe.action_space, probe.observation_space
-        probe.close()
+        self.envs = [make_single_env(env_id, **kwargs) for _ in range(num_envs)]
+        space, obs_space = self.envs[0].action_space, self.envs[0].observation_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(
                 f"{env_id} has a {type(space).__name__} action space; rlzoo needs continuous "
@@ -74,41 +89,47 @@ class SingleAgentVecEnv:
             )
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"{env_id} needs a flat Box observation space, got {obs_space}")
-
-        def make() -> gym.Env:
-            return make_single_env(env_id, **kwargs)
-
         self.env_id, self.num_envs, self.seed = env_id, num_envs, seed
-        self.envs = gym.vector.SyncVectorEnv(
-            [make for _ in range(num_envs)],
-            autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
-        )
         self.obs_dim = int(obs_space.shape[0])
         self.act_dim = int(space.shape[0])
         self._ended = np.zeros(num_envs, dtype=bool)
 
     def reset(self) -> np.ndarray:
         """First reset of every env with its seed; returns ``obs [E, O]`` float32."""
-        obs, _ = self.envs.reset(seed=[self.seed + e for e in range(self.num_envs)])
         self._ended[:] = False
-        return obs.astype(np.float32)
+        return np.stack([
+            env.reset(seed=self.seed + e)[0] for e, env in enumerate(self.envs)
+        ]).astype(np.float32)
 
     def step(self, action: np.ndarray) -> StepResult:
         """``action [E, A]`` in ``[-1, 1]`` (clipped here) -> ``StepResult``."""
         action = np.clip(np.asarray(action, dtype=np.float32), -1.0, 1.0)
-        obs, reward, terminated, truncated, _ = self.envs.step(action)
+        E = self.num_envs
+        obs = np.empty((E, self.obs_dim), dtype=np.float32)
+        reward = np.zeros(E, dtype=np.float32)
+        terminated, truncated = np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
         reset_step = self._ended.copy()
-        self._ended = np.asarray(terminated | truncated, dtype=bool)
-        return StepResult(
-            obs=obs.astype(np.float32),
-            reward=np.asarray(reward, dtype=np.float32),
-            terminated=np.asarray(terminated, dtype=bool),
-            truncated=np.asarray(truncated, dtype=bool),
-            reset_step=reset_step,
-        )
+        for e, env in enumerate(self.envs):
+            if reset_step[e]:
+                obs[e] = env.reset()[0]
+            else:
+                obs[e], reward[e], terminated[e], truncated[e], _ = env.step(action[e])
+        self._ended = terminated | truncated
+        return StepResult(obs, reward, terminated, truncated, reset_step)
+
+    def get_state(self) -> dict[str, Any]:
+        """Every env's simulation, RNG and wrapper state plus the pending resets (plain data)."""
+        return {"envs": [get_env_state(env) for env in self.envs], "ended": self._ended.copy()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue exactly where ``get_state`` was taken (after this object's ``reset``)."""
+        for env, saved in zip(self.envs, state["envs"], strict=True):
+            set_env_state(env, saved)
+        self._ended = np.asarray(state["ended"], dtype=bool).copy()
 
     def render_env(self) -> gym.Env:
-        return self.envs.envs[0]
+        return self.envs[0]
 
     def close(self) -> None:
-        self.envs.close()
+        for env in self.envs:
+            env.close()
