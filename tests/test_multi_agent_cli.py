@@ -121,23 +121,22 @@ BEATS_RANDOM = RANDOM_SIMPLE_SPREAD + 4.0  # -21.9
 LEARN = ["env=mpe/simple_spread", "eval.every=0", "eval.episodes=50", "log.progress=false",
          "log.every=2500", "checkpoint.every=0", "torch_threads=1", "algo.gamma=0.95",
          "algo.actor.hidden=[64,64]", "critic.hidden=[64,64]"]
-OFF_POLICY = ["total_steps=25000", "algo.learning_starts=2000", "algo.batch_size=256",
-              "algo.utd=0.5"]
+OFF_POLICY = ["algo.learning_starts=2000", "algo.batch_size=256", "algo.utd=0.5"]
 
 
 @pytest.mark.slow
 def test_maddpg_beats_random_on_simple_spread(tmp_path: Path) -> None:
-    proc = run_cli(["algo=maddpg", *LEARN, *OFF_POLICY, "algo.others_actions=policy",
-                    "algo.n_step=3"], tmp_path / "run", timeout=900)
+    proc = run_cli(["algo=maddpg", *LEARN, *OFF_POLICY, "total_steps=25000",
+                    "algo.others_actions=policy", "algo.n_step=3"], tmp_path / "run", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_summary(tmp_path / "run")["final_eval_return"] > BEATS_RANDOM
 
 
 @pytest.mark.slow
 def test_hasac_beats_random_on_simple_spread(tmp_path: Path) -> None:
-    proc = run_cli(["algo=hasac", *LEARN, *OFF_POLICY, "algo.n_step=5", "algo.actor_lr=1e-3",
-                    "algo.critic_lr=1e-3", "tuner.init_alpha=0.2"], tmp_path / "run",
-                   timeout=900)
+    proc = run_cli(["algo=hasac", *LEARN, *OFF_POLICY, "total_steps=20000", "algo.n_step=5",
+                    "algo.actor_lr=1e-3", "algo.critic_lr=1e-3", "tuner.init_alpha=0.2"],
+                   tmp_path / "run", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_summary(tmp_path / "run")["final_eval_return"] > BEATS_RANDOM
 

@@ -61,6 +61,16 @@ def check_env_id(env_id: str) -> None:
 def make_single_env(env_id: str, **kwargs: Any) -> gym.Env:
     """One env with actions in ``[-1, 1]``, mapped affinely onto its Box bounds."""
     env = gym.make(env_id, **kwargs)
+    space, obs_space = env.action_space, env.observation_space
+    if not isinstance(space, gym.spaces.Box):
+        env.close()
+        raise ValueError(
+            f"{env_id} has a {type(space).__name__} action space; rlzoo needs continuous "
+            "(Box) actions"
+        )
+    if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+        env.close()
+        raise ValueError(f"{env_id} needs a flat Box observation space, got {obs_space}")
     return gym.wrappers.RescaleAction(env, np.float32(-1.0), np.float32(1.0))
 
 
@@ -82,13 +92,6 @@ class SingleAgentVecEnv:
         check_env_id(env_id)
         self.envs = [make_single_env(env_id, **kwargs) for _ in range(num_envs)]
         space, obs_space = self.envs[0].action_space, self.envs[0].observation_space
-        if not isinstance(space, gym.spaces.Box):
-            raise ValueError(
-                f"{env_id} has a {type(space).__name__} action space; rlzoo needs continuous "
-                "(Box) actions"
-            )
-        if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-            raise ValueError(f"{env_id} needs a flat Box observation space, got {obs_space}")
         self.env_id, self.num_envs, self.seed = env_id, num_envs, seed
         self.obs_dim = int(obs_space.shape[0])
         self.act_dim = int(space.shape[0])
