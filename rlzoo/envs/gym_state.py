@@ -67,7 +67,8 @@ def set_wrapper_state(env: Any, saved: list[dict[str, Any]]) -> None:
         for key, value in fields.items():
             setattr(layer, key, value)
         if hasattr(layer, "checked_step"):  # PassiveEnvChecker: its one-off checks are done
-            layer.checked_reset = layer.checked_step = True
+            layer.checked_reset = layer.checked_step = layer.checked_data_reuse = True
+            layer._previous_data = None
 
 
 def _plain_attributes(base: Any) -> dict[str, Any]:

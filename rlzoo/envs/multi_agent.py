@@ -53,6 +53,15 @@ from typing import Any
 
 import numpy as np
 
+from rlzoo.envs.gym_state import (
+    get_mujoco_state,
+    get_wrapper_state,
+    rng_state,
+    set_mujoco_state,
+    set_wrapper_state,
+    wrapper_chain,
+)
+
 __all__ = ["MultiAgentVecEnv", "StepResult", "make_multi_agent_env", "FAMILIES"]
 
 FAMILIES = ("mpe", "mamujoco")
@@ -74,16 +83,6 @@ _MAMUJOCO_SCENARIOS = (
     "Swimmer",
     "Walker2d",
 )
-
-# mjData fields that are *derived* (not part of mjSTATE_INTEGRATION) but read by gymnasium's MuJoCo
-# v5 envs before they step the physics: Ant reads ``data.body(main).xpos`` and Humanoid
-# ``mass_center`` reads ``data.xipos``. After ``mj_step`` these hold the kinematics of the last
-# sub-step's *start*, so they cannot be recomputed from the integration state: saved verbatim.
-_MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
-
-# Wrapper attributes of a gymnasium env chain that carry per-episode state.
-_GYM_WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
-
 
 @dataclass
 class StepResult:
@@ -232,18 +231,6 @@ def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ())
 def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
     for key, value in saved.items():
         setattr(obj, key, _decode(value, entities))
-
-
-def _gym_chain(env: Any) -> list[Any]:
-    """A gymnasium env and all the envs it wraps, outermost first."""
-    chain = [env]
-    while hasattr(chain[-1], "env"):
-        chain.append(chain[-1].env)
-    return chain
-
-
-def _rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    return dict(rng.bit_generator.state)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -471,7 +458,7 @@ class MultiAgentVecEnv:
     def _find_max_episode_steps(self, env: Any) -> int | None:
         if self.family == "mpe":
             return int(env.unwrapped.max_cycles)
-        for layer in _gym_chain(env.single_agent_env):
+        for layer in wrapper_chain(env.single_agent_env):
             limit = getattr(layer, "_max_episode_steps", None)
             if limit is not None:
                 return int(limit)
@@ -503,7 +490,7 @@ class MultiAgentVecEnv:
             ents.append(item)
         sel = raw._agent_selector
         return {
-            "np_random": _rng_state(raw.np_random),
+            "np_random": rng_state(raw.np_random),
             "steps": int(raw.steps),
             "aec": {
                 "agents": list(getattr(raw, "agents", [])),
@@ -562,42 +549,21 @@ class MultiAgentVecEnv:
     # --- MaMuJoCo
 
     def _get_mamujoco_state(self, env: Any) -> dict[str, Any]:
-        import mujoco
-
         single = env.single_agent_env
         base = single.unwrapped
-        model, data = base.model, base.data
-        size = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION)
-        physics = np.empty(size, dtype=np.float64)
-        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
-        wrappers = []
-        for layer in _gym_chain(single):
-            wrappers.append({k: getattr(layer, k) for k in _GYM_WRAPPER_FIELDS if k in vars(layer)})
         return {
-            "physics": physics,
-            "derived": {k: getattr(data, k).copy() for k in _MUJOCO_DERIVED_FIELDS},
-            "np_random": _rng_state(base.np_random),
-            "wrappers": wrappers,
+            "mujoco": get_mujoco_state(base.model, base.data),
+            "np_random": rng_state(base.np_random),
+            "wrappers": get_wrapper_state(single),
             "parallel_agents": list(env.agents),
         }
 
     def _set_mamujoco_state(self, env: Any, saved: dict[str, Any]) -> None:
-        import mujoco
-
         single = env.single_agent_env
         base = single.unwrapped
-        model, data = base.model, base.data
-        physics = np.asarray(saved["physics"], dtype=np.float64)
-        mujoco.mj_setState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
-        for key, value in saved["derived"].items():
-            getattr(data, key)[...] = value
+        set_mujoco_state(base.model, base.data, saved["mujoco"])
         base.np_random.bit_generator.state = saved["np_random"]
-        for layer, fields in zip(_gym_chain(single), saved["wrappers"], strict=True):
-            for key, value in fields.items():
-                setattr(layer, key, value)
-            if hasattr(layer, "checked_step"):  # PassiveEnvChecker: its one-off checks are done
-                layer.checked_reset = layer.checked_step = layer.checked_data_reuse = True
-                layer._previous_data = None
+        set_wrapper_state(single, saved["wrappers"])
         env.agents = list(saved["parallel_agents"])
 
     def _get_env_state(self, env: Any) -> dict[str, Any]:
