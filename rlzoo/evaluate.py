@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env
+from rlzoo.envs.single_agent import make_single_env, run_episodes
 from rlzoo.errors import UserError, exit_with
 from rlzoo.trainer import EVAL_SEED_OFFSET, build_algorithm, env_kwargs, make_env, resolve_device
 from rlzoo.video import (
@@ -222,37 +223,27 @@ def run_single_agent(
     """``episodes`` gymnasium envs stepped in lockstep (as ``Trainer.evaluate``); action chunks of
     ``algo.action_horizon`` steps run open-loop. Env ``i`` is reset with ``seed + i``."""
     filmed = recording.episodes if recording else 0
-    envs = []
-    for i in range(episodes):
-        render = {"render_mode": "rgb_array"} if i < filmed else {}
-        env = gym.make(cfg.env.id, **env_kwargs(cfg), **render)
-        envs.append(gym.wrappers.RescaleAction(env, -1.0, 1.0))
+    envs = [
+        make_single_env(cfg.env.id, **env_kwargs(cfg),
+                        **({"render_mode": "rgb_array"} if i < filmed else {}))
+        for i in range(episodes)
+    ]
     obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]).astype(np.float32)
     writers = [
         VideoWriter(recording.path(i), render_fps(envs[i])) for i in range(filmed)
     ] if recording else []
     for i, writer in enumerate(writers):
         writer.append(render_frame(envs[i], cfg.env.id))
-    returns, lengths = np.zeros(episodes), np.zeros(episodes, dtype=np.int64)
-    active = np.ones(episodes, dtype=bool)
-    act_dim, horizon = envs[0].action_space.shape[0], algo.action_horizon
+
+    def film(e: int) -> None:
+        if e < filmed:
+            writers[e].append(render_frame(envs[e], cfg.env.id))
+
     try:
-        while active.any():
-            idx = np.flatnonzero(active)
-            chunk = policy_actions(algo, obs[idx], deterministic)
-            chunk = chunk.reshape(len(idx), horizon, act_dim)
-            for h in range(horizon):
-                for j, e in enumerate(idx):
-                    if not active[e]:
-                        continue
-                    o, r, term, trunc, _ = envs[e].step(np.clip(chunk[j, h], -1.0, 1.0))
-                    obs[e] = o
-                    returns[e] += float(r)
-                    lengths[e] += 1
-                    if e < filmed:
-                        writers[e].append(render_frame(envs[e], cfg.env.id))
-                    if term or trunc:
-                        active[e] = False
+        returns, lengths = run_episodes(
+            envs, obs, lambda batch: policy_actions(algo, batch, deterministic),
+            algo.action_horizon, film,
+        )
     finally:
         for writer in writers:
             writer.close()

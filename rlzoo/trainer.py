@@ -34,7 +34,12 @@ from rlzoo.checkpoint import (
     prune_checkpoints,
     save_checkpoint,
 )
-from rlzoo.envs.single_agent import SingleAgentVecEnv, check_env_id, make_single_env
+from rlzoo.envs.single_agent import (
+    SingleAgentVecEnv,
+    check_env_id,
+    make_single_env,
+    run_episodes,
+)
 from rlzoo.errors import UserError
 from rlzoo.logger import Logger
 
@@ -475,24 +480,12 @@ class Trainer:
         envs = self.eval_envs[:episodes]
         seed0 = self.settings.seed + EVAL_SEED_OFFSET
         obs = np.stack([env.reset(seed=seed0 + i)[0] for i, env in enumerate(envs)])
-        obs = obs.astype(np.float32)
-        returns = np.zeros(episodes)
-        active = np.ones(episodes, dtype=bool)
-        H, A = self.horizon, self.spec.act_dim
-        while active.any():
-            idx = np.flatnonzero(active)
-            chunk = self.algo.act(self.to_device(obs[idx]), deterministic=deterministic)
-            chunk = chunk.reshape(len(idx), H, A).cpu().numpy()
-            for h in range(H):
-                for j, e in enumerate(idx):
-                    if not active[e]:
-                        continue
-                    o, r, term, trunc, _ = envs[e].step(np.clip(chunk[j, h], -1.0, 1.0))
-                    obs[e] = o
-                    returns[e] += r
-                    if term or trunc:
-                        active[e] = False
-        return returns
+
+        def policy(batch: np.ndarray) -> np.ndarray:
+            action = self.algo.act(self.to_device(batch), deterministic=deterministic)
+            return action.cpu().numpy()
+
+        return run_episodes(envs, obs.astype(np.float32), policy, self.horizon)[0]
 
     def evaluate_and_log(self) -> None:
         returns = self.evaluate()

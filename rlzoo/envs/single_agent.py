@@ -9,6 +9,7 @@ ignores its action and reports ``reset_step = True`` (no transition happened).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,41 @@ def make_single_env(env_id: str, **kwargs: Any) -> gym.Env:
         env.close()
         raise ValueError(f"{env_id} needs a flat Box observation space, got {obs_space}")
     return gym.wrappers.RescaleAction(env, np.float32(-1.0), np.float32(1.0))
+
+
+def run_episodes(
+    envs: list[gym.Env],
+    obs: np.ndarray,
+    policy: Callable[[np.ndarray], np.ndarray],
+    horizon: int = 1,
+    on_step: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run one episode in each of ``envs`` (already reset, first observations ``obs [E, O]``).
+
+    ``policy`` maps the observations of the still-running envs ``[B, O]`` to action chunks
+    ``[B, horizon * A]``; each chunk runs open-loop for ``horizon`` steps. ``on_step(e)`` is called
+    after every step of env ``e`` (e.g. to film it). Returns ``(returns [E], lengths [E])``.
+    """
+    episodes, act_dim = len(envs), envs[0].action_space.shape[0]
+    returns, lengths = np.zeros(episodes), np.zeros(episodes, dtype=np.int64)
+    active = np.ones(episodes, dtype=bool)
+    obs = obs.copy()
+    while active.any():
+        idx = np.flatnonzero(active)
+        chunk = policy(obs[idx]).reshape(len(idx), horizon, act_dim)
+        for h in range(horizon):
+            for j, e in enumerate(idx):
+                if not active[e]:
+                    continue
+                o, r, term, trunc, _ = envs[e].step(np.clip(chunk[j, h], -1.0, 1.0))
+                obs[e] = o
+                returns[e] += float(r)
+                lengths[e] += 1
+                if on_step is not None:
+                    on_step(e)
+                if term or trunc:
+                    active[e] = False
+    return returns, lengths
 
 
 class SingleAgentVecEnv:
