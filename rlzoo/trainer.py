@@ -24,6 +24,7 @@ import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rlzoo.accel import check_accel, update_fn
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.checkpoint import (
@@ -66,6 +67,8 @@ class Settings:
     batch_size: int
     buffer_size: int
     utd: float
+    compile: bool = False
+    cudagraphs: bool = False
 
 
 def _int(cfg: DictConfig, key: str, minimum: int) -> int:
@@ -114,6 +117,12 @@ def read_settings(cfg: DictConfig) -> Settings:
     progress = cfg.log.progress
     if progress not in ("auto", True, False):
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
+    accel = {}
+    for key in ("compile", "cudagraphs"):
+        value = cfg.get(key, False)
+        if not isinstance(value, bool):
+            raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
+        accel[key] = value
     settings = Settings(
         seed=_int(cfg, "seed", 0),
         device=resolve_device(str(cfg.device)),
@@ -129,6 +138,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         batch_size=_int(cfg, "algo.batch_size", 1),
         buffer_size=_int(cfg, "algo.buffer_size", 2),
         utd=float(utd),
+        **accel,
     )
     if settings.batch_size > settings.buffer_size:
         raise UserError(
@@ -275,6 +285,8 @@ class Trainer:
         self.seed_everything(s.seed)
         self.env, self.spec = self.build_env()
         self.algo = build_algorithm(cfg, self.spec, s.device)
+        check_accel(s.compile, s.cudagraphs, s.device, type(self.algo), str(cfg.algo.name))
+        self.update = update_fn(self.algo, s.compile, s.cudagraphs)  # algo.update, accelerated
         self.horizon = self.algo.action_horizon
         self.buffer = self.build_buffer()
         self.eval_envs: list[gym.Env] = []
@@ -463,7 +475,7 @@ class Trainer:
                     s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
                     action_horizon=H,
                 )
-                metrics.update(self.algo.update(batch))
+                metrics.update(self.update(batch))
                 self.update_credit -= 1.0
                 self.updates += 1
         return metrics

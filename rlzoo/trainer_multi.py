@@ -143,7 +143,7 @@ class MultiAgentTrainer(Trainer):
             return super().learn(past_warmup)
         if not self.buffer.full:  # type: ignore[union-attr]
             return {}
-        metrics = self.algo.update(self.buffer.rollout())  # type: ignore[union-attr, arg-type]
+        metrics = self.update(self.buffer.rollout())  # type: ignore[union-attr, arg-type]
         self.buffer.clear()  # type: ignore[union-attr]
         self.updates += 1
         return metrics

@@ -15,6 +15,9 @@ from torch import nn
 
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.critics import Critic
+from rlzoo.optim import adam
+
+__all__ = ["Algorithm", "EnvSpec", "adam"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,6 @@ class EnvSpec:
         return self.n_agents > 1 or self.state_dim > 0
 
 
-def adam(params: Any, lr: float) -> torch.optim.Adam:
-    """Adam with the multi-tensor (``foreach``) step: one kernel launch per op for all tensors."""
-    if lr <= 0:
-        raise ValueError(f"learning rates must be > 0, got {lr}")
-    return torch.optim.Adam(params, lr=lr, foreach=True)
-
-
 class Algorithm(nn.Module):
     """Base class. Subclasses set the class attributes and implement ``act`` and ``update``.
 
@@ -54,11 +50,15 @@ class Algorithm(nn.Module):
         supported_critics: critic classes this algorithm can train (checked at construction).
         on_policy: trains from fresh rollouts rather than a replay buffer.
         multi_agent: expects multi-agent envs (``[B, N, ...]`` observations).
+        graph_safe: ``update`` branches only on ``self.updates`` (with period
+            ``update_period``), draws its randomness on the device and changes no other
+            host-side state, so ``cudagraphs=true`` can capture it (see ``rlzoo/accel.py``).
     """
 
     supported_critics: ClassVar[tuple[type[Critic], ...]] = (Critic,)
     on_policy: ClassVar[bool] = False
     multi_agent: ClassVar[bool] = False
+    graph_safe: ClassVar[bool] = False
 
     def __init__(self, spec: EnvSpec, gamma: float = 0.99, n_step: int = 1) -> None:
         super().__init__()
@@ -77,6 +77,11 @@ class Algorithm(nn.Module):
     @property
     def action_horizon(self) -> int:
         """H: how many consecutive env actions one call of ``act`` returns (action chunks)."""
+        return 1
+
+    @property
+    def update_period(self) -> int:
+        """Updates after which the update's branches repeat (e.g. TD3: ``policy_delay``)."""
         return 1
 
     def check_critic(self, critic: Critic) -> None:

@@ -16,6 +16,7 @@ The actor and temperature step every ``policy_delay`` critic steps (1 in SAC; DS
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -52,6 +53,7 @@ class SAC(Algorithm):
     """
 
     supported_critics = (TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic)
+    graph_safe = True
 
     def __init__(
         self,
@@ -93,6 +95,10 @@ class SAC(Algorithm):
     @property
     def action_horizon(self) -> int:
         return self.critic.action_horizon
+
+    @property
+    def update_period(self) -> int:
+        return math.lcm(self.policy_delay, self.target_delay)
 
     @property
     def alpha(self) -> torch.Tensor:

@@ -44,6 +44,7 @@ class TD3(Algorithm):
     """
 
     supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic)
+    graph_safe = True
 
     def __init__(
         self,
@@ -83,6 +84,10 @@ class TD3(Algorithm):
     @property
     def action_horizon(self) -> int:
         return self.critic.action_horizon
+
+    @property
+    def update_period(self) -> int:
+        return self.policy_delay
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

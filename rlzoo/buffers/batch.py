@@ -44,3 +44,12 @@ class Batch:
             f.name: None if getattr(self, f.name) is None else getattr(self, f.name).to(device)
             for f in fields(self)
         })
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The fields that hold a tensor, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+    def clone(self) -> Batch:
+        """A copy with fresh storage for every tensor (static inputs of a CUDA graph)."""
+        return Batch(**{name: t.clone() for name, t in self.tensors().items()})

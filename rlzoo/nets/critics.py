@@ -126,7 +126,9 @@ class EnsembleCritic(Critic):
         """
         if self.subset == self.members:
             return q.min(dim=0).values
-        members = torch.randperm(self.members, device=q.device)[: self.subset]
+        # argsort of uniform keys: a uniformly random subset, drawn on the device without a
+        # host sync (capturable in a CUDA graph)
+        members = torch.rand(self.members, device=q.device).argsort()[: self.subset]
         return q.index_select(0, members).min(dim=0).values
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:

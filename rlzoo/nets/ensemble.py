@@ -62,6 +62,10 @@ class EnsembleLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: ``[E, B, in]`` or ``[B, in]`` (shared by all members) -> ``[E, B, out]``."""
+        if self.out_features == 1:
+            # A value head: a batched matrix-vector product is far slower than a multiply
+            # and a row sum on CPU, forward and backward (its backward is an outer product).
+            return (x * self.weight.transpose(1, 2)).sum(-1, keepdim=True) + self.bias
         if x.dim() == 2:
             # Shared input: one matmul against the weights laid side by side.
             out = x @ self.weight.transpose(0, 1).reshape(self.in_features, -1)

@@ -11,6 +11,8 @@ import math
 import torch
 from torch import nn
 
+from rlzoo.optim import adam
+
 
 class Tuner(nn.Module):
     """Base: ``alpha`` (no gradient) and ``update(log_prob)`` returning the temperature loss."""
@@ -81,7 +83,7 @@ class AutoAlpha(Tuner):
         )
         shape = (members, 1) if members > 1 else ()
         self.log_alpha = nn.Parameter(torch.full(shape, math.log(init_alpha)))
-        self.optimizer = torch.optim.Adam([self.log_alpha], lr=lr)
+        self.optimizer = adam([self.log_alpha], lr)
 
     @property
     def alpha(self) -> torch.Tensor:
