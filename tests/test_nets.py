@@ -30,17 +30,27 @@ def test_mlp_shapes_and_layers() -> None:
         mlp(5, [4], 1, act="swish9")
 
 
-def test_ensemble_linear_matches_independent_linears() -> None:
-    layer = EnsembleLinear(3, 4, 5)
-    assert layer.weight.shape == (3, 4, 5) and layer.bias.shape == (3, 1, 5)
-    x = torch.randn(3, 6, 4)
+@pytest.mark.parametrize("out_features", [5, 1])  # 1: the value-head path (multiply + sum)
+def test_ensemble_linear_matches_independent_linears(out_features: int) -> None:
+    layer = EnsembleLinear(3, 4, out_features)
+    assert layer.weight.shape == (3, 4, out_features)
+    assert layer.bias.shape == (3, 1, out_features)
+    x = torch.randn(3, 6, 4, requires_grad=True)
     out = layer(x)
+    assert out.shape == (3, 6, out_features)
     for e in range(3):
         expected = x[e] @ layer.weight[e] + layer.bias[e]
         torch.testing.assert_close(out[e], expected)
+    # gradients equal those of the plain matmul formulation
+    grad_out = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (x, layer.weight, layer.bias), grad_out)
+    reference = torch.baddbmm(layer.bias, x, layer.weight)
+    expected_grads = torch.autograd.grad(reference, (x, layer.weight, layer.bias), grad_out)
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, want)
     shared = torch.randn(6, 4)  # one input for every member
     out_shared = layer(shared)
-    assert out_shared.shape == (3, 6, 5)
+    assert out_shared.shape == (3, 6, out_features)
     for e in range(3):
         torch.testing.assert_close(out_shared[e], shared @ layer.weight[e] + layer.bias[e])
 

@@ -74,6 +74,13 @@ class ReplayBuffer:
             self.index = torch.zeros(T * E, dtype=torch.int64)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
+        # On CPU, numpy views of the storage: writes cost no tensor construction per field.
+        self._host: dict[str, np.ndarray] | None = None
+        if self.device.type == "cpu":
+            names = ("obs", "action", "reward", "terminated", "ended", "index", "state",
+                     "agent_reward")
+            self._host = {n: getattr(self, n).numpy() for n in names
+                          if getattr(self, n) is not None}
         self.row_count = np.zeros(T, dtype=np.int64)  # valid starts pushed per row
         self.ptr = 0  # row that holds the newest observation (no action yet)
         self.head = 0  # FIFO push counter (monotonic)
@@ -101,40 +108,47 @@ class ReplayBuffer:
         only reset the env, so no transition happened). ``reward [E]``.
         """
         T, E, p = self.rows, self.num_envs, self.ptr
+        put = self._put
         if not self.started:
-            self.obs[p] = self._t(obs)
+            put("obs", p, obs)
             if self.state is not None:
-                self.state[p] = self._t(state)
+                put("state", p, state)
             self.started = True
         valid = ~np.asarray(reset_step, dtype=bool)
-        self.action[p] = self._t(action)
-        self.reward[p] = self._t(reward)
+        put("action", p, action)
+        put("reward", p, reward)
         terminated = np.asarray(terminated, dtype=bool) & valid
         ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
-        self.terminated[p] = self._t(terminated)
-        self.ended[p] = self._t(ended)
+        put("terminated", p, terminated)
+        put("ended", p, ended)
         if self.agent_reward is not None:
-            self.agent_reward[p] = self._t(agent_reward)
+            put("agent_reward", p, agent_reward)
         nxt = (p + 1) % T
         # Row nxt is about to be overwritten: its transitions leave the FIFO (they are the oldest).
         self.tail += int(self.row_count[nxt])
         self.row_count[nxt] = 0
-        self.obs[nxt] = self._t(next_obs)
+        put("obs", nxt, next_obs)
         if self.state is not None:
-            self.state[nxt] = self._t(next_state)
+            put("state", nxt, next_state)
         starts = np.flatnonzero(valid) + p * E
         n = len(starts)
         if n:
             slots = (np.arange(self.head, self.head + n) % (T * E))
-            self.index[torch.as_tensor(slots)] = torch.as_tensor(starts).to(self.device)
+            if self._host is not None:
+                self._host["index"][slots] = starts
+            else:
+                self.index[torch.as_tensor(slots)] = torch.as_tensor(starts).to(self.device)
             self.head += n
         self.row_count[p] = n
         self.ptr = nxt
 
-    def _t(self, x: Any) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(x) if not torch.is_tensor(x) else x).to(
-            self.device, non_blocking=True
-        )
+    def _put(self, field: str, row: int, value: Any) -> None:
+        """``self.<field>[row] = value``: through a numpy view of the storage on CPU (no tensor
+        is created per write), as a host-to-device copy otherwise."""
+        if self._host is not None and not torch.is_tensor(value):
+            self._host[field][row] = value
+        else:
+            getattr(self, field)[row] = self._t(value)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -177,19 +191,23 @@ class ReplayBuffer:
         if n_step > 1:
             return self._sample_window(batch_size, n_step, gamma, chunk=False)
         flat = self._sample_starts(batch_size)
-        row, env = flat // self.num_envs, flat % self.num_envs
-        nxt = (row + 1) % self.rows
-        terminated = self.terminated[row, env].float()
+        nxt = (flat + self.num_envs) % self.index.numel()  # same env column, next row
+
+        def rows(field: torch.Tensor | None, at: torch.Tensor) -> torch.Tensor | None:
+            # one gather over the flattened [T * E, ...] storage
+            return None if field is None else field.flatten(0, 1).index_select(0, at)
+
+        terminated = rows(self.terminated, flat).float()
         return Batch(
-            obs=self.obs[row, env],
-            action=self.action[row, env],
-            reward=self.reward[row, env],
-            next_obs=self.obs[nxt, env],
+            obs=rows(self.obs, flat),
+            action=rows(self.action, flat),
+            reward=rows(self.reward, flat),
+            next_obs=rows(self.obs, nxt),
             discount=gamma * (1.0 - terminated),
             terminated=terminated,
-            state=None if self.state is None else self.state[row, env],
-            next_state=None if self.state is None else self.state[nxt, env],
-            agent_reward=None if self.agent_reward is None else self.agent_reward[row, env],
+            state=rows(self.state, flat),
+            next_state=rows(self.state, nxt),
+            agent_reward=rows(self.agent_reward, flat),
         )
 
     def _sample_window(self, batch_size: int, n: int, gamma: float, chunk: bool) -> Batch:

@@ -1,0 +1,179 @@
+"""compile=true, cudagraphs=true and the optimizer: the same updates, or a clear refusal."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlzoo.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
+from rlzoo.algos import HASAC, SAC, TD3
+from rlzoo.algos.base import EnvSpec
+from rlzoo.buffers.batch import Batch
+from rlzoo.errors import UserError
+from rlzoo.nets import DeterministicActor, TanhGaussianActor, TwinCritic
+from rlzoo.optim import Adam, adam
+from rlzoo.tuners.entropy import AutoAlpha
+from tests.conftest import assert_user_error, run_cli
+
+SPEC = EnvSpec(obs_dim=5, act_dim=2)
+
+
+def make_sac(device: str = "cpu") -> SAC:
+    torch.manual_seed(0)
+    with torch.device(device):
+        return SAC(
+            SPEC,
+            actor=lambda o, a: TanhGaussianActor(o, a, hidden=(32, 32)),
+            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
+            tuner=lambda a: AutoAlpha(a),
+        ).to(device)
+
+
+def make_td3(device: str = "cpu", policy_noise: float = 0.2) -> TD3:
+    torch.manual_seed(0)
+    with torch.device(device):
+        return TD3(
+            SPEC,
+            actor=lambda o, a: DeterministicActor(o, a, hidden=(32, 32)),
+            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
+            policy_noise=policy_noise,
+        ).to(device)
+
+
+def batches(n: int, device: str = "cpu", B: int = 64) -> list[Batch]:
+    g = torch.Generator().manual_seed(1)
+    out = []
+    for _ in range(n):
+        out.append(Batch(
+            obs=torch.randn(B, 5, generator=g), action=torch.rand(B, 2, generator=g) * 2 - 1,
+            reward=torch.randn(B, generator=g), next_obs=torch.randn(B, 5, generator=g),
+            discount=torch.full((B,), 0.99), terminated=torch.zeros(B),
+        ).to(device))
+    return out
+
+
+def run(update, data: list[Batch], seed: int = 3) -> None:
+    torch.manual_seed(seed)
+    for batch in data:
+        update(batch)
+
+
+def assert_same_parameters(a: torch.nn.Module, b: torch.nn.Module, **tol: float) -> None:
+    pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+    assert pa.keys() == pb.keys()
+    for name in pa:
+        torch.testing.assert_close(pa[name], pb[name], msg=name, **tol)
+
+
+# --------------------------------------------------------------------------- optimizer
+@pytest.mark.parametrize("fused", [True, False])
+def test_lean_adam_step_equals_torch_adam(fused: bool) -> None:
+    torch.manual_seed(0)
+    ours = [torch.nn.Parameter(torch.randn(s)) for s in [(3, 4), (5,), ()]]
+    ref = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    kind = {"fused": True} if fused else {"foreach": True}
+    opt, ref_opt = Adam(ours, lr=1e-2, **kind), torch.optim.Adam(ref, lr=1e-2, **kind)
+    for step in range(12):
+        grads = [torch.randn_like(p) for p in ours]
+        for p, q, g in zip(ours, ref, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        opt.step()
+        ref_opt.step()
+        opt.zero_grad()
+        assert all(p.grad is None for p in ours)
+        if step == 5:  # a checkpoint round trip mid-way continues identically
+            state = copy.deepcopy(opt.state_dict())
+            opt = Adam(ours, lr=1e-2, **kind)
+            opt.load_state_dict(state)
+    for p, q in zip(ours, ref):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)
+    assert opt._lean is not None or not fused  # the fused path really took the lean step
+
+
+def test_adam_is_fused_on_cpu() -> None:
+    opt = adam([torch.nn.Parameter(torch.zeros(3))], 1e-3)
+    assert isinstance(opt, Adam) and opt.param_groups[0]["fused"]
+    with pytest.raises(ValueError, match="> 0"):
+        adam([torch.nn.Parameter(torch.zeros(3))], 0.0)
+
+
+# --------------------------------------------------------------------------- compile
+@pytest.mark.parametrize("make", [make_sac, make_td3], ids=["sac", "td3"])
+def test_compiled_networks_make_the_same_updates(make) -> None:
+    eager, compiled = make(), make()
+    compile_networks(compiled)
+    data = batches(4)
+    run(eager.update, data)
+    run(compiled.update, data)
+    assert compiled.updates == eager.updates == 4
+    assert_same_parameters(eager, compiled, rtol=1e-4, atol=1e-5)
+    # state_dict keys are unchanged by compilation (checkpoints stay interchangeable)
+    assert eager.state_dict()["modules"].keys() == compiled.state_dict()["modules"].keys()
+
+
+def test_compile_true_runs_through_the_cli(tmp_path: Path) -> None:
+    proc = run_cli(["algo=td3", "env=Pendulum", "total_steps=300", "algo.learning_starts=200",
+                    "eval.every=0", "eval.episodes=1", "compile=true",
+                    "algo.actor.hidden=[32,32]", "critic.hidden=[32,32]"], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "summary.json").exists()
+
+
+# --------------------------------------------------------------------------- CUDA graphs
+def test_cudagraphs_on_cpu_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli(["algo=sac", "env=Pendulum", "device=cpu", "cudagraphs=true"], tmp_path)
+    assert_user_error(proc, "cudagraphs=true needs a CUDA device")
+
+
+def test_accel_flags_must_be_booleans(tmp_path: Path) -> None:
+    proc = run_cli(["algo=sac", "env=Pendulum", "compile=maybe"], tmp_path)
+    assert_user_error(proc, "compile must be true or false")
+
+
+def test_cudagraphs_refuses_algorithms_with_host_side_state() -> None:
+    cuda = torch.device("cuda")  # only the check runs; nothing is put on the device
+    with pytest.raises(UserError, match="not supported for algo=hasac"):
+        check_accel(False, True, cuda, HASAC, "hasac")
+    check_accel(False, True, cuda, SAC, "sac")  # accepted
+    check_accel(True, False, torch.device("cpu"), SAC, "sac")  # compile on CPU is accepted
+
+
+def test_make_capturable_sets_every_group() -> None:
+    algo = make_sac()
+    make_capturable(algo)
+    assert all(g["capturable"] for o in algo.optimizers.values() for g in o.param_groups)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+def test_graphed_updates_equal_eager_updates_on_cuda() -> None:
+    # TD3 without target smoothing noise is deterministic, so replays must match eager exactly
+    # (up to float reassociation); both phases (critic only, critic + actor) get a graph.
+    eager, graphed = make_td3("cuda", policy_noise=0.0), make_td3("cuda", policy_noise=0.0)
+    make_capturable(eager)
+    make_capturable(graphed)
+    update = GraphedUpdate(graphed)
+    data = batches(3 * graphed.update_period + 6, "cuda")  # warm-up, captures, then replays
+    run(eager.update, data)
+    metrics = [update(batch)["loss/critic"].clone() for batch in data]
+    torch.cuda.synchronize()
+    assert graphed.updates == eager.updates == len(data)
+    assert len(update.graphs) == graphed.update_period == 2
+    assert len({round(float(m), 6) for m in metrics}) == len(data)  # every replay really ran
+    assert_same_parameters(eager, graphed, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+def test_graphed_sac_learns_like_eager_on_cuda() -> None:
+    algo = make_sac("cuda")
+    make_capturable(algo)
+    update = GraphedUpdate(algo)
+    before = {k: v.clone() for k, v in algo.named_parameters()}
+    for batch in batches(10, "cuda"):
+        metrics = update(batch)
+    torch.cuda.synchronize()
+    assert algo.updates == 10 and len(update.graphs) == 1
+    assert all(torch.isfinite(v).all() for v in metrics.values())
+    assert all(not torch.equal(before[k], v) for k, v in algo.named_parameters())
