@@ -83,7 +83,6 @@ class GraphedUpdate:
         self.algo = algo
         self.period = algo.update_period
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Batch, dict[str, torch.Tensor]]] = {}
-        self.pool = None  # one memory pool shared by all captured phases
         self.eager_left = WARMUP_UPDATES * self.period
         self.stream = torch.cuda.Stream()
 
@@ -110,9 +109,8 @@ class GraphedUpdate:
         graph = torch.cuda.CUDAGraph()
         updates = self.algo.updates
         torch.cuda.synchronize()
-        with torch.cuda.graph(graph, pool=self.pool):
+        with torch.cuda.graph(graph):  # each phase in its own memory pool
             metrics = self.algo.update(static_batch)
-        self.pool = graph.pool()
         self.algo.updates = updates  # capture recorded the update without running it
         return graph, static_batch, metrics
 
