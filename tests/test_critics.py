@@ -26,7 +26,9 @@ from rlzoo.tuners import AutoAlpha
 def test_subset_min_uses_the_drawn_members(monkeypatch: pytest.MonkeyPatch) -> None:
     critic = EnsembleCritic(3, 2, n=5, subset=3, hidden=[8])
     q = torch.tensor([[4.0, 0.0], [1.0, 5.0], [3.0, 2.0], [0.5, 9.0], [2.0, 1.0]])
-    monkeypatch.setattr(torch, "randperm", lambda n, device=None: torch.tensor([4, 1, 2, 0, 3]))
+    # the subset is the argsort of uniform keys: these keys order the members 4, 1, 2, 0, 3
+    keys = torch.tensor([0.4, 0.2, 0.3, 0.5, 0.1])
+    monkeypatch.setattr(torch, "rand", lambda n, device=None: keys)
     explicit = torch.stack([q[4], q[1], q[2]]).min(dim=0).values  # members 4, 1, 2
     torch.testing.assert_close(critic.subset_min(q), explicit)
     assert critic.subset_min(q).tolist() == [1.0, 1.0]
