@@ -8,8 +8,8 @@
   updates) as CUDA graphs and replays them: one launch per update instead of hundreds, no host
   work per kernel. Needs CUDA, capturable optimizers (set here) and an algorithm whose update
   only branches on its update counter (``Algorithm.graph_safe``). One graph is captured per
-  phase of the update cycle (``updates % update_period``, e.g. TD3's critic-only and
-  critic+actor steps), each after a few eager warm-up updates on a side stream.
+  phase of the update (``Algorithm.update_phase()``, e.g. TD3's critic-only and critic+actor
+  steps), each after a few eager warm-up updates of that phase on a side stream.
 
 Both change nothing about what an update computes.
 """
@@ -17,7 +17,9 @@ Both change nothing about what an update computes.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import torch
 
@@ -81,20 +83,20 @@ class GraphedUpdate:
 
     def __init__(self, algo: Algorithm) -> None:
         self.algo = algo
-        self.period = algo.update_period
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Batch, dict[str, torch.Tensor]]] = {}
-        self.eager_left = WARMUP_UPDATES * self.period
+        self.graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, Batch, dict[str, Any]]] = {}
+        self.eager: Counter[Hashable] = Counter()  # eager warm-up updates run, per phase
         self.stream = torch.cuda.Stream()
 
     def __call__(self, batch: Batch) -> dict[str, torch.Tensor]:
-        if self.eager_left > 0:  # warm-up: lazy init of optimizer state, cuBLAS workspaces
-            self.eager_left -= 1
+        phase = self.algo.update_phase()
+        if phase not in self.graphs and self.eager[phase] < WARMUP_UPDATES:
+            # warm-up: lazy optimizer state of this phase's branches, cuBLAS workspaces
+            self.eager[phase] += 1
             self.stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(self.stream):
                 metrics = self.algo.update(batch)
             torch.cuda.current_stream().wait_stream(self.stream)
             return metrics
-        phase = self.algo.updates % self.period
         if phase not in self.graphs:
             self.graphs[phase] = self.capture(batch)
         graph, static_batch, metrics = self.graphs[phase]
@@ -104,7 +106,7 @@ class GraphedUpdate:
         self.algo.updates += 1
         return metrics
 
-    def capture(self, batch: Batch) -> tuple[torch.cuda.CUDAGraph, Batch, dict[str, torch.Tensor]]:
+    def capture(self, batch: Batch) -> tuple[torch.cuda.CUDAGraph, Batch, dict[str, Any]]:
         static_batch = batch.clone()
         graph = torch.cuda.CUDAGraph()
         updates = self.algo.updates

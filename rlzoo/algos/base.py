@@ -7,6 +7,7 @@ calls ``act`` to collect data and ``update`` with a ``Batch``; ``update`` return
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -50,9 +51,9 @@ class Algorithm(nn.Module):
         supported_critics: critic classes this algorithm can train (checked at construction).
         on_policy: trains from fresh rollouts rather than a replay buffer.
         multi_agent: expects multi-agent envs (``[B, N, ...]`` observations).
-        graph_safe: ``update`` branches only on ``self.updates`` (with period
-            ``update_period``), draws its randomness on the device and changes no other
-            host-side state, so ``cudagraphs=true`` can capture it (see ``rlzoo/accel.py``).
+        graph_safe: ``update`` branches only as ``update_phase()`` says, draws its randomness
+            on the device and changes no host-side state but ``self.updates``, so
+            ``cudagraphs=true`` can capture it (see ``rlzoo/accel.py``).
     """
 
     supported_critics: ClassVar[tuple[type[Critic], ...]] = (Critic,)
@@ -79,10 +80,10 @@ class Algorithm(nn.Module):
         """H: how many consecutive env actions one call of ``act`` returns (action chunks)."""
         return 1
 
-    @property
-    def update_period(self) -> int:
-        """Updates after which the update's branches repeat (e.g. TD3: ``policy_delay``)."""
-        return 1
+    def update_phase(self) -> Hashable:
+        """Which branches the next ``update`` takes (e.g. TD3: whether the actor steps); one
+        CUDA graph is captured per distinct value. Default: an update without branches."""
+        return None
 
     def check_critic(self, critic: Critic) -> None:
         """Refuse a critic kind this algorithm cannot train, in one line."""

@@ -16,7 +16,6 @@ The actor and temperature step every ``policy_delay`` critic steps (1 in SAC; DS
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -96,9 +95,10 @@ class SAC(Algorithm):
     def action_horizon(self) -> int:
         return self.critic.action_horizon
 
-    @property
-    def update_period(self) -> int:
-        return math.lcm(self.policy_delay, self.target_delay)
+    def update_phase(self) -> tuple[bool, bool]:
+        """(actor and alpha step?, target step?) for the next update."""
+        n = self.updates + 1
+        return n % self.policy_delay == 0, n % self.target_delay == 0
 
     @property
     def alpha(self) -> torch.Tensor:

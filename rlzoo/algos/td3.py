@@ -85,9 +85,9 @@ class TD3(Algorithm):
     def action_horizon(self) -> int:
         return self.critic.action_horizon
 
-    @property
-    def update_period(self) -> int:
-        return self.policy_delay
+    def update_phase(self) -> bool:
+        """Whether the next update steps the actor and the targets."""
+        return (self.updates + 1) % self.policy_delay == 0
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
