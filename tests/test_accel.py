@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ from rlzoo.tuners.entropy import AutoAlpha
 from tests.conftest import assert_user_error, run_cli
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
+needs_cxx = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
+    reason="torch.compile on CPU needs a C++ compiler",
+)
 
 
 def make_sac(device: str = "cpu") -> SAC:
@@ -101,6 +106,7 @@ def test_adam_is_fused_on_cpu() -> None:
 
 
 # --------------------------------------------------------------------------- compile
+@needs_cxx
 @pytest.mark.parametrize("make", [make_sac, make_td3], ids=["sac", "td3"])
 def test_compiled_networks_make_the_same_updates(make) -> None:
     eager, compiled = make(), make()
@@ -114,6 +120,7 @@ def test_compiled_networks_make_the_same_updates(make) -> None:
     assert eager.state_dict()["modules"].keys() == compiled.state_dict()["modules"].keys()
 
 
+@needs_cxx
 def test_compile_true_runs_through_the_cli(tmp_path: Path) -> None:
     proc = run_cli(["algo=td3", "env=Pendulum", "total_steps=300", "algo.learning_starts=200",
                     "eval.every=0", "eval.episodes=1", "compile=true",
