@@ -292,13 +292,17 @@ class Trainer:
         self.eval_envs: list[gym.Env] = []
         self.rng = np.random.default_rng(s.seed)  # warm-up actions
         self.step = 0  # env steps collected
-        self.updates = 0
         self.update_credit = 0.0
         self.episodes = 0
         self.last_eval: tuple[float, float] | None = None
         self.checkpoint_dir = run_dir / "checkpoints"
         self.obs: Any = None  # the observation the next action is taken from
         self.wall_time = 0.0  # seconds spent in train(), summed over resumes
+
+    @property
+    def updates(self) -> int:
+        """Gradient updates so far: the algorithm's own counter (its update phases use it)."""
+        return self.algo.updates
 
     # ------------------------------------------------------------------ setup
     @staticmethod
@@ -477,7 +481,6 @@ class Trainer:
                 )
                 metrics.update(self.update(batch))
                 self.update_credit -= 1.0
-                self.updates += 1
         return metrics
 
     # ------------------------------------------------------------------ evaluation
@@ -535,7 +538,7 @@ class Trainer:
             "env": self.env.get_state(),
             "loop": self.loop_state(),
             "counters": {
-                "step": self.step, "updates": self.updates, "episodes": self.episodes,
+                "step": self.step, "episodes": self.episodes,
                 "update_credit": self.update_credit, "wall_time": self.wall_time,
             },
             "rng": rng,
@@ -578,7 +581,7 @@ class Trainer:
                 f"cannot resume from {path}: it does not match this run's config ({err})"
             ) from None
         counters = state["counters"]
-        self.step, self.updates = int(counters["step"]), int(counters["updates"])
+        self.step = int(counters["step"])  # the update count comes back with the algorithm
         self.episodes = int(counters["episodes"])
         self.update_credit = float(counters["update_credit"])
         self.wall_time = float(counters["wall_time"])

@@ -145,7 +145,6 @@ class MultiAgentTrainer(Trainer):
             return {}
         metrics = self.update(self.buffer.rollout())  # type: ignore[union-attr, arg-type]
         self.buffer.clear()  # type: ignore[union-attr]
-        self.updates += 1
         return metrics
 
     # ------------------------------------------------------------------ evaluation
