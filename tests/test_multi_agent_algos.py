@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from rlzoo.algos import COMA, HASAC, MADDPG, EnvSpec
-from rlzoo.algos.multi_agent import MemberAdam
 from rlzoo.buffers import Batch, ReplayBuffer
 from rlzoo.buffers.rollout import Rollout, RolloutStore
 from rlzoo.nets import (
@@ -24,6 +23,7 @@ from rlzoo.nets import (
     TwinCritic,
 )
 from rlzoo.nets.centralized import AgentActors, AgentCritics, action_mask, joint_action
+from rlzoo.optim import MemberAdam
 from rlzoo.tuners import AutoAlpha, FixedAlpha
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))

@@ -18,7 +18,14 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.critics import Critic
 from rlzoo.optim import adam
 
-__all__ = ["Algorithm", "EnvSpec", "adam"]
+__all__ = ["Algorithm", "EnvSpec", "adam", "check_tau"]
+
+
+def check_tau(tau: float) -> float:
+    """``tau``, the polyak rate of an algorithm's target networks, if ``0 < tau <= 1``."""
+    if not 0.0 < tau <= 1.0:
+        raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+    return tau
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,14 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import EnvSpec, adam
-from rlzoo.algos.multi_agent import MemberAdam, MultiAgentAlgorithm
+from rlzoo.algos.base import EnvSpec, adam, check_tau
+from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.centralized import AgentActors
 from rlzoo.nets.critics import Critic, EnsembleCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
+from rlzoo.optim import MemberAdam
 from rlzoo.tuners.entropy import Tuner
 
 
@@ -78,8 +79,7 @@ class HASAC(MultiAgentAlgorithm):
         n_step: int = 20,
     ) -> None:
         super().__init__(spec, gamma, n_step)
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        check_tau(tau)
         self.tau = tau
         self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim, self.joint_dim)

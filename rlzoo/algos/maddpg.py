@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import EnvSpec, adam
+from rlzoo.algos.base import EnvSpec, adam, check_tau
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
@@ -68,8 +68,7 @@ class MADDPG(MultiAgentAlgorithm):
         n_step: int = 1,
     ) -> None:
         super().__init__(spec, gamma, n_step)
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        check_tau(tau)
         if exploration_noise < 0:
             raise ValueError(f"algo.exploration_noise must be >= 0, got {exploration_noise}")
         if others_actions not in OTHERS_ACTIONS:

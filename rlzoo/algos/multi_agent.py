@@ -7,8 +7,7 @@ agents per step, summed over the n steps), ``agent_reward [B, N]``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import ClassVar
 
 import torch
@@ -64,74 +63,3 @@ class MultiAgentAlgorithm(Algorithm):
     def joint(self, action: torch.Tensor) -> torch.Tensor:
         """``action [..., N, A]`` -> joint action of real entries ``[..., sum_i |A_i|]``."""
         return joint_action(action, self.joint_index)
-
-
-class MemberAdam(torch.optim.Optimizer):
-    """Adam (Kingma & Ba 2015) that steps one ensemble member at a time.
-
-    Every parameter has the member as its leading dimension (``[M, ...]``, as in
-    ``EnsembleLinear``). ``step(member)`` applies exactly ``torch.optim.Adam``'s update to slice
-    ``[member]`` of every parameter, with that member's own moment estimates and step count, and
-    leaves the other members untouched (a shared Adam would move them by their momentum even with
-    a zero gradient). Used for HASAC's sequential per-agent actor updates.
-
-    Args:
-        params: parameters, each ``[M, ...]``.
-        members: M.
-        lr: learning rate.
-        betas: Adam's moment decay rates (0.9, 0.999).
-        eps: Adam's epsilon (1e-8).
-    """
-
-    def __init__(
-        self,
-        params: Iterable[torch.nn.Parameter],
-        members: int,
-        lr: float,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-    ) -> None:
-        if lr <= 0:
-            raise ValueError(f"learning rates must be > 0, got {lr}")
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps})
-        self.members = members
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.dim() == 0 or p.shape[0] != members:
-                    raise ValueError(
-                        f"MemberAdam needs parameters with {members} members first, got "
-                        f"{tuple(p.shape)}"
-                    )
-
-    @torch.no_grad()
-    def step(self, member: int = 0) -> None:  # type: ignore[override]
-        """One Adam step on slice ``[member]`` of every parameter that has a gradient."""
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            # Parameters grouped by their step count (equal unless some had no gradient once),
-            # each group updated with multi-tensor (foreach) ops.
-            by_step: dict[float, list[list[torch.Tensor]]] = {}
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    # Step counts on the host: bias corrections need no device read.
-                    state["step"] = torch.zeros(self.members, dtype=torch.float64, device="cpu")
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
-                elif state["step"].device.type != "cpu":  # loaded with a map_location
-                    state["step"] = state["step"].cpu()
-                state["step"][member] += 1
-                slices = by_step.setdefault(float(state["step"][member]), [[], [], [], []])
-                for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
-                    slices[i].append(x[member])
-            for t, (params, grads, exp_avgs, exp_avg_sqs) in by_step.items():
-                torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
-                torch._foreach_mul_(exp_avg_sqs, beta2)
-                torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1.0 - beta2)
-                denom = torch._foreach_sqrt(exp_avg_sqs)
-                torch._foreach_div_(denom, math.sqrt(1.0 - beta2**t))
-                torch._foreach_add_(denom, group["eps"])
-                step_size = group["lr"] / (1.0 - beta1**t)
-                torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)

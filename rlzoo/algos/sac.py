@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import Algorithm, EnvSpec, adam
+from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import (
@@ -69,8 +69,7 @@ class SAC(Algorithm):
         target_delay: int | None = None,
     ) -> None:
         super().__init__(spec, gamma, n_step)
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        check_tau(tau)
         target_delay = policy_delay if target_delay is None else target_delay
         if policy_delay < 1 or target_delay < 1:
             raise ValueError(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import Algorithm, EnvSpec, adam
+from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
 from rlzoo.nets.critics import ActionSequenceCritic, Critic, EnsembleCritic, TwinCritic
@@ -62,8 +62,7 @@ class TD3(Algorithm):
         n_step: int = 1,
     ) -> None:
         super().__init__(spec, gamma, n_step)
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"algo.tau must be in (0, 1], got {tau}")
+        check_tau(tau)
         if policy_delay < 1:
             raise ValueError(f"algo.policy_delay must be >= 1, got {policy_delay}")
         if min(policy_noise, noise_clip, exploration_noise) < 0:
