@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -109,14 +110,12 @@ def sb3_sps(algo: str, env_id: str, warmup: int, steps: int, seed: int) -> float
     return steps / (time.perf_counter() - start)
 
 
-def update_profile(algo: str, env: str, updates: int = 200,
-                   compile: bool = False) -> dict[str, float]:
-    """FLOPs per update (counted) and in-process updates/s on a synthetic batch."""
+def benchmark_model(algo: str, env: str, batch_size: int = 256) -> tuple[Any, list[Any]]:
+    """The algorithm built from the benchmark's config (on CPU) and 8 synthetic batches for it
+    (random observations, actions in [-1, 1], rewards; also used by profile_update.py)."""
     import gymnasium as gym
     from hydra import compose, initialize_config_module
-    from torch.utils.flop_counter import FlopCounterMode
 
-    from rlzoo.accel import update_fn
     from rlzoo.algos.base import EnvSpec
     from rlzoo.buffers.batch import Batch
     from rlzoo.trainer import build_algorithm
@@ -127,15 +126,22 @@ def update_profile(algo: str, env: str, updates: int = 200,
     probe = gym.make(cfg.env.id)
     spec = EnvSpec(probe.observation_space.shape[0], probe.action_space.shape[0])
     model = build_algorithm(cfg, spec, torch.device("cpu"))
-    B, H = 256, model.action_horizon
+    B, A = batch_size, spec.act_dim * model.action_horizon
+    batches = [Batch(obs=torch.randn(B, spec.obs_dim), action=torch.rand(B, A) * 2 - 1,
+                     reward=torch.randn(B), next_obs=torch.randn(B, spec.obs_dim),
+                     discount=torch.full((B,), 0.99), terminated=torch.zeros(B))
+               for _ in range(8)]
+    return model, batches
 
-    def batch() -> Batch:
-        action = torch.rand(B, spec.act_dim * H) * 2 - 1
-        return Batch(obs=torch.randn(B, spec.obs_dim), action=action, reward=torch.randn(B),
-                     next_obs=torch.randn(B, spec.obs_dim), discount=torch.full((B,), 0.99),
-                     terminated=torch.zeros(B))
 
-    batches = [batch() for _ in range(8)]
+def update_profile(algo: str, env: str, updates: int = 200,
+                   compile: bool = False) -> dict[str, float]:
+    """FLOPs per update (counted) and in-process updates/s on a synthetic batch."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from rlzoo.accel import update_fn
+
+    model, batches = benchmark_model(algo, env)
     period = 20  # an average over whole cycles of delayed actor updates
     with FlopCounterMode(display=False) as counter:  # counted eagerly: compiling changes no FLOP
         for i in range(period):

@@ -18,7 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_throughput import COMMON, ENV_IDS, LRS  # noqa: E402
+from bench_throughput import ENV_IDS, benchmark_model  # noqa: E402
 
 GROUPS = {
     "matmul kernels (`bmm`, `baddbmm`, `mm`), forward and backward":
@@ -45,24 +45,7 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=200)
     args = parser.parse_args()
 
-    import gymnasium as gym
-    from hydra import compose, initialize_config_module
-
-    from rlzoo.algos.base import EnvSpec
-    from rlzoo.buffers.batch import Batch
-    from rlzoo.trainer import build_algorithm
-
-    with initialize_config_module("rlzoo.conf", version_base="1.3"):
-        cfg = compose("config", overrides=[f"algo={args.algo}", f"env={args.env}", *COMMON,
-                                           *LRS.get(args.algo, [])])
-    probe = gym.make(cfg.env.id)
-    spec = EnvSpec(probe.observation_space.shape[0], probe.action_space.shape[0])
-    model = build_algorithm(cfg, spec, torch.device("cpu"))
-    B, A = 256, spec.act_dim * model.action_horizon
-    batches = [Batch(obs=torch.randn(B, spec.obs_dim), action=torch.rand(B, A) * 2 - 1,
-                     reward=torch.randn(B), next_obs=torch.randn(B, spec.obs_dim),
-                     discount=torch.full((B,), 0.99), terminated=torch.zeros(B))
-               for _ in range(8)]
+    model, batches = benchmark_model(args.algo, args.env)
     for i in range(30):
         model.update(batches[i % 8])
     with profile(activities=[ProfilerActivity.CPU]) as prof:
