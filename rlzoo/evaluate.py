@@ -36,10 +36,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env
+from rlzoo.envs.multi_agent import run_episodes as run_multi_agent_episodes
 from rlzoo.envs.single_agent import make_single_env, run_episodes
 from rlzoo.errors import UserError, exit_with
 from rlzoo.trainer import EVAL_SEED_OFFSET, build_algorithm, env_kwargs, make_env, resolve_device
+from rlzoo.trainer_multi import env_spec as multi_agent_env_spec
+from rlzoo.trainer_multi import make_env as make_multi_agent
 from rlzoo.video import (
     RENDER_HELP,
     VideoWriter,
@@ -158,26 +160,9 @@ def multi_agent_spec(cfg: DictConfig) -> EnvSpec:
     """The ``EnvSpec`` of a multi-agent config (one probe env)."""
     env = make_multi_agent(cfg, 1, 0)
     try:
-        return EnvSpec(
-            obs_dim=env.obs_dim, act_dim=env.act_dim, n_agents=env.n_agents,
-            state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_dims),
-        )
+        return multi_agent_env_spec(env)
     finally:
         env.close()
-
-
-def make_multi_agent(
-    cfg: DictConfig, num_envs: int, seed: int, **extra: Any
-) -> MultiAgentVecEnv:
-    """``rlzoo.envs.multi_agent.make_multi_agent_env`` from the ``env`` config."""
-    try:
-        return make_multi_agent_env(
-            cfg.env.family, cfg.env.scenario, num_envs, seed, **env_kwargs(cfg), **extra
-        )
-    except (ValueError, TypeError) as err:
-        raise UserError(
-            f"cannot make env {cfg.env.name}: {err}; check the run's env config"
-        ) from None
 
 
 def rendering_unavailable(what: str, err: Exception) -> UserError:
@@ -263,26 +248,20 @@ def run_multi_agent(
     vec = make_multi_agent(cfg, episodes, seed, **extra)
     raw_envs = vec._envs  # the PettingZoo envs: rendering is per env, the adapter has no render()
     obs, _ = vec.reset(seed=seed)
-    n_agents, act_dim = vec.n_agents, vec.act_dim
     writers = [
         VideoWriter(recording.path(i), render_fps(raw_envs[i])) for i in range(filmed)
     ] if recording else []
     for i, writer in enumerate(writers):
         writer.append(render_frame(raw_envs[i], cfg.env.name))
-    agent_returns = np.zeros((episodes, n_agents))
-    lengths = np.zeros(episodes, dtype=np.int64)
-    active = np.ones(episodes, dtype=bool)
+
+    def film(e: int) -> None:
+        if e < filmed:
+            writers[e].append(render_frame(raw_envs[e], cfg.env.name))
+
     try:
-        while active.any():
-            actions = policy_actions(algo, obs, deterministic).reshape(episodes, n_agents, act_dim)
-            result = vec.step(actions)
-            live = active & ~result.reset_step
-            agent_returns[live] += result.reward[live]
-            lengths[live] += 1
-            for e in np.flatnonzero(live[:filmed]):
-                writers[e].append(render_frame(raw_envs[e], cfg.env.name))
-            active &= ~(result.terminated | result.truncated)
-            obs = result.obs
+        agent_returns, lengths = run_multi_agent_episodes(
+            vec, obs, lambda batch: policy_actions(algo, batch, deterministic), film
+        )
     finally:
         for writer in writers:
             writer.close()

@@ -31,20 +31,29 @@ from omegaconf import DictConfig
 from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.rollout import RolloutStore
-from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env
+from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env, run_episodes
 from rlzoo.errors import UserError
 from rlzoo.trainer import EVAL_SEED_OFFSET, Trainer, _int, env_kwargs
 
 
-def make_env(cfg: DictConfig, num_envs: int, seed: int) -> MultiAgentVecEnv:
+def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> MultiAgentVecEnv:
     """Build the multi-agent vector env of the ``env`` config (``family``, ``scenario``,
-    ``kwargs``)."""
+    ``kwargs``); ``extra`` goes to the PettingZoo constructor too (e.g. ``render_mode``)."""
     try:
         return make_multi_agent_env(
-            str(cfg.env.family), str(cfg.env.scenario), num_envs, seed, **env_kwargs(cfg)
+            str(cfg.env.family), str(cfg.env.scenario), num_envs, seed, **env_kwargs(cfg),
+            **extra,
         )
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
+
+
+def env_spec(env: MultiAgentVecEnv) -> EnvSpec:
+    """What a multi-agent algorithm needs to know about ``env``."""
+    return EnvSpec(
+        obs_dim=env.obs_dim, act_dim=env.act_dim, n_agents=env.n_agents,
+        state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_dims),
+    )
 
 
 class MultiAgentTrainer(Trainer):
@@ -59,12 +68,8 @@ class MultiAgentTrainer(Trainer):
     def build_env(self) -> tuple[MultiAgentVecEnv, EnvSpec]:
         s = self.settings
         env = make_env(self.cfg, s.num_envs, s.seed)
-        spec = EnvSpec(
-            obs_dim=env.obs_dim, act_dim=env.act_dim, n_agents=env.n_agents,
-            state_dim=env.state_dim, act_dims=tuple(env.act_dims),
-        )
         self.act_mask = env.act_mask.astype(np.float32)  # [N, A]
-        return env, spec
+        return env, env_spec(env)
 
     def build_buffer(self) -> ReplayBuffer | RolloutStore:
         s, spec = self.settings, self.spec
@@ -160,16 +165,12 @@ class MultiAgentTrainer(Trainer):
                 self.cfg, episodes, self.settings.seed + EVAL_SEED_OFFSET
             )
             self.eval_envs = [self.eval_env]  # closed by the loop's end
-        env = self.eval_env
-        obs, _ = env.reset(seed=self.settings.seed + EVAL_SEED_OFFSET)  # the same seeds each time
-        returns = np.zeros((episodes, self.spec.n_agents))
-        active = np.ones(episodes, dtype=bool)
-        while active.any():
-            action = self.algo.act(self.to_device(obs), deterministic=deterministic)
-            result = env.step(action.cpu().numpy())
-            returns[active] += result.reward[active]
-            active &= ~(result.terminated | result.truncated)
-            obs = result.obs
+        obs, _ = self.eval_env.reset(seed=self.settings.seed + EVAL_SEED_OFFSET)  # same seeds
+
+        def policy(batch: np.ndarray) -> np.ndarray:
+            return self.algo.act(self.to_device(batch), deterministic=deterministic).cpu().numpy()
+
+        returns, _ = run_episodes(self.eval_env, obs, policy)
         self.last_eval_agents = returns.mean(axis=0)
         return returns.mean(axis=1)
 

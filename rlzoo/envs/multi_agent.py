@@ -48,6 +48,7 @@ All arrays are numpy; this module does not import torch.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,6 +185,36 @@ def make_multi_agent_env(
 # --------------------------------------------------------------------------------------------------
 # plain-data (de)serialisation helpers
 # --------------------------------------------------------------------------------------------------
+
+
+def run_episodes(
+    vec: MultiAgentVecEnv,
+    obs: np.ndarray,
+    policy: Callable[[np.ndarray], np.ndarray],
+    on_step: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run one episode in each env of ``vec`` (already reset, first observations
+    ``obs [E, N, O]``), all stepped together.
+
+    ``policy`` maps ``obs [E, N, O]`` to actions ``[E, N, A]`` (in ``[-1, 1]``); ``on_step(e)`` is
+    called after every step of env ``e`` within its episode (e.g. to film it). Returns
+    ``(agent_returns [E, N], lengths [E])``.
+    """
+    E, N, A = vec.num_envs, vec.n_agents, vec.act_dim
+    agent_returns = np.zeros((E, N))
+    lengths = np.zeros(E, dtype=np.int64)
+    active = np.ones(E, dtype=bool)
+    while active.any():
+        result = vec.step(np.asarray(policy(obs)).reshape(E, N, A))
+        live = active & ~result.reset_step
+        agent_returns[live] += result.reward[live]
+        lengths[live] += 1
+        if on_step is not None:
+            for e in np.flatnonzero(live):
+                on_step(int(e))
+        active &= ~(result.terminated | result.truncated)
+        obs = result.obs
+    return agent_returns, lengths
 
 
 class _Skip:
