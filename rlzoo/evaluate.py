@@ -32,14 +32,21 @@ from typing import Any, NoReturn
 import gymnasium as gym
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.envs.multi_agent import run_episodes as run_multi_agent_episodes
 from rlzoo.envs.single_agent import make_single_env, run_episodes
 from rlzoo.errors import UserError, exit_with
-from rlzoo.trainer import EVAL_SEED_OFFSET, build_algorithm, env_kwargs, make_env, resolve_device
+from rlzoo.trainer import (
+    EVAL_SEED_OFFSET,
+    build_algorithm,
+    env_kwargs,
+    make_env,
+    read_run_config,
+    resolve_device,
+)
 from rlzoo.trainer_multi import env_spec as multi_agent_env_spec
 from rlzoo.trainer_multi import make_env as make_multi_agent
 from rlzoo.video import (
@@ -83,31 +90,6 @@ class Recording:
 
 
 # --------------------------------------------------------------------------- loading a run
-
-
-def read_run_config(run_dir: Path) -> DictConfig:
-    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run."""
-    if not run_dir.is_dir():
-        raise UserError(
-            f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
-            "(runs/<env>/<algo>/<timestamp>-s<seed>)"
-        )
-    path = run_dir / ".hydra" / "config.yaml"
-    if not path.is_file():
-        raise UserError(
-            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
-            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
-        )
-    try:
-        cfg = OmegaConf.load(path)
-        OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
-        if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
-            raise ValueError("no algo or env section")
-    except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
-        raise UserError(
-            f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
-        ) from None
-    return cfg
 
 
 def find_checkpoint(run_dir: Path, checkpoint: Path | None) -> Path:

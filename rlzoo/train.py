@@ -19,7 +19,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError, exit_with
-from rlzoo.trainer import Interrupted, NonFiniteError, Trainer, check_env_config
+from rlzoo.trainer import (
+    Interrupted,
+    NonFiniteError,
+    Trainer,
+    check_env_config,
+    read_run_config,
+)
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
@@ -71,17 +77,12 @@ def resume(args: list[str]) -> None:
                 f"resume continues a run with its own config, so {item!r} cannot be changed; "
                 f"only {', '.join(k + '=...' for k in RESUME_OPTIONS)} may be given"
             )
-    config_file = run_dir / ".hydra" / "config.yaml"
-    if not run_dir.is_dir():
-        exit_with(f"run dir {run_dir} does not exist; pass resume=<an existing run dir>")
-    if not config_file.is_file():
-        exit_with(f"{run_dir} is not an rlzoo run dir (no .hydra/config.yaml); check the path")
     try:
-        cfg = OmegaConf.merge(OmegaConf.load(config_file), OmegaConf.from_dotlist(overrides))
-    except Exception as err:  # noqa: BLE001 - a damaged YAML file is the user's to fix
-        exit_with(f"cannot read {config_file} ({str(err).splitlines()[0]}); restore it")
+        cfg = OmegaConf.merge(read_run_config(run_dir), OmegaConf.from_dotlist(overrides))
+    except UserError as err:
+        exit_with(str(err))
     if overrides:  # a later resume continues with the new budget
-        OmegaConf.save(cfg, config_file)
+        OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
     run(cfg, run_dir, resume=True)  # type: ignore[arg-type]
 
 

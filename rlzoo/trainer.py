@@ -153,6 +153,31 @@ def read_settings(cfg: DictConfig) -> Settings:
     return settings
 
 
+def read_run_config(run_dir: Path) -> DictConfig:
+    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run."""
+    if not run_dir.is_dir():
+        raise UserError(
+            f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
+            "(runs/<env>/<algo>/<timestamp>-s<seed>)"
+        )
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        raise UserError(
+            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
+            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
+        )
+    try:
+        cfg = OmegaConf.load(path)
+        OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
+        if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
+            raise ValueError("no algo or env section")
+    except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
+        raise UserError(
+            f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
+        ) from None
+    return cfg
+
+
 def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
     """``env.kwargs`` as a plain dict (passed to the env constructor)."""
     kwargs = cfg.env.get("kwargs")
