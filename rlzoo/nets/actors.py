@@ -26,6 +26,16 @@ def tanh_log_abs_det_jacobian(pre_tanh: torch.Tensor) -> torch.Tensor:
     return 2.0 * (LOG_2 - pre_tanh - F.softplus(-2.0 * pre_tanh))
 
 
+def tanh_gaussian_log_prob(
+    noise: torch.Tensor, log_std: torch.Tensor, pre_tanh: torch.Tensor
+) -> torch.Tensor:
+    """Elementwise log-density ``[..., A]`` of ``a = tanh(u)``, ``u = mean + noise * std``:
+    ``log N(u; mean, std)`` (with ``(u - mean) / std = noise``) minus the tanh change of
+    variables. Sum it over the action dimension for the action's log-probability."""
+    log_normal = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
+    return log_normal - tanh_log_abs_det_jacobian(pre_tanh)
+
+
 class _EnsembleActorBase(nn.Module):
     def __init__(
         self,
@@ -85,17 +95,13 @@ class TanhGaussianActor(_EnsembleActorBase):
         mean, log_std = self(obs)
         noise = torch.randn_like(mean)
         pre_tanh = mean + noise * log_std.exp()
-        # log N(u; mean, std) with (u - mean) / std = noise, then the tanh change of variables.
-        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
-        log_prob = (log_prob - tanh_log_abs_det_jacobian(pre_tanh)).sum(-1)
-        return torch.tanh(pre_tanh), log_prob
+        return torch.tanh(pre_tanh), tanh_gaussian_log_prob(noise, log_std, pre_tanh).sum(-1)
 
     def log_prob(self, obs: torch.Tensor, pre_tanh: torch.Tensor) -> torch.Tensor:
         """Log-probability ``[..., B]`` of the action ``tanh(pre_tanh)`` (exact, no clipping)."""
         mean, log_std = self(obs)
         noise = (pre_tanh - mean) * torch.exp(-log_std)
-        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
-        return (log_prob - tanh_log_abs_det_jacobian(pre_tanh)).sum(-1)
+        return tanh_gaussian_log_prob(noise, log_std, pre_tanh).sum(-1)
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)`` ``[..., B, act_dim]`` used for evaluation."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from rlzoo.nets.actors import HALF_LOG_2PI, tanh_log_abs_det_jacobian
+from rlzoo.nets.actors import tanh_gaussian_log_prob
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.ensemble import EnsembleMLP
 
@@ -95,20 +95,20 @@ class AgentActors(nn.Module):
 
     def _run(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """Evaluate the network on ``obs [..., N, O]``; outputs come back as ``[..., N, X]``."""
-        lead = obs.shape[:-2]
+        shape = (*obs.shape[:-2], self.n_agents, -1)
         flat = obs.reshape(-1, self.n_agents, self.obs_dim)  # [B, N, O]
         if self.shared:
             ids = self.agent_id.expand(flat.shape[0], -1, -1)
             out = self.net(torch.cat([flat, ids], dim=-1).reshape(-1, self.obs_dim + self.n_agents))
-            shape = (*lead, self.n_agents, -1)
-            if isinstance(out, tuple):
-                return tuple(o.reshape(shape) for o in out)
-            return out.reshape(shape)
-        out = self.net(flat.transpose(0, 1))  # [N, B, X]
-        shape = (*lead, self.n_agents, -1)
-        if isinstance(out, tuple):
-            return tuple(o.transpose(0, 1).reshape(shape) for o in out)
-        return out.transpose(0, 1).reshape(shape)
+
+            def to_agents(o: torch.Tensor) -> torch.Tensor:
+                return o.reshape(shape)  # [B * N, X] -> [..., N, X]
+        else:
+            out = self.net(flat.transpose(0, 1))  # [N, B, X]
+
+            def to_agents(o: torch.Tensor) -> torch.Tensor:
+                return o.transpose(0, 1).reshape(shape)
+        return tuple(map(to_agents, out)) if isinstance(out, tuple) else to_agents(out)
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``[..., N, A]`` (tanh of the mean for a Gaussian), padding 0."""
@@ -126,16 +126,14 @@ class AgentActors(nn.Module):
         mean, log_std = self._run(obs)
         noise = torch.randn_like(mean)
         pre_tanh = (mean + noise * log_std.exp()) * self.act_mask
-        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
-        log_prob = ((log_prob - tanh_log_abs_det_jacobian(pre_tanh)) * self.act_mask).sum(-1)
+        log_prob = (tanh_gaussian_log_prob(noise, log_std, pre_tanh) * self.act_mask).sum(-1)
         return torch.tanh(pre_tanh), log_prob, pre_tanh
 
     def log_prob(self, obs: torch.Tensor, pre_tanh: torch.Tensor) -> torch.Tensor:
         """Exact log-probability ``[..., N]`` of the actions ``tanh(pre_tanh [..., N, A])``."""
         mean, log_std = self._run(obs)
         noise = (pre_tanh - mean) * torch.exp(-log_std)
-        log_prob = -(0.5 * noise.pow(2) + log_std + HALF_LOG_2PI)
-        return ((log_prob - tanh_log_abs_det_jacobian(pre_tanh)) * self.act_mask).sum(-1)
+        return (tanh_gaussian_log_prob(noise, log_std, pre_tanh) * self.act_mask).sum(-1)
 
 
 class AgentCritics(Critic):
