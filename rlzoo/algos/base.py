@@ -109,10 +109,16 @@ class Algorithm(nn.Module):
         raise NotImplementedError
 
     @staticmethod
-    def step(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
-        """``zero_grad -> backward -> step``."""
+    def step(
+        optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None
+    ) -> None:
+        """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step``.
+        """
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if max_grad_norm is not None:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]

@@ -205,20 +205,14 @@ class COMA(MultiAgentAlgorithm):
         for k in range(self.critic_steps):
             q = self.agent_values(self.critic, state, taken, reduce="none")  # [M, T, E, N]
             critic_loss = ((q - targets).pow(2) * weight).sum() / self.n_agents
-            self.critic_optimizer.zero_grad(set_to_none=True)
-            critic_loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.max_grad_norm)
-            self.critic_optimizer.step()
+            self.step(self.critic_optimizer, critic_loss, self.max_grad_norm)
             if (self.critic_updates + k + 1) % self.target_update_every == 0:
                 polyak_update(self.target_critic, self.critic, 1.0)  # a hard copy
         with torch.no_grad():
             advantage = self.agent_values(self.critic, state, taken) \
                 - self.counterfactual_baseline(obs, state, action)  # [T, E, N]
         actor_losses, entropy = self.actor_losses(obs, rollout.pre_tanh, advantage, weight)
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_losses.sum().backward()
-        torch.nn.utils.clip_grad_norm_(self.actor.parameters(), self.max_grad_norm)
-        self.actor_optimizer.step()
+        self.step(self.actor_optimizer, actor_losses.sum(), self.max_grad_norm)
         self.updates += 1
         valid_advantage = advantage * weight * self.n_agents
         metrics = {
