@@ -108,3 +108,23 @@ def test_state_dict_round_trip_continues_identically() -> None:
 def test_empty_buffer_refuses_to_sample() -> None:
     with pytest.raises(RuntimeError):
         ReplayBuffer(16, (1,), (1,), 1).sample(4)
+
+
+def test_device_write_path_stores_what_the_cpu_path_stores() -> None:
+    # On CPU, add() writes through numpy views; on CUDA (or for tensor inputs) it copies tensors
+    # to the device. Both paths must store the same transitions.
+    rng = np.random.default_rng(0)
+    steps = [(rng.standard_normal((2, 3)), rng.uniform(-1, 1, (2, 2)), rng.standard_normal(2),
+              rng.standard_normal((2, 3)), rng.random(2) < 0.3, np.zeros(2, bool),
+              np.zeros(2, bool)) for _ in range(6)]
+    numpy_path, device_path, tensor_inputs = (ReplayBuffer(20, (3,), (2,), 2) for _ in range(3))
+    device_path._host = None  # the write path a CUDA buffer takes
+    for obs, action, reward, next_obs, term, trunc, reset in steps:
+        numpy_path.add(obs, action, reward, next_obs, term, trunc, reset)
+        device_path.add(obs, action, reward, next_obs, term, trunc, reset)
+        tensor_inputs.add(torch.as_tensor(obs), torch.as_tensor(action), torch.as_tensor(reward),
+                          torch.as_tensor(next_obs), term, trunc, reset)
+    for other in (device_path, tensor_inputs):
+        for name in ("obs", "action", "reward", "terminated", "ended", "index"):
+            assert torch.equal(getattr(numpy_path, name), getattr(other, name)), name
+        assert len(other) == len(numpy_path) == 12

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.batch import Batch
+from rlzoo.buffers.storage import load_tensors, to_storage
 
 
 class ReplayBuffer:
@@ -148,7 +149,7 @@ class ReplayBuffer:
         if self._host is not None and not torch.is_tensor(value):
             self._host[field][row] = value
         else:
-            getattr(self, field)[row] = self._t(value)
+            getattr(self, field)[row] = to_storage(value, self.device)
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -269,15 +270,7 @@ class ReplayBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name, tensor in state["tensors"].items():
-            mine = getattr(self, name)
-            if mine is None or mine.shape != tensor.shape:
-                raise ValueError(
-                    f"replay buffer field {name!r} has shape "
-                    f"{None if mine is None else tuple(mine.shape)} here but "
-                    f"{tuple(tensor.shape)} in the checkpoint"
-                )
-            mine.copy_(tensor)
+        load_tensors(self, state["tensors"], "replay buffer")
         self.row_count = state["row_count"].numpy().astype(np.int64).copy()
         self.ptr, self.head, self.tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
         self.started = bool(state["started"])

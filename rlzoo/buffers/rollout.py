@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlzoo.buffers.storage import load_tensors, to_storage
+
 
 @dataclass
 class Rollout:
@@ -121,8 +123,7 @@ class RolloutStore:
         self.ptr += 1
 
     def _t(self, x: Any) -> torch.Tensor:
-        x = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
-        return x.to(self.device, torch.float32, non_blocking=True)
+        return to_storage(x, self.device, torch.float32)
 
     @property
     def full(self) -> bool:
@@ -156,12 +157,5 @@ class RolloutStore:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name, tensor in state["tensors"].items():
-            mine = getattr(self, name)
-            if mine.shape != tensor.shape:
-                raise ValueError(
-                    f"rollout field {name!r} has shape {tuple(mine.shape)} here but "
-                    f"{tuple(tensor.shape)} in the checkpoint"
-                )
-            mine.copy_(tensor)
+        load_tensors(self, state["tensors"], "rollout")
         self.ptr, self.started = int(state["ptr"]), bool(state["started"])
