@@ -55,12 +55,20 @@ def check_accel(compile: bool, cudagraphs: bool, device: torch.device,
 
 
 def compile_networks(algo: Algorithm) -> None:
-    """``torch.compile`` the forward of every network (submodule with parameters) in place."""
-    for module in algo.children():
-        if any(True for _ in module.parameters()) and type(module).forward is not (
-            torch.nn.Module.forward
-        ):
+    """``torch.compile`` the forward of every network in place: each submodule with parameters
+    that defines ``forward``; a container without one (e.g. ``AgentActors``) is searched."""
+
+    def visit(module: torch.nn.Module) -> None:
+        if not any(True for _ in module.parameters()):
+            return
+        if type(module).forward is not torch.nn.Module.forward:
             module.compile()
+        else:
+            for child in module.children():
+                visit(child)
+
+    for module in algo.children():
+        visit(module)
 
 
 def make_capturable(algo: Algorithm) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,20 @@ def test_compiled_networks_make_the_same_updates(make) -> None:
     assert_same_parameters(eager, compiled, rtol=1e-4, atol=1e-5)
     # state_dict keys are unchanged by compilation (checkpoints stay interchangeable)
     assert eager.state_dict()["modules"].keys() == compiled.state_dict()["modules"].keys()
+
+
+def test_compile_reaches_networks_inside_containers() -> None:
+    # MADDPG's per-agent actors sit in AgentActors, which has no forward of its own.
+    from rlzoo.algos import MADDPG
+    from rlzoo.nets.centralized import AgentCritics
+
+    spec = EnvSpec(obs_dim=4, act_dim=2, n_agents=2, state_dim=8, act_dims=(2, 2))
+    algo = MADDPG(spec, actor=partial(DeterministicActor, hidden=(8,)),
+                  critic=partial(AgentCritics, hidden=(8,)))
+    compile_networks(algo)
+    compiled = {name for name, m in algo.named_modules()
+                if getattr(m, "_compiled_call_impl", None) is not None}
+    assert compiled == {"actor.net", "target_actor.net", "critic", "target_critic"}
 
 
 @needs_cxx
