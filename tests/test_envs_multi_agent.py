@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
+from rlzoo.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 from rlzoo.envs.multi_agent import MultiAgentVecEnv, StepResult, make_multi_agent_env
 
 mpe2 = pytest.importorskip("mpe2")
@@ -51,6 +52,31 @@ def _assert_same_results(r1: list[StepResult], r2: list[StepResult]) -> None:
             x, y = getattr(a, field), getattr(b, field)
             assert x.dtype == y.dtype, (t, field)
             assert np.array_equal(x, y), f"step {t}: {field} differs"
+
+
+def _assert_same_plain(a, b, path: str = "state") -> None:
+    """Equal plain data, type for type: numpy arrays of the same dtype, never tensors."""
+    assert type(a) is type(b), (path, type(a), type(b))
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            _assert_same_plain(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same_plain(x, y, f"{path}[{i}]")
+    elif isinstance(a, (np.ndarray, np.generic)):
+        assert a.dtype == b.dtype and a.shape == b.shape, (path, a.dtype, b.dtype)
+        assert np.array_equal(a, b), path
+    else:
+        assert a == b, path
+
+
+def _checkpoint_round_trip(state: dict, directory) -> dict:
+    """What resume does to env state: to_plain (arrays -> tensors), torch.save, torch.load."""
+    path = checkpoint_path(directory, 1)
+    save_checkpoint(path, {"format": 1, "env": state})
+    return load_checkpoint(path)["env"]
 
 
 def _random_actions(env: MultiAgentVecEnv, steps: int, seed: int) -> np.ndarray:
@@ -323,15 +349,15 @@ def test_columns_independent_termination_hopper():
     ids=["mpe-simple_spread", "mpe-simple_reference", "mamujoco-HalfCheetah", "mamujoco-Ant"],
 )
 @pytest.mark.parametrize("save_after", [3, 6], ids=["mid-episode", "pending-reset"])
-def test_get_set_state_bit_identical(family, scenario, kwargs, save_after):
+def test_get_set_state_bit_identical(family, scenario, kwargs, save_after, tmp_path):
     env = make_multi_agent_env(family, scenario, num_envs=2, seed=21, **kwargs)
     env.reset()
     warmup = _random_actions(env, save_after, seed=8)
     _run(env, warmup)
-    saved = env.get_state()
-    assert _is_plain(saved)
-    assert saved["needs_reset"] == [save_after == 6] * 2
-    saved = pickle.loads(pickle.dumps(saved))  # what a checkpoint does
+    original = env.get_state()
+    assert _is_plain(original)
+    assert original["needs_reset"] == [save_after == 6] * 2
+    saved = _checkpoint_round_trip(original, tmp_path)  # arrays come back as tensors
     k = 10  # crosses an autoreset, so the restored RNG streams are exercised
     actions = _random_actions(env, k, seed=9)
     first = _run(env, actions)
@@ -343,6 +369,9 @@ def test_get_set_state_bit_identical(family, scenario, kwargs, save_after):
     # ... and into a fresh, never-reset one (resume from a checkpoint)
     fresh = make_multi_agent_env(family, scenario, num_envs=2, seed=999, **kwargs)
     fresh.set_state(saved)
+    # every restored value is numpy of its saved dtype again (MPE's physics calls
+    # np.sum(tensor, axis=...) otherwise), so the restored env saves exactly what was saved
+    _assert_same_plain(original, fresh.get_state())
     _assert_same_results(first, _run(fresh, actions))
 
 

@@ -12,7 +12,11 @@ What is captured:
 * any other env (classic control, Box2D, ...): the base env's numeric attributes (numpy arrays,
   numbers, bools), which is their whole simulation state for the envs gymnasium ships.
 
-Values are numpy arrays and Python scalars; ``rlzoo.checkpoint`` stores arrays as tensors.
+Values are numpy arrays, numpy scalars (as :func:`plain_scalar` tags) and Python scalars.
+``rlzoo.checkpoint`` stores arrays as tensors and would turn numpy scalars into Python numbers;
+:func:`restore_arrays` undoes both, so a restored env holds numpy arrays and scalars of the dtypes
+it saved (the MPE physics, for one, calls ``np.sum(..., axis=...)`` on its arrays, which a tensor
+does not accept, and a float64 scalar promotes differently from a Python float).
 """
 
 from __future__ import annotations
@@ -24,6 +28,41 @@ import numpy as np
 
 MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
 WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
+SCALAR_TAG = "__numpy_scalar__"
+
+
+def plain_scalar(value: np.generic) -> dict[str, np.ndarray]:
+    """A numpy scalar as saved env state: ``{SCALAR_TAG: 0-d array}``, so it keeps its dtype
+    through a checkpoint (which would make it a Python number); :func:`restore_arrays` undoes it."""
+    return {SCALAR_TAG: np.asarray(value)}
+
+
+def _is_tensor(value: Any) -> bool:
+    # duck-typed so that the env modules need not import torch
+    return all(hasattr(value, name) for name in ("detach", "cpu", "numpy", "dtype"))
+
+
+def restore_arrays(value: Any) -> Any:
+    """Saved env state, as a checkpoint gives it back, as the env saved it (recursively).
+
+    Tensors (``rlzoo.checkpoint`` stores every numpy array as one, on whichever device the
+    checkpoint was loaded to) become numpy arrays of the same dtype and shape, copied to the CPU;
+    :func:`plain_scalar` tags become numpy scalars of their dtype; numpy arrays are copied; dicts,
+    lists and tuples are rebuilt with their own type; anything else is returned as is. State that
+    never went through a checkpoint (or went through ``pickle``) passes unchanged, so this is safe
+    to apply more than once.
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if _is_tensor(value):
+        return value.detach().cpu().numpy().copy()
+    if isinstance(value, dict):
+        if set(value) == {SCALAR_TAG}:
+            return np.asarray(restore_arrays(value[SCALAR_TAG]))[()]
+        return {k: restore_arrays(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(restore_arrays(v) for v in value)
+    return value
 
 
 def wrapper_chain(env: Any) -> list[Any]:
@@ -78,8 +117,10 @@ def _plain_attributes(base: Any) -> dict[str, Any]:
             continue
         if isinstance(value, np.ndarray) and value.dtype != object:
             plain[key] = value.copy()
-        elif isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.bool_):
-            plain[key] = value.item() if isinstance(value, np.number) else value
+        elif isinstance(value, (np.number, np.bool_)):
+            plain[key] = plain_scalar(value)
+        elif isinstance(value, (bool, int, float)):
+            plain[key] = value
     return plain
 
 
@@ -97,7 +138,9 @@ def get_env_state(env: gym.Env) -> dict[str, Any]:
 
 
 def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
-    """Restore what ``get_env_state`` captured (the env must have been made the same way)."""
+    """Restore what ``get_env_state`` captured (the env must have been made the same way), also
+    after a checkpoint round trip (see :func:`restore_arrays`)."""
+    state = restore_arrays(state)
     base = env.unwrapped
     set_wrapper_state(env, state["wrappers"])
     if "np_random" in state:
@@ -107,4 +150,4 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
     for key, value in state.get("attributes", {}).items():
         # Arrays keep their saved dtype: an env may change it during an episode (MountainCar's
         # state is float64 after reset, float32 after a step).
-        setattr(base, key, np.array(value) if hasattr(value, "shape") else value)
+        setattr(base, key, value)

@@ -57,6 +57,8 @@ import numpy as np
 from rlzoo.envs.gym_state import (
     get_mujoco_state,
     get_wrapper_state,
+    plain_scalar,
+    restore_arrays,
     rng_state,
     set_mujoco_state,
     set_wrapper_state,
@@ -228,7 +230,9 @@ def _encode(value: Any, index: dict[int, int]) -> Any:
     """Plain-data copy of ``value``; MPE entity references become ``{"entity": i}``."""
     if isinstance(value, np.ndarray):
         return value.copy()
-    if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+    if isinstance(value, np.generic):
+        return plain_scalar(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if id(value) in index:
         return {"entity": index[id(value)]}
@@ -239,6 +243,7 @@ def _encode(value: Any, index: dict[int, int]) -> Any:
 
 
 def _decode(value: Any, entities: list[Any]) -> Any:
+    """Inverse of ``_encode`` on state already passed through ``restore_arrays``."""
     if isinstance(value, np.ndarray):
         return value.copy()
     if isinstance(value, dict):
@@ -257,6 +262,11 @@ def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ())
         if enc is not _SKIP:
             out[key] = enc
     return out
+
+
+def _scalars(values: dict[str, Any]) -> dict[str, Any]:
+    """Copy of a per-agent dict (rewards) with numpy scalars tagged to keep their dtype."""
+    return {k: plain_scalar(v) if isinstance(v, np.generic) else v for k, v in values.items()}
 
 
 def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
@@ -423,7 +433,8 @@ class MultiAgentVecEnv:
 
         Returns:
             A dict of lists, ints, floats, bools, strs, None and numpy arrays (the RNG states are
-            nested dicts of Python ints).
+            nested dicts of Python ints; numpy scalars are ``gym_state.plain_scalar`` tags), which
+            :meth:`set_state` accepts as is or as a checkpoint gives it back (arrays as tensors).
         """
         return {
             "family": self.family,
@@ -436,7 +447,10 @@ class MultiAgentVecEnv:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`get_state` returned (same family, scenario, num_envs and kwargs)."""
+        """Restore what :meth:`get_state` returned (same family, scenario, num_envs and kwargs),
+        also after a checkpoint round trip: the tensors a checkpoint stores arrays as come back
+        as numpy arrays of their saved dtype (``gym_state.restore_arrays``)."""
+        state = restore_arrays(state)
         for key in ("family", "scenario", "num_envs"):
             if state[key] != getattr(self, key):
                 raise ValueError(
@@ -526,8 +540,8 @@ class MultiAgentVecEnv:
             "aec": {
                 "agents": list(getattr(raw, "agents", [])),
                 "agent_selection": getattr(raw, "agent_selection", None),
-                "rewards": dict(getattr(raw, "rewards", {})),
-                "cumulative_rewards": dict(getattr(raw, "_cumulative_rewards", {})),
+                "rewards": _scalars(getattr(raw, "rewards", {})),
+                "cumulative_rewards": _scalars(getattr(raw, "_cumulative_rewards", {})),
                 "terminations": dict(getattr(raw, "terminations", {})),
                 "truncations": dict(getattr(raw, "truncations", {})),
                 "current_actions": [

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlzoo.envs.gym_state import get_env_state, set_env_state
+from rlzoo.envs.gym_state import get_env_state, restore_arrays, set_env_state
 
 
 @dataclass
@@ -161,7 +161,9 @@ class SingleAgentVecEnv:
         return {"envs": [get_env_state(env) for env in self.envs], "ended": self._ended.copy()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Continue exactly where ``get_state`` was taken (after this object's ``reset``)."""
+        """Continue exactly where ``get_state`` was taken (after this object's ``reset``), also
+        after a checkpoint round trip (arrays come back as numpy, see ``restore_arrays``)."""
+        state = restore_arrays(state)
         for env, saved in zip(self.envs, state["envs"], strict=True):
             set_env_state(env, saved)
         self._ended = np.asarray(state["ended"], dtype=bool).copy()
