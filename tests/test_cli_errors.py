@@ -1,0 +1,140 @@
+"""Hydra's own errors (a mistyped group choice, a misspelled key, a malformed override, an
+unresolvable interpolation) become one ``rlzoo: error:`` line naming the valid choices or the
+nearest key, before any run dir exists."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra.core.global_hydra import GlobalHydra
+
+from rlzoo.cli_check import check_overrides
+from rlzoo.errors import UserError
+from tests.conftest import REPO, assert_user_error, run_cli
+
+EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
+
+
+def error_of(args: list[str]) -> str:
+    with pytest.raises(UserError) as info:
+        check_overrides(args)
+    message = str(info.value)
+    assert "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize(("args", "suggestion", "listed"), [
+    (["algo=sacc"], "did you mean algo=sac?", ["td3", "redq", "coma"]),
+    (["env=Humanod"], "did you mean env=Humanoid?", ["Hopper", "mpe/simple_spread", "gym"]),
+    (["critic=twinn"], "did you mean critic=twin?", ["ensemble", "distributional"]),
+    (["tuner=autoo"], "did you mean tuner=auto?", ["fixed", "none"]),
+    (["env=mpe/simple_sprad"], "did you mean env=mpe/simple_spread?", ["mamujoco/Hopper-3x1"]),
+    (["hydra/launcher=joblbi"], "did you mean hydra/launcher=joblib?", ["basic"]),
+    (["-m", "algo=sac,tdd3", "seed=0,1"], "did you mean algo=td3?", ["sac"]),
+    ([EXAMPLES, "critic=tqcc"], "did you mean critic=tqc?", ["batchnorm", "twin"]),
+    ([EXAMPLES, "algo=crossqq"], "did you mean algo=crossq?", ["sac"]),
+])
+def test_mistyped_group_lists_choices_and_nearest(
+    args: list[str], suggestion: str, listed: list[str]
+) -> None:
+    message = error_of(args)
+    assert suggestion in message, message
+    assert "choose one of" in message, message
+    for choice in listed:
+        assert choice in message, (choice, message)
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["algo.bacth_size=64"], "did you mean algo.batch_size=64?"),
+    (["eval.evry=5"], "did you mean eval.every=5?"),
+    (["evl.every=3"], "did you mean eval.every=3?"),
+    (["algo.actor.hiden=[64,64]"], "did you mean algo.actor.hidden=[64,64]?"),
+    (["algoo=td3"], "did you mean algo=td3?"),
+    (["algo=td3", "algo.polcy_noise=0.3"], "did you mean algo.policy_noise=0.3?"),
+    (["hydra.run.dri=/tmp/x"], "did you mean hydra.run.dir=/tmp/x?"),
+    (["~algo.lrr"], "keys at algo: "),
+    (["env.kwargs.max_episode_steps=500"], "+env.kwargs.max_episode_steps=500"),
+    (["+algo.utd=2"], "drop the '+'"),
+])
+def test_misspelled_key_names_nearest(args: list[str], fragment: str) -> None:
+    message = error_of(args)
+    assert fragment in message, message
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["algo.utd="], ["algo.utd", "no value", "default: 1"]),
+    (["algo="], ["algo", "choose one of", "sac"]),
+    (["=3"], ["no key"]),
+    (["algo.utd==1"], ["algo.utd==1", "key=value"]),
+    (["algo=sac,td3"], ["-m"]),
+    (["seed=${oc.env:RLZOO_SURELY_UNSET_VARIABLE}"], ["seed", "RLZOO_SURELY_UNSET_VARIABLE"]),
+    (["env=gym"], ["env.id has no value", "env.id=<value>"]),
+])
+def test_malformed_override_one_line(args: list[str], fragments: list[str]) -> None:
+    message = error_of(args)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["algo=td3", "critic=ensemble", "env=Hopper"],
+    ["hydra.run.dir=/tmp/somewhere", "seed=3"],
+    ["--cfg", "job", "algo=redq"],
+    ["-m", "hydra/launcher=joblib", "algo=sac,td3", "seed=0,1"],
+    ["--multirun", "seed=range(40)", "algo=sac,td3"],
+    [EXAMPLES, "algo=crossq"],
+    [EXAMPLES, "-m", "critic=tqc,twin"],
+    ["+env.kwargs.max_episode_steps=500"],
+    ["env=gym", "env.id=MountainCarContinuous-v0"],
+    ["env=mpe/simple_spread", "algo=maddpg"],
+    ["+algo.foo=1"],  # Hydra allows adding keys; the algorithm's constructor judges them
+    ["algo.utd=''"],  # an explicitly quoted empty string is Hydra's to pass on
+    ["--help"],
+])
+def test_valid_command_lines_pass(args: list[str]) -> None:
+    check_overrides(args)
+    assert not GlobalHydra.instance().is_initialized()  # hydra.main can start afterwards
+
+
+def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
+    """The check leaves no global Hydra state behind: the real entry point still runs."""
+    code = (
+        "import sys; from rlzoo.cli_check import check_overrides; from rlzoo import train; "
+        "check_overrides(sys.argv[1:]); train.main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "--cfg", "job", "algo=td3"], capture_output=True, text=True,
+        cwd=tmp_path, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "policy_noise" in proc.stdout
+
+
+wired = "check_overrides" in (REPO / "rlzoo" / "train.py").read_text()
+needs_wiring = pytest.mark.xfail(not wired, reason="wired by lead", strict=False)
+
+
+@needs_wiring
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["algo=sacc"], "did you mean algo=sac?"),
+    (["algo.bacth_size=64"], "did you mean algo.batch_size=64?"),
+    (["seed=${oc.env:RLZOO_SURELY_UNSET_VARIABLE}"], "RLZOO_SURELY_UNSET_VARIABLE"),
+])
+def test_cli_one_line_and_no_run_dir(tmp_path: Path, args: list[str], fragment: str) -> None:
+    proc = run_cli(args, cwd=tmp_path)  # default run dir: runs/... under the cwd
+    assert_user_error(proc, fragment)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "runs").exists()
+    assert not (tmp_path / "multirun").exists()
+
+
+@needs_wiring
+def test_cli_multirun_typo_leaves_no_sweep_dir(tmp_path: Path) -> None:
+    proc = run_cli(["-m", "algo=sac,tdd3", "total_steps=10"], cwd=tmp_path)
+    assert_user_error(proc, "did you mean algo=td3?")
+    assert not (tmp_path / "multirun").exists()
