@@ -235,9 +235,255 @@ def test_unknown_poi_algo_is_an_error(runs_tree: Path, tmp_path: Path) -> None:
     proc = run_cli(str(runs_tree / "runs"), "--out", str(tmp_path / "out"), "--poi", "sac", "ppo")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("rlzoo: error: --poi algo 'ppo'")
+    assert proc.stderr.strip().splitlines()[-1].startswith("rlzoo: error: --poi group 'ppo'")
 
 
 def test_usage_error_is_one_line(tmp_path: Path) -> None:
     proc = run_cli(str(tmp_path))  # --out missing
     _assert_one_line_error(proc, "--out")
+
+
+# --------------------------------------------------------------------------- grouping variants
+
+
+def write_composed_run(
+    run_dir: Path, overrides: list[str], seed: int, final: float, hydra_dir: str = ""
+) -> None:
+    """A finished run whose .hydra/ files are what Hydra writes for ``overrides``.
+
+    The config is composed from rlzoo's own YAMLs (so twin and ensemble critics, utd, total_steps
+    and eval settings are the real keys); config.yaml, hydra.yaml (with the recorded choices) and
+    overrides.yaml are saved unresolved, as Hydra saves them.
+    """
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    task = [*overrides, f"seed={seed}"]
+    hydra_overrides = [f"hydra.run.dir={hydra_dir or run_dir}"]
+    with initialize_config_module(config_module="rlzoo.conf", version_base=None):
+        cfg = compose(config_name="config", overrides=task + hydra_overrides,
+                      return_hydra_config=True)
+    hydra_node = OmegaConf.to_container(cfg.hydra, resolve=False)
+    plain = OmegaConf.to_container(cfg, resolve=False)
+    del plain["hydra"]
+    total_steps = int(cfg.total_steps)
+    (run_dir / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(plain), run_dir / ".hydra" / "config.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": hydra_node}), run_dir / ".hydra" / "hydra.yaml")
+    OmegaConf.save(OmegaConf.create(task), run_dir / ".hydra" / "overrides.yaml")
+    steps = [0, total_steps // 2, total_steps]
+    write_events(run_dir, list(zip(steps, [0.0, final / 2, final], strict=True)), extra=False)
+    summary = {"algo": plain["algo"]["name"], "env": plain["env"]["name"], "seed": seed,
+               "total_steps": total_steps, "final_eval_return": final}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+# The variants of docs/sweeps.md launched one command each, as a user does: a plain sac run and
+# one override per variant. Seeds 1 and 2 of plain sac differ only in bookkeeping keys.
+PLAIN = ["algo=sac", "env=Pendulum"]
+VARIANTS: dict[str, tuple[list[str], list[float]]] = {
+    "sac": (PLAIN, [-150.0, -160.0, -170.0]),
+    "sac critic=ensemble": ([*PLAIN, "critic=ensemble"], [-140.0, -145.0]),
+    "sac algo.utd=5": ([*PLAIN, "algo.utd=5"], [-130.0, -135.0]),
+    "sac total_steps=3000": ([*PLAIN, "total_steps=3000"], [-900.0, -950.0]),
+    "sac eval.episodes=5": ([*PLAIN, "eval.episodes=5"], [-155.0, -165.0]),
+    "td3": (["algo=td3", "env=Pendulum"], [-300.0, -320.0]),
+}
+BOOKKEEPING = {
+    1: ["torch_threads=1", "log.every=500", "log.progress=false", "device=cpu"],
+    2: ["checkpoint.every=1000", "checkpoint.keep=1", "compile=false"],
+}
+
+
+@pytest.fixture(scope="module")
+def variants_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("variants")
+    job = 0
+    for overrides, finals in VARIANTS.values():
+        for seed, final in enumerate(finals):
+            extra = BOOKKEEPING.get(seed, []) if overrides is PLAIN else []
+            run_dir = root / "runs" / f"job{job}-s{seed}"
+            write_composed_run(run_dir, [*overrides, *extra], seed, final,
+                               hydra_dir=f"/elsewhere/job{job}" if seed == 2 else "")
+            job += 1
+    return root
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``compare.main(args)`` in this process (no interpreter start-up), as a CompletedProcess."""
+    capsys.readouterr()
+    code = compare.main(list(args))
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
+
+
+def _compare(
+    capsys: pytest.CaptureFixture[str], tree: Path, out: Path, *args: str
+) -> tuple[dict, subprocess.CompletedProcess[str]]:
+    proc = run_main(capsys, str(tree / "runs"), "--out", str(out), "--reps", "200", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads((out / "comparison.json").read_text()), proc
+
+
+def test_variants_are_separate_groups_labelled_by_their_overrides(
+    variants_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, proc = _compare(
+        capsys, variants_tree, tmp_path / "out", "--poi", "sac critic=ensemble", "sac"
+    )
+    results = data["results"]["Pendulum"]
+    assert list(results) == list(VARIANTS)  # every variant its own row, in a stable order
+    for label, (_, finals) in VARIANTS.items():
+        row = results[label]
+        assert row["n_runs"] == len(finals), label
+        assert sorted(row["final_eval_returns"]) == sorted(finals), label
+        assert sorted(row["seeds"]) == list(range(len(finals)))
+    assert results["sac critic=ensemble"]["differs_by"] == {"critic": "ensemble"}
+    assert results["sac algo.utd=5"]["differs_by"] == {"algo.utd": "5"}
+    assert results["sac total_steps=3000"]["total_steps"] == [3000, 3000]
+    assert results["sac"]["settings"] == {
+        "eval.episodes": 10, "eval.every": 10000, "total_steps": 20000
+    }
+    # the bookkeeping keys of seeds 1 and 2 did not split plain sac, and a note says so
+    pooled = [line for line in proc.stderr.splitlines() if "are pooled" in line]
+    assert len(pooled) == 1
+    for key in ("checkpoint.every", "checkpoint.keep", "device", "log.every", "torch_threads"):
+        assert key in pooled[0]
+    assert set(data["curves"]["Pendulum"]) == set(VARIANTS)
+    poi = data["probability_of_improvement"]["per_env"]["Pendulum"]
+    assert (poi["x_group"], poi["y_group"], poi["p"]) == ("sac critic=ensemble", "sac", 1.0)
+    md = (tmp_path / "out" / "comparison.md").read_text()
+    assert "| sac critic=ensemble | 2 (0, 1) | -142.50 [" in md
+    assert "| sac total_steps=3000 | 2 (0, 1) | -925.00 [" in md
+    assert "Every group here: `eval.every=10000`." in md
+    assert "![Pendulum learning curves](Pendulum.png)" in md
+
+
+def test_ignored_keys_do_not_split_but_measurement_keys_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    # same experiment, different bookkeeping and output dirs: one group
+    write_composed_run(runs / "a", PLAIN, 0, -100.0)
+    write_composed_run(runs / "b", [*PLAIN, "torch_threads=1", "log.every=10"], 1, -110.0,
+                       hydra_dir="/somewhere/else")
+    write_composed_run(runs / "c", [*PLAIN, "checkpoint.keep=1", "device=cpu"], 2, -120.0)
+    data, _ = _compare(capsys, tmp_path, tmp_path / "one")
+    assert list(data["results"]["Pendulum"]) == ["sac"]
+    assert data["results"]["Pendulum"]["sac"]["n_runs"] == 3
+    # a different evaluation changes what is measured: a group of its own
+    write_composed_run(runs / "d", [*PLAIN, "eval.every=5000"], 0, -90.0)
+    data, _ = _compare(capsys, tmp_path, tmp_path / "two")
+    assert list(data["results"]["Pendulum"]) == ["sac", "sac eval.every=5000"]
+
+
+def test_sweep_that_sets_every_value_labels_every_group(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `-m critic=twin,ensemble algo.utd=1,5`: every run sets both keys, so no value is a default
+    for critic in ("twin", "ensemble"):
+        for utd in (1, 5):
+            for seed in (0, 1):
+                write_composed_run(
+                    tmp_path / "runs" / f"{critic}-{utd}-s{seed}",
+                    [*PLAIN, f"critic={critic}", f"algo.utd={utd}"], seed, -100.0 * utd - seed,
+                )
+    data, _ = _compare(capsys, tmp_path, tmp_path / "out")
+    assert list(data["results"]["Pendulum"]) == [
+        "sac critic=ensemble algo.utd=1",
+        "sac critic=ensemble algo.utd=5",
+        "sac critic=twin algo.utd=1",
+        "sac critic=twin algo.utd=5",
+    ]
+    assert all(r["n_runs"] == 2 for r in data["results"]["Pendulum"].values())
+
+
+def test_member_count_within_a_critic_choice_and_label_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        write_composed_run(runs / f"twin-s{seed}", PLAIN, seed, -150.0 - seed)
+        write_composed_run(runs / f"ens-s{seed}", [*PLAIN, "critic=ensemble"], seed, -140.0)
+        write_composed_run(runs / f"ens5-s{seed}", [*PLAIN, "critic=ensemble", "critic.n=5"],
+                           seed, -130.0)
+    data, _ = _compare(capsys, tmp_path, tmp_path / "auto")
+    assert list(data["results"]["Pendulum"]) == [
+        "sac", "sac critic=ensemble", "sac critic=ensemble critic.n=5"
+    ]
+    data, _ = _compare(
+        capsys, tmp_path, tmp_path / "named", "--label", "critic.n=5=REDQ-5",
+        "--label", "algo=sac critic=ensemble=REDQ-10", "--label", "{label} ({critic})",
+    )
+    assert list(data["results"]["Pendulum"]) == ["sac (twin)", "REDQ-10", "REDQ-5"]
+    assert data["results"]["Pendulum"]["REDQ-5"]["auto_label"] == "sac critic=ensemble critic.n=5"
+    md = (tmp_path / "named" / "comparison.md").read_text()
+    assert "| REDQ-5 | 2 (0, 1) |" in md and "REDQ-5 = `sac critic=ensemble critic.n=5`" in md
+    # a rule that matches nothing, a key no run has, two groups with one name: one-line errors
+    out = str(tmp_path / "bad")
+    _assert_one_line_error(
+        run_cli(str(runs), "--out", out, "--label", "critic.n=7=X"), "matches no group"
+    )
+    _assert_one_line_error(
+        run_main(capsys, str(runs), "--out", out, "--label", "critic.m=5=X"), "critic.m", "critic.n"
+    )
+    _assert_one_line_error(
+        run_main(capsys, str(runs), "--out", out, "--label", "{algo}"),
+        "the label 'sac'", "more specific",
+    )
+    _assert_one_line_error(
+        run_main(capsys, str(runs), "--out", out, "--label", "REDQ"), "KEY=VALUE=NAME"
+    )
+    _assert_one_line_error(
+        run_main(capsys, str(runs), "--out", out, "--poi", "sac critic=ensemble", "REDQ"),
+        "--poi group",
+    )
+    assert not Path(out).exists()  # nothing written on an error
+
+
+def test_group_by_replaces_the_rule_and_never_pools_budgets(
+    variants_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, proc = _compare(capsys, variants_tree, tmp_path / "out", "--group-by", "critic")
+    results = data["results"]["Pendulum"]
+    # utd 1 and 5 pool (asked for); 20k- and 3k-step runs and eval.episodes 10 and 5 do not
+    assert {label: r["n_runs"] for label, r in results.items()} == {
+        "sac": 5,
+        "sac critic=ensemble": 2,
+        "sac total_steps=3000": 2,
+        "sac eval.episodes=5": 2,
+        "td3": 2,
+    }
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("rlzoo: note:")]
+    budget = [line for line in notes if "--group-by does not name" in line]
+    assert len(budget) == 1 and "total_steps" in budget[0] and "eval.episodes" in budget[0]
+    pooled = [line for line in notes if "pools runs that differ in" in line]
+    assert pooled == [
+        "rlzoo: note: Pendulum/sac pools runs that differ in algo.utd; add them to --group-by "
+        "to keep them apart"
+    ]
+    assert data["method"]["grouping"]["group_by"] == ["critic"]
+    # naming the budget keys silences the note; the groups are the same
+    data, proc = _compare(
+        capsys, variants_tree, tmp_path / "out2", "--group-by", "critic", "total_steps", "eval"
+    )
+    assert "--group-by does not name" not in proc.stderr
+    assert set(data["results"]["Pendulum"]) == set(results)
+    # no keys: env and algo only, budgets still apart
+    data, _ = _compare(capsys, variants_tree, tmp_path / "out3", "--group-by")
+    assert data["results"]["Pendulum"]["sac"]["n_runs"] == 7
+
+
+def test_group_by_unknown_key_is_an_error(variants_tree: Path, tmp_path: Path) -> None:
+    proc = run_cli(str(variants_tree / "runs"), "--out", str(tmp_path / "o"), "--group-by", "critc")
+    _assert_one_line_error(proc, "--group-by", "'critc'", "did you mean critic")
+
+
+def test_poi_with_an_ambiguous_algo_name_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for critic in ("twin", "ensemble"):
+        write_composed_run(tmp_path / "runs" / critic, [*PLAIN, f"critic={critic}"], 0, -1.0)
+    proc = run_main(capsys, str(tmp_path / "runs"), "--out", str(tmp_path / "o"), "--poi", "sac",
+                    "td3")
+    _assert_one_line_error(proc, "ambiguous", "sac critic=ensemble")
