@@ -1,0 +1,139 @@
+"""Outside a terminal (nohup, SLURM, CI) a run still reports progress: one line at each
+evaluation and every ``log.progress_every_s`` seconds, on stderr and in ``train.log``."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from rlzoo import logger as logger_module
+from rlzoo.logger import LOG, Logger
+from tests.conftest import TINY, run_cli
+
+LINE = re.compile(r"step (\d+)/(\d+) \(\d+%\) \| [\d.]+ steps/s \| train return \S+ \| "
+                  r"eval return (\S+)")
+
+
+def progress_lines(text: str) -> list[re.Match[str]]:
+    return [m for m in map(LINE.search, text.splitlines()) if m]
+
+
+def test_cli_progress_without_terminal(tmp_path: Path) -> None:
+    """stderr is a pipe here, as under nohup/SLURM/CI: a line per evaluation on stderr (not on
+    stdout, not twice) and the same lines in the run dir's train.log."""
+    run_dir = tmp_path / "run"
+    proc = run_cli(
+        ["algo=sac", "env=Pendulum", "total_steps=300", "algo.learning_starts=100",
+         "eval.every=100", "eval.episodes=1", "checkpoint.every=0", "torch_threads=1", *TINY],
+        run_dir,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = progress_lines(proc.stderr)
+    assert [int(m.group(1)) for m in lines] == [100, 200, 300], proc.stderr
+    assert all(m.group(2) == "300" for m in lines)
+    assert all(m.group(3) != "n/a" for m in lines)  # the evaluation's return
+    assert all(line.startswith("rlzoo: ") for line in proc.stderr.splitlines() if LINE.search(line))
+    assert not progress_lines(proc.stdout), proc.stdout
+    logged = progress_lines((run_dir / "train.log").read_text())
+    assert [int(m.group(1)) for m in logged] == [100, 200, 300]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(logger_module.time, "monotonic", fake)
+    return fake
+
+
+def test_time_based_lines(tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture) -> None:
+    log = Logger(tmp_path, total_steps=1000, progress=False, progress_every_s=60.0)
+    log.episode(-12.5, 10)
+    log.advance(10)
+    clock.now += 59.0
+    log.advance(10)
+    assert not progress_lines(capsys.readouterr().err)  # not yet
+    clock.now += 2.0
+    log.advance(10)
+    err = capsys.readouterr().err
+    (line,) = progress_lines(err)
+    assert line.group(1) == "30" and line.group(3) == "n/a"
+    assert "train return -12.5" in err
+    clock.now += 30.0
+    log.advance(10)  # 30 s after the last line: none
+    log.scalars({"eval/return": 3.0, "eval/return_std": 0.5}, 40)  # an evaluation: one line
+    (line,) = progress_lines(capsys.readouterr().err)
+    assert line.group(1) == "40" and "eval return 3.0 ± 0.5" in line.string
+    log.close()
+    assert len(progress_lines((tmp_path / "train.log").read_text())) == 2
+
+
+def test_every_zero_means_evaluations_only(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture
+) -> None:
+    log = Logger(tmp_path, total_steps=100, progress=False, progress_every_s=0)
+    for _ in range(10):
+        clock.now += 1e6
+        log.advance(5)
+    log.close()
+    assert not progress_lines(capsys.readouterr().err)
+
+
+def test_bar_shown_lines_go_to_train_log_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """With a bar on the terminal, progress lines would repeat it: train.log only. Announcements
+    (the run dir) go to both."""
+    log = Logger(tmp_path, total_steps=100, progress=True)
+    log.announce(f"run dir {tmp_path}")
+    log.advance(50)
+    log.scalars({"eval/return": 1.0}, 50)
+    log.close()
+    err = capsys.readouterr().err
+    assert f"rlzoo: run dir {tmp_path}" in err
+    assert not progress_lines(err)
+    text = (tmp_path / "train.log").read_text()
+    assert f"run dir {tmp_path}" in text
+    assert len(progress_lines(text)) == 1
+
+
+def test_reuses_hydra_file_handler_and_restores_logging(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Under Hydra the root logger already writes train.log (and stdout): each line is written
+    once, to stderr, and the logging setup is restored on close."""
+    root = logging.getLogger()
+    hydra_file = logging.FileHandler(tmp_path / "train.log")
+    root.addHandler(hydra_file)
+    try:
+        log = Logger(tmp_path, total_steps=10, progress=False)
+        log.announce("hello")
+        log.close()
+    finally:
+        root.removeHandler(hydra_file)
+        hydra_file.close()
+    assert (tmp_path / "train.log").read_text().count("hello") == 1
+    out = capsys.readouterr()
+    assert out.err.count("rlzoo: hello") == 1 and "hello" not in out.out
+    assert LOG.propagate and not [h for h in LOG.handlers if getattr(h, "_rlzoo", False)]
+
+
+def test_resumed_run_appends_to_train_log(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text("earlier line\n")
+    log = Logger(tmp_path, total_steps=200, progress=False, initial_step=100)
+    log.scalars({"eval/return": 2.0}, 150)
+    log.close()
+    text = (tmp_path / "train.log").read_text()
+    assert text.startswith("earlier line\n")
+    (line,) = progress_lines(text)
+    assert line.group(1) == "150" and line.group(2) == "200"
