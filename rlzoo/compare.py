@@ -28,6 +28,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,8 +84,8 @@ class Curve:
 
 
 def note(message: str) -> None:
-    """Print a one-line note on stderr."""
-    print(f"rlzoo: note: {message}", file=sys.stderr)
+    """Print a note on stderr, on one line (newlines in ``message`` become spaces)."""
+    print(f"rlzoo: note: {' '.join(message.split())}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------- finding runs
@@ -180,6 +181,9 @@ MEASUREMENT_KEYS = ("total_steps", "eval.*")
 """Keys (``x.*``: every key below ``x``) that change what a score measures: runs that differ in
 them are never pooled, even when ``--group-by`` does not name them. ``total_steps`` is read from
 summary.json (the steps a run really made)."""
+
+MAX_LABEL_TERMS = 6
+"""At most this many ``key=value`` terms in a label; the rest are counted (``(+3)``)."""
 
 _MISSING = object()  # a key a run's config does not have
 _AUTO_LABEL_FIELDS = ("label", "algo", "env")
@@ -449,7 +453,8 @@ def _label_env(groups: list[Group]) -> None:
     Within each algo, a key is a candidate term when its value differs between the algo's groups
     (a measurement key: when it differs anywhere in the env's table). Keys under a config group
     whose choice differs (``critic``) are shown as that choice (``critic=ensemble``), plus those
-    that still differ between groups with the same choice (``critic.n=5``). A term is left out
+    that still differ between groups with the same choice (``critic.n=5``) or that the group set
+    on its command line (``critic=ensemble critic.n=3``). A term is left out
     of a group's label when its value is the default, i.e. the value of the groups that did not
     set the key on their command line (``.hydra/overrides.yaml``): the plain ``sac`` next to
     ``sac critic=ensemble`` and ``sac algo.utd=5``. Labels stay unique: two groups differ in some
@@ -504,6 +509,9 @@ def _label_env(groups: list[Group]) -> None:
                         h for h in configured if h.choices[owner] == g.choices[owner]
                     ]
                     if len({_canon(h.values.get(key, _MISSING)) for h in peers}) < 2:
+                        # the only group with its choice: shown if its command line set it
+                        if not g.untouched(key, False):
+                            terms[key] = format_value(g.values.get(key, _MISSING))
                         continue
                 value = g.values.get(key, _MISSING)
                 if _canon(value) != _default(peers, key, False):
@@ -512,7 +520,10 @@ def _label_env(groups: list[Group]) -> None:
                     g.defaults[key] = format_value(value)
             g.terms = terms
             mark = " (no config)" if not g.has_config and configured else ""
-            g.auto_label = algo + mark + "".join(f" {k}={v}" for k, v in terms.items())
+            shown = [f"{k}={v}" for k, v in terms.items()]
+            if len(shown) > MAX_LABEL_TERMS:  # all of them are in comparison.json's differs_by
+                shown = [*shown[: MAX_LABEL_TERMS - 1], f"(+{len(shown) - MAX_LABEL_TERMS + 1})"]
+            g.auto_label = algo + mark + "".join(f" {term}" for term in shown)
             g.label = g.auto_label
     seen: dict[str, int] = {}
     for g in groups:  # labels are unique by construction; this only guards the report's keys
@@ -935,8 +946,10 @@ def plot_env(
     ax.set_ylabel(f"{tag} (IQM over seeds)")
     ax.set_title(f"{env}: IQM and {confidence:.0%} bootstrap CI")
     ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    ax.legend(fontsize="small")
+    with warnings.catch_warnings():  # long labels: a squeezed layout beats a warning on stderr
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)
 

@@ -441,6 +441,25 @@ def test_member_count_within_a_critic_choice_and_label_rules(
     assert not Path(out).exists()  # nothing written on an error
 
 
+def test_a_value_set_with_a_choice_is_labelled_and_an_unreadable_config_is_one_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    write_composed_run(runs / "twin", PLAIN, 0, -150.0)
+    write_composed_run(runs / "ens3", [*PLAIN, "critic=ensemble", "critic.n=3"], 0, -140.0)
+    # a config that is not plain YAML (a python tag) is never executed: read as no config
+    write_composed_run(runs / "evil", PLAIN, 1, -145.0)
+    (runs / "evil" / ".hydra" / "config.yaml").write_text(
+        "algo: !!python/object/apply:os.system ['echo pwned']\n"
+    )
+    data, proc = _compare(capsys, tmp_path, tmp_path / "out")
+    assert list(data["results"]["Pendulum"]) == [
+        "sac", "sac critic=ensemble critic.n=3", "sac (no config)"
+    ]
+    notes = [line for line in proc.stderr.splitlines() if "evil" in line]
+    assert len(notes) == 1 and "grouped by env, algo and total_steps only" in notes[0]
+
+
 def test_group_by_replaces_the_rule_and_never_pools_budgets(
     variants_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
