@@ -159,10 +159,10 @@ class _Checker:
     # ------------------------------------------------------------------ jobs
     def jobs(self) -> Iterator[list[str]]:
         """Override lists to compose: one for a run; for a multirun, every combination of the
-        discrete sweeps when there are at most ``MAX_COMPOSES``, else every combination of the
-        group choices (or each choice once) with the first value of each other sweep, plus once
-        each swept value holding an interpolation. Values of a plain key need no composition of
-        their own: the key exists or not whatever the value."""
+        swept group choices (each choice once when there are more than ``MAX_COMPOSES``) with
+        the first value of each swept plain key, plus once each swept value that holds an
+        interpolation. Other values of a plain key need no composition of their own: the key
+        exists or not whatever its value."""
         loader = GlobalHydra.instance().config_loader()
         values: list[list[str]] = []
         keys: list[str] = []
@@ -179,8 +179,8 @@ class _Checker:
             else:
                 continue  # interval sweeps belong to a sweeper plugin (e.g. Optuna)
             keys.append(o.key_or_group)
-        if math.prod(len(v) for v in values) <= MAX_COMPOSES:
-            yield from (list(job) for job in itertools.product(*values))
+        if all(len(v) == 1 for v in values):
+            yield [v[0] for v in values]
             return
         groups = set(self.all_groups())
         is_group = [key in groups for key in keys]
