@@ -763,9 +763,9 @@ def group_runs(
             if len({_canon(g.values.get(k, _MISSING)) for g in index.values()}) > 1
         })
         note(
-            f"--group-by does not name {', '.join(differing)}, but runs differ in it; runs with "
-            "a different budget or evaluation are never pooled, so they stay in separate groups "
-            "labelled by it"
+            f"--group-by does not name {', '.join(differing) or 'total_steps or eval.*'}, but "
+            "runs differ there; runs with a different budget or evaluation are never pooled, so "
+            "they stay in separate groups (labelled by those values)"
         )
     per_env: dict[str, list[Group]] = {}
     for group in index.values():
