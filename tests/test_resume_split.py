@@ -1,0 +1,108 @@
+"""Resume at awkward points: a run of N steps stopped at K and continued with ``resume=`` ends
+bit-identical to an uninterrupted N-step run, for every algorithm on each kind of env it supports.
+
+K is never an episode boundary (MPE episodes are 25 vector steps, Pendulum's 200, the MaMuJoCo
+runs here are cut at 50), nor the end of an action chunk (``critic=action_sequence``, horizon 4),
+nor the end of a COMA rollout (``algo.rollout_steps`` vector steps); updates have started before
+K, and episodes end after K, so the restored env has to autoreset. Some cases use ``num_envs=2``
+(K and N count env steps summed over the envs, so the vector step is K / 2).
+
+"Bit-identical" means every tensor, array and number of the final checkpoints' algorithm (modules,
+optimizers, updates), replay buffer, env, collection loop, counters (wall time aside) and random
+generators is equal, and so are the summaries' steps, updates, episodes and final eval return.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import TINY, read_summary, run_cli
+
+from rlzoo.checkpoint import list_checkpoints, load_checkpoint
+
+COMMON = ["eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.every=50",
+          "log.progress=false", "seed=5", *TINY]
+REPLAY = ["algo.learning_starts=40", "algo.batch_size=16", "algo.buffer_size=1000"]
+PENDULUM = ["env=Pendulum", *REPLAY, *COMMON]  # 200-step episodes
+MPE = ["env=mpe/simple_spread", *COMMON]  # 25-step episodes
+MAMUJOCO = ["env=mamujoco/HalfCheetah-2x3", "env.kwargs.max_episode_steps=50", *REPLAY,
+            *COMMON]
+
+# (args, K, N): K is the first run's total_steps, N the resumed (and the straight) run's.
+CASES = {
+    # gymnasium
+    "sac": (["algo=sac", *PENDULUM], 137, 260),
+    "sac-action_sequence-2envs": (  # vector step 127: chunk position 3 of 4, mid-episode
+        ["algo=sac", "critic=action_sequence", "num_envs=2", *PENDULUM], 254, 440),
+    "td3-2envs": (["algo=td3", "num_envs=2", *PENDULUM], 226, 420),
+    "dsac_t": (["algo=dsac_t", *PENDULUM], 149, 250),
+    "redq": (["algo=redq", "algo.utd=3", "algo.policy_delay=3", *PENDULUM], 121, 230),
+    # MPE
+    "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
+    "hasac-mpe-2envs": (["algo=hasac", "num_envs=2", *MPE, *REPLAY], 174, 300),
+    # COMA updates every 40 vector steps = 80 env steps: one update before K (vector step 65,
+    # 25 steps into the second rollout and 15 into an episode), two after
+    "coma-mpe-2envs": (["algo=coma", "num_envs=2", "algo.rollout_steps=40", *MPE], 130, 250),
+    # MaMuJoCo
+    "maddpg-mamujoco": (["algo=maddpg", *MAMUJOCO], 137, 230),
+    "hasac-mamujoco-2envs": (["algo=hasac", "num_envs=2", *MAMUJOCO], 154, 260),
+}
+
+STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
+NOT_COMPARED = {"counters.wall_time"}
+
+
+def final_checkpoint(run_dir: Path) -> dict[str, Any]:
+    found = list_checkpoints(run_dir / "checkpoints")
+    assert found, f"no checkpoint in {run_dir}"
+    return load_checkpoint(found[-1])
+
+
+def assert_identical(a: Any, b: Any, path: str) -> None:
+    """``a`` and ``b`` equal bit for bit: tensors with torch.equal (same dtype), arrays with
+    np.array_equal (same dtype), containers key by key, everything else with ``==``."""
+    if path in NOT_COMPARED:
+        return
+    assert type(a) is type(b), f"{path}: {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{tuple(a.shape)}"
+        assert torch.equal(a, b), f"{path} differs"
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and np.array_equal(a, b), f"{path} differs"
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), f"{path}: keys {sorted(a)} != {sorted(b)}"
+        for key in a:
+            assert_identical(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_identical(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.mark.parametrize(("args", "k", "n"), list(CASES.values()), ids=list(CASES))
+def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, n: int) -> None:
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    proc = run_cli([*args, f"total_steps={n}"], straight)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([*args, f"total_steps={k}"], split)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert final_checkpoint(split)["counters"]["step"] == k
+    proc = run_cli([f"resume={split}", f"total_steps={n}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"resuming {split}" in proc.stderr
+
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    assert want["counters"]["step"] == n
+    assert want["algo"]["updates"] > 0  # learning happened, before and after the split
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    s_want, s_got = read_summary(straight), read_summary(split)
+    for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+        assert s_want[key] == s_got[key], (key, s_want[key], s_got[key])
+    assert s_want["episodes"] > 0
