@@ -2,23 +2,43 @@
 
 A checkpoint is a dict of tensors and plain Python data written with ``torch.save``; loading uses
 ``torch.load(weights_only=True)``, whose unpickler only rebuilds tensors and primitive containers,
-so a file crafted to run code on unpickling is refused.
+so a file crafted to run code on unpickling is refused. Before unpickling, the zip archive's
+directory is checked (:func:`check_archive`): ``torch.save`` stores every record uncompressed, so a
+compressed record, or records that declare more bytes than the file holds, are refused before any
+byte of them is read (a zip bomb never gets inflated).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import pickle
 import re
+import secrets
+import shutil
+import socket
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from rlzoo.errors import UserError
+
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
+# ``.<name>.<host>.<pid>.<random>.tmp``: unique per process (and per call), so two writers of the
+# same path never share a temporary file; host and pid tell whether its writer is still alive.
+TEMP_PATTERN = re.compile(
+    r"^\.(?P<name>step_\d+\.pt)\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$"
+)
+LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo before this scheme
+# The parts of a checkpoint whose float tensors must be finite for it to count as good: the
+# algorithm (networks, optimizers, tuner), the replay buffer / rollout, the loop's open episodes.
+FINITE_SECTIONS = ("algo", "buffer", "loop")
 
 
 def checkpoint_path(directory: Path, step: int) -> Path:
@@ -28,6 +48,15 @@ def checkpoint_path(directory: Path, step: int) -> Path:
 
 class CheckpointError(Exception):
     """A checkpoint that cannot be used: unreadable, truncated, hostile or from another run."""
+
+
+class CheckpointWriteError(CheckpointError, UserError):
+    """A checkpoint could not be written (disk full, quota, permissions, I/O error).
+
+    The message is one line, ``<what>; <how to fix>``, naming the directory, the bytes the
+    checkpoint needs and the bytes free. The temporary file is gone and older checkpoints are
+    untouched. It is a ``UserError``, so the CLI prints it as one ``rlzoo: error:`` line (exit 2).
+    """
 
 
 def to_plain(value: Any) -> Any:
@@ -44,28 +73,165 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write ``state`` to ``path`` atomically: temporary file, flush + fsync, rename, fsync dir.
+# --------------------------------------------------------------------------- writing
 
-    A reader never sees a half-written file: until the rename, ``path`` is the previous version
-    (or absent); a crash leaves at most a stray ``.<name>.tmp``, which is ignored.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        torch.save(to_plain(state), f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
+
+def _host() -> str:
+    """This machine's name as it appears in temporary file names (``[A-Za-z0-9-]`` only)."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64]
+
+
+def temp_path(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process (or call) uses:
+    ``.<name>.<host>.<pid>.<16 hex digits>.tmp``."""
+    return path.with_name(f".{path.name}.{_host()}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (one of another user counts too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(directory: Path) -> list[Path]:
+    """Delete the temporary files in ``directory`` left by writers that died (SIGKILL, power
+    loss), and return them. Only files whose writer is known to be gone are touched: one named
+    with this host and a pid that no longer exists, or the pid-less name older rlzoo versions
+    used. A live writer's file, this process's own, or another host's (a shared file system)
+    is left alone."""
+    removed: list[Path] = []
+    if not directory.is_dir():
+        return removed
+    host, me = _host(), os.getpid()
+    for p in directory.iterdir():
+        m = TEMP_PATTERN.match(p.name)
+        if m:
+            pid = int(m.group("pid"))
+            if m.group("host") != host or pid == me or _alive(pid):
+                continue
+        elif not LEGACY_TEMP_PATTERN.match(p.name):
+            continue
+        try:
+            p.unlink()
+            removed.append(p)
+        except OSError:
+            pass
+    return removed
+
+
+class _CountingSink:
+    """A write-only file object that counts the bytes written to it."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        n = memoryview(data).nbytes
+        self.bytes += n
+        return n
+
+    def flush(self) -> None:
+        pass
+
+
+def serialized_size(plain: dict[str, Any]) -> int:
+    """The bytes ``torch.save(plain, f)`` writes, measured by serializing into a counter."""
+    sink = _CountingSink()
+    torch.save(plain, sink)
+    return sink.bytes
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write ``state`` to ``path`` atomically: temporary file, flush + fsync, rename, fsync dir.
+
+    A reader never sees a half-written file: until the rename, ``path`` is the previous version
+    (or absent). Each call writes its own temporary file (:func:`temp_path`), so two processes
+    saving the same path never interleave; a crash leaves at most a stray temporary file, which
+    :func:`list_checkpoints` ignores and the next save removes (:func:`remove_stale_temps`).
+
+    Raises:
+        CheckpointWriteError: the write failed (disk full, quota, permissions, I/O error). The
+            temporary file is removed and the checkpoints already in the directory are intact;
+            the one-line message names the directory, the checkpoint's size in bytes and the
+            bytes free.
+    """
+    directory = path.parent
+    tmp = temp_path(path)
+    plain = to_plain(state)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(directory)
+        with open(tmp, "wb") as f:
+            torch.save(plain, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(directory)
+    except BaseException as err:  # a second SIGTERM (SystemExit) must not leave the temp either
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        cause = _os_error(err)
+        if cause is not None:
+            raise CheckpointWriteError(_write_failure(path, plain, cause)) from None
+        raise
+
+
+def _os_error(err: BaseException) -> OSError | None:
+    """The ``OSError`` behind ``err``: itself, or one in its chain. ``torch.save``'s zip writer
+    answers a failed ``write`` by failing again as it closes the archive (a ``RuntimeError``
+    whose context is the ``OSError``)."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _write_failure(path: Path, plain: dict[str, Any], err: OSError) -> str:
+    """The one-line message for a failed checkpoint write (see ``CheckpointWriteError``)."""
+    directory = path.parent
+    try:
+        needed = f"{serialized_size(plain):,} bytes"
+    except Exception:  # noqa: BLE001 - the size is a courtesy; never mask the real error
+        needed = "an unknown number of bytes"
+    try:
+        free = f"{shutil.disk_usage(directory).free:,} bytes free"
+    except OSError:
+        free = "free space unknown"
+    code = errno.errorcode.get(err.errno or 0, "")
+    reason = " ".join((err.strerror or str(err) or type(err).__name__).split())
+    reason = f"{reason} ({code})" if code else reason
+    full = err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    fix = (
+        "free disk space there (or raise the quota / file size limit), then continue with "
+        "resume=RUN_DIR" if full else
+        "make the directory writable and healthy, then continue with resume=RUN_DIR"
+    )
+    return (
+        f"cannot write checkpoint {path.name} in {directory}: {reason}; the checkpoint needs "
+        f"{needed} and the file system has {free}; the temporary file was removed and older "
+        f"checkpoints in {directory} are intact; {fix}"
+    )
+
+
 def list_checkpoints(directory: Path) -> list[Path]:
-    """Checkpoints in ``directory``, oldest first (by step)."""
+    """Checkpoints in ``directory``, oldest first (by step). Temporary files are not listed."""
     if not directory.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := PATTERN.match(p.name))]
@@ -78,15 +244,63 @@ def prune_checkpoints(directory: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
+# --------------------------------------------------------------------------- reading
+
+
+def check_archive(path: Path) -> None:
+    """Refuse ``path`` before unpickling unless it looks like what ``torch.save`` writes.
+
+    ``torch.save`` writes a zip archive whose records are all stored (uncompressed), so the
+    declared sizes of all records add up to less than the file's size. A compressed record, a
+    record whose declared size differs from its stored size or reaches past the end of the file,
+    or records that together declare more bytes than the file holds (overlapping records) are a
+    zip bomb or a damaged file: ``torch.load`` would inflate them in memory in full before
+    noticing. Only the archive's central directory is read here.
+
+    Raises:
+        CheckpointError: one line naming the file and what is wrong with it.
+    """
+    try:
+        size = path.stat().st_size
+        if not zipfile.is_zipfile(path):
+            raise CheckpointError(f"{path} is not an rlzoo checkpoint (not a zip archive)")
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as err:
+        first = " ".join(str(err).split()) or type(err).__name__
+        raise CheckpointError(f"{path} cannot be loaded ({first[:160]})") from None
+    declared = 0
+    for info in records:
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise CheckpointError(
+                f"{path} is refused unread: its record {info.filename!r} is compressed and "
+                f"declares {info.file_size:,} bytes from {info.compress_size:,} (rlzoo "
+                "checkpoints store records uncompressed; a zip bomb looks like this)"
+            )
+        if info.file_size != info.compress_size or info.header_offset + info.file_size > size:
+            raise CheckpointError(
+                f"{path} is refused unread: its record {info.filename!r} declares "
+                f"{info.file_size:,} bytes, more than the {size:,}-byte file can hold"
+            )
+        declared += info.file_size
+    if declared > size:
+        raise CheckpointError(
+            f"{path} is refused unread: its records declare {declared:,} bytes in all, more "
+            f"than the {size:,}-byte file holds (overlapping records)"
+        )
+
+
 def load_checkpoint(
     path: Path, map_location: str | torch.device = "cpu", mmap: bool = False
 ) -> dict[str, Any]:
-    """Load a checkpoint without executing code from it (``weights_only=True``).
+    """Load a checkpoint without executing code from it (``weights_only=True``), after
+    :func:`check_archive` has refused compressed or oversized records unread.
 
     ``mmap=True`` maps the file instead of reading it (``map_location`` must then be the CPU):
     tensors are read from disk only when touched, so a reader that needs the networks but not
     the replay buffer (``rlzoo.evaluate``) does not load gigabytes of transitions.
     """
+    check_archive(path)
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
@@ -100,17 +314,83 @@ def load_checkpoint(
     return state
 
 
+def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{name}.{key}" if name else str(key))
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{name}[{i}]")
+    else:
+        yield name, value
+
+
+def nonfinite_entries(
+    state: dict[str, Any], sections: Iterable[str] | None = FINITE_SECTIONS
+) -> list[str]:
+    """The dotted names of the float tensors (or numpy float arrays) in ``state`` holding NaN or
+    inf, in the order they appear; ``[]`` for a clean state.
+
+    Args:
+        state: a checkpoint (``Trainer.state_dict()``, before or after saving) or any nested
+            dict/list of tensors.
+        sections: the top-level keys to check (default ``algo``, ``buffer`` and ``loop``: the
+            networks, optimizers and tuner, the replay buffer or rollout, and the loop's open
+            episodes); missing keys are skipped. ``None`` checks everything. Python floats
+            (learning rates, config values) are never checked, only arrays.
+
+    Example: ``['algo.modules.critic.net.0.weight', 'buffer.tensors.reward']``.
+    """
+    parts = state.items() if sections is None else (
+        (key, state[key]) for key in sections if key in state
+    )
+    bad = []
+    for key, part in parts:
+        for name, value in _walk(part, str(key)):
+            if isinstance(value, torch.Tensor):
+                if (value.is_floating_point() or value.is_complex()) and value.numel() \
+                        and not bool(torch.isfinite(value).all()):
+                    bad.append(name)
+            elif isinstance(value, np.ndarray) and value.dtype.kind in "fc" and value.size \
+                    and not bool(np.isfinite(value).all()):
+                bad.append(name)
+    return bad
+
+
+def describe_nonfinite(entries: list[str], limit: int = 3) -> str:
+    """``a, b, c and 4 more`` for a list from :func:`nonfinite_entries`."""
+    shown = ", ".join(entries[:limit])
+    return shown + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
+
+
 def load_latest_valid(
     directory: Path, map_location: str | torch.device = "cpu"
 ) -> tuple[Path, dict[str, Any]]:
-    """The newest checkpoint in ``directory`` that loads; falls back to older ones with a
-    warning for each unreadable file. Raises ``CheckpointError`` when none is valid."""
+    """The newest good checkpoint in ``directory``: one that loads and whose algorithm, replay
+    buffer and loop state hold no NaN or inf (:func:`nonfinite_entries`). Older ones are tried,
+    with a warning for each unreadable or poisoned file. Raises ``CheckpointError`` when none
+    is good."""
     found = list_checkpoints(directory)
     if not found:
         raise CheckpointError(f"no checkpoint in {directory}")
+    unreadable = poisoned = 0
     for path in reversed(found):
         try:
-            return path, load_checkpoint(path, map_location)
+            state = load_checkpoint(path, map_location)
         except CheckpointError as err:
+            unreadable += 1
             warnings.warn(f"skipping {err}; trying the previous checkpoint", stacklevel=2)
-    raise CheckpointError(f"none of the {len(found)} checkpoints in {directory} can be loaded")
+            continue
+        bad = nonfinite_entries(state)
+        if not bad:
+            return path, state
+        poisoned += 1
+        del state
+        warnings.warn(
+            f"skipping {path}: NaN or inf in {describe_nonfinite(bad)}; trying the previous "
+            "checkpoint", stacklevel=2,
+        )
+    raise CheckpointError(
+        f"none of the {len(found)} checkpoints in {directory} can be used ({unreadable} "
+        f"unreadable, {poisoned} holding NaN or inf)"
+    )

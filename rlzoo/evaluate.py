@@ -1,5 +1,5 @@
 """Evaluate a saved run: ``python -m rlzoo.evaluate RUN_DIR [--episodes N] [--stochastic]
-[--video] [--checkpoint PATH] [--device cpu]``.
+[--video] [--checkpoint PATH] [--device cpu] [--trust MODULE ...]``.
 
 Rebuilds the env and the algorithm from the config Hydra saved in ``RUN_DIR/.hydra/config.yaml``,
 loads the latest checkpoint's ``algo`` state (or ``--checkpoint PATH``) without executing code from
@@ -14,7 +14,13 @@ multi-agent runs use rlzoo's team reward, the mean over agents at each step (per
 in the JSON too). ``--video`` writes the first ``--video-episodes`` episodes as MP4 files to
 ``RUN_DIR/videos/`` (see ``rlzoo/video.py`` for what a headless machine needs).
 
-Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2.
+A run dir's config may only build rlzoo's own components and classes of the modules named with
+``--trust`` (``rlzoo.trust``): a downloaded run dir is data, and its ``_target_`` keys must not run
+someone else's code.
+
+Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2. A
+checkpoint whose weights hold NaN or inf (or episodes whose returns are not finite) end in one such
+line with exit status 3, as training does when it produces NaN/inf.
 """
 
 from __future__ import annotations
@@ -35,7 +41,12 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.checkpoint import (
+    describe_nonfinite,
+    list_checkpoints,
+    load_checkpoint,
+    nonfinite_entries,
+)
 from rlzoo.envs.multi_agent import run_episodes as run_multi_agent_episodes
 from rlzoo.envs.single_agent import make_single_env, run_episodes
 from rlzoo.errors import UserError, exit_with
@@ -89,6 +100,10 @@ class Recording:
         return self.video_dir / f"{self.stem}_ep{episode}.mp4"
 
 
+class NotFiniteError(Exception):
+    """The checkpoint's weights, or the returns measured, hold NaN or inf (exit status 3)."""
+
+
 # --------------------------------------------------------------------------- loading a run
 
 
@@ -108,16 +123,27 @@ def find_checkpoint(run_dir: Path, checkpoint: Path | None) -> Path:
 
 
 def load_algo_state(path: Path) -> tuple[dict[str, Any], int]:
-    """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors)."""
+    """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors).
+
+    Raises ``NotFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
+    tuner) holds NaN or inf: such weights cannot be evaluated meaningfully."""
     try:
         state = load_checkpoint(path, map_location="cpu", mmap=True)
-        return state["algo"], int(state.get("counters", {}).get("step", -1))
+        algo_state, step = state["algo"], int(state.get("counters", {}).get("step", -1))
     except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file
         reason = shorten(f"{type(err).__name__}: {err}")
         raise UserError(
             f"cannot read checkpoint {path} ({reason}); pass an intact one with "
             "--checkpoint PATH (checkpoints/ keeps the newest checkpoint.keep files)"
         ) from None
+    bad = nonfinite_entries({"algo": algo_state})
+    if bad:
+        raise NotFiniteError(
+            f"the weights of checkpoint {path} (step {step}) are not finite: NaN or inf in "
+            f"{describe_nonfinite(bad)}; evaluate an earlier checkpoint of the run with "
+            "--checkpoint PATH"
+        )
+    return algo_state, step
 
 
 def shorten(message: str, limit: int = 200) -> str:
@@ -286,6 +312,7 @@ def evaluate_run(
     checkpoint: Path | None = None,
     device: str = "cpu",
     seed: int | None = None,
+    trust: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Evaluate a run's checkpoint; write and return the ``eval_<timestamp>.json`` record.
 
@@ -297,6 +324,8 @@ def evaluate_run(
         checkpoint: a checkpoint file (default: the newest in ``run_dir/checkpoints``).
         device: ``cpu`` (default), ``cuda`` or ``auto``.
         seed: episode ``i`` uses ``seed + i`` (default: the run's seed + 10000).
+        trust: modules whose classes the run's config may build besides rlzoo's components
+            (``["examples"]`` for a run of the examples/ components; see ``rlzoo.trust``).
 
     Returns:
         The JSON record: ``mean``, ``std``, ``returns`` ``[N]``, ``lengths`` ``[N]``, ...
@@ -304,7 +333,7 @@ def evaluate_run(
     if video_episodes:
         prepare_offscreen_rendering()  # before anything imports mujoco
         check_video_writer()
-    cfg = read_run_config(run_dir)
+    cfg = read_run_config(run_dir, trust=tuple(trust))
     kind = str(cfg.env.get("kind", "single"))
     if kind not in KINDS:
         raise UserError(f"env kind {kind!r} cannot be evaluated; known kinds: {', '.join(KINDS)}")
@@ -335,6 +364,13 @@ def evaluate_run(
         if video_episodes else None
     start = time.perf_counter()
     result = handler.run_episodes(cfg, algo, episodes, seed, deterministic, recording)
+    if not np.isfinite(result.returns).all():
+        bad = [i for i, r in enumerate(result.returns) if not np.isfinite(r)]
+        raise NotFiniteError(
+            f"the returns of episodes {bad} (seeds {[seed + i for i in bad]}) are not finite: "
+            f"NaN or inf rewards with checkpoint {ckpt}; nothing was written; check the env's "
+            "rewards on those seeds and the policy's actions"
+        )
     record = {
         "run_dir": str(run_dir),
         "checkpoint": str(ckpt),
@@ -395,6 +431,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--seed", type=int, default=None,
         help="episode i runs on an env seeded with SEED + i (default: the run's seed + 10000)",
     )
+    parser.add_argument(
+        "--trust", nargs="+", action="extend", default=[], metavar="MODULE",
+        help="let the run's config build classes of these modules too (e.g. --trust examples "
+        "for a run of examples/ components); by default only rlzoo's own components are built, "
+        "so a downloaded run dir cannot run code",
+    )
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
@@ -414,9 +456,12 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint=args.checkpoint,
             device=args.device,
             seed=args.seed,
+            trust=tuple(args.trust),
         )
     except UserError as err:
         exit_with(str(err))
+    except NotFiniteError as err:
+        exit_with(str(err), status=3)
     mode = "deterministic" if record["deterministic"] else "stochastic"
     print(
         f"rlzoo: {record['algo']} on {record['env']} at step {record['step']} ({mode}): "

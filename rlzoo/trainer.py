@@ -153,8 +153,17 @@ def read_settings(cfg: DictConfig) -> Settings:
     return settings
 
 
-def read_run_config(run_dir: Path) -> DictConfig:
-    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run."""
+def read_run_config(
+    run_dir: Path, trust: list[str] | tuple[str, ...] = ()
+) -> DictConfig:
+    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run.
+
+    A run dir may come from elsewhere, so before anything of it is built every ``_target_`` in
+    it must name an rlzoo component or a module in ``trust`` (``rlzoo.trust.check_targets``):
+    otherwise one ``UserError`` line naming the key, the target and how to trust it.
+    """
+    from rlzoo.trust import check_targets  # only this function of the trainer needs it
+
     if not run_dir.is_dir():
         raise UserError(
             f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
@@ -175,6 +184,7 @@ def read_run_config(run_dir: Path) -> DictConfig:
         raise UserError(
             f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
         ) from None
+    check_targets(cfg, trust, source=str(path))
     return cfg
 
 

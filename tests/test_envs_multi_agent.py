@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from rlzoo.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from rlzoo.envs.gym_state import plain_scalar, restore_arrays
 from rlzoo.envs.multi_agent import MultiAgentVecEnv, StepResult, make_multi_agent_env
+from rlzoo.envs.single_agent import SingleAgentVecEnv
 
 mpe2 = pytest.importorskip("mpe2")
 mamujoco_v1 = pytest.importorskip("gymnasium_robotics").mamujoco_v1
@@ -419,3 +421,49 @@ def test_step_before_reset_raises():
     env = make_multi_agent_env("mpe", "simple_spread_v3")
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.zeros((1, 3, 5)))
+
+
+# ------------------------------------------------------------------------------------ checkpoints
+
+
+def test_restore_arrays_undoes_a_checkpoint(tmp_path):
+    """Arrays come back from a checkpoint as tensors and numpy scalars as Python numbers;
+    restore_arrays gives back numpy arrays and scalars of the saved dtypes."""
+    dtypes = (np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8, bool)
+    arrays = {np.dtype(d).name: np.arange(6).reshape(2, 3).astype(d) for d in dtypes}
+    original = {
+        "arrays": arrays,
+        "zero_d": np.asarray(2.5, dtype=np.float32),
+        "scalars": [plain_scalar(np.float32(0.1)), plain_scalar(np.int64(3)),
+                    plain_scalar(np.bool_(True))],
+        "nested": ({"x": np.ones(2, np.float32)}, [None, "s", 1, 2.0]),
+    }
+    loaded = _checkpoint_round_trip(original, tmp_path)
+    assert not isinstance(loaded["arrays"]["float64"], np.ndarray)  # what the bug was about
+    restored = restore_arrays(loaded)
+    expected = {**original, "scalars": [np.float32(0.1), np.int64(3), np.bool_(True)]}
+    _assert_same_plain(expected, restored)
+    _assert_same_plain(restored, restore_arrays(restored))  # idempotent
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "MountainCarContinuous-v0", "HalfCheetah-v5"])
+def test_single_agent_state_survives_a_checkpoint(env_id, tmp_path):
+    """gymnasium envs mid-episode: restored from a checkpoint, a fresh env holds the saved state
+    type for type (Pendulum's last_u is an np.float32) and continues bit-identically."""
+    env = SingleAgentVecEnv(env_id, num_envs=2, seed=4)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        env.step(rng.uniform(-1, 1, (2, env.act_dim)))
+    original = env.get_state()
+    saved = _checkpoint_round_trip(original, tmp_path)
+    fresh = SingleAgentVecEnv(env_id, num_envs=2, seed=99)
+    fresh.reset()
+    fresh.set_state(saved)
+    _assert_same_plain(original, fresh.get_state())
+    actions = rng.uniform(-1, 1, (5, 2, env.act_dim))
+    for a in actions:
+        want, got = env.step(a), fresh.step(a)
+        for field in ("obs", "reward", "terminated", "truncated", "reset_step"):
+            x, y = getattr(want, field), getattr(got, field)
+            assert x.dtype == y.dtype and np.array_equal(x, y), field

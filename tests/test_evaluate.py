@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.checkpoint import checkpoint_path, save_checkpoint
+from rlzoo.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint, save_checkpoint
 from rlzoo.envs.multi_agent import make_multi_agent_env
 from rlzoo.evaluate import evaluate_run, main
 
@@ -181,6 +182,31 @@ def test_errors_are_one_line(
     assert "cannot read" in in_process_error(capsys, str(broken))
 
 
+def poisoned_copy(run_dir: Path, dest: Path, value: float) -> Path:
+    """A copy of ``run_dir`` whose newest checkpoint has one actor weight set to ``value``."""
+    shutil.copytree(run_dir, dest)
+    path = list_checkpoints(dest / "checkpoints")[-1]
+    state = load_checkpoint(path)
+    name = next(k for k in state["algo"]["modules"] if k.startswith("actor.") and "weight" in k)
+    state["algo"]["modules"][name].view(-1)[0] = value
+    save_checkpoint(path, state)
+    return dest
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_nonfinite_weights_are_one_line_exit_3(
+    pendulum_run: Path, tmp_path: Path, value: float
+) -> None:
+    run_dir = poisoned_copy(pendulum_run, tmp_path / "poisoned", value)
+    proc = run("rlzoo.evaluate", str(run_dir), "--episodes", "2")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "nan" not in proc.stdout
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("rlzoo: error:")]
+    assert "weights of checkpoint" in line and "not finite" in line and "actor." in line
+    assert "--checkpoint PATH" in line
+    assert not list(run_dir.glob("eval_*.json"))
+
+
 # --------------------------------------------------------------------------- multi-agent
 
 
@@ -237,7 +263,7 @@ def reference_returns(env_cfg: Any, episodes: int, seed: int, scale: float) -> n
 
 def test_multi_agent_mpe_with_video(tmp_path: Path) -> None:
     run_dir = multi_agent_run(tmp_path / "mpe", "mpe/simple_spread.yaml", scale=0.7)
-    record = evaluate_run(run_dir, episodes=3, video_episodes=1)
+    record = evaluate_run(run_dir, episodes=3, video_episodes=1, trust=[__name__])
     cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     expected = reference_returns(cfg.env, 3, 10003, 0.7)  # default seeds: seed + 10000 + i
     assert record["returns"] == pytest.approx(expected.tolist(), rel=1e-6)
@@ -254,7 +280,7 @@ def test_multi_agent_mpe_with_video(tmp_path: Path) -> None:
 def test_multi_agent_mamujoco(tmp_path: Path) -> None:
     run_dir = multi_agent_run(tmp_path / "mamujoco", "mamujoco/HalfCheetah-2x3.yaml", scale=-0.3,
                               max_episode_steps=15)
-    record = evaluate_run(run_dir, episodes=2, seed=42)
+    record = evaluate_run(run_dir, episodes=2, seed=42, trust=[__name__])
     cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     assert record["returns"] == pytest.approx(reference_returns(cfg.env, 2, 42, -0.3).tolist())
     assert record["lengths"] == [15, 15]
