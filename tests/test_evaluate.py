@@ -184,7 +184,7 @@ def test_errors_are_one_line(
 
 def poisoned_copy(run_dir: Path, dest: Path, value: float) -> Path:
     """A copy of ``run_dir`` whose newest checkpoint has one actor weight set to ``value``."""
-    shutil.copytree(run_dir, dest)
+    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("eval_*.json", "videos"))
     path = list_checkpoints(dest / "checkpoints")[-1]
     state = load_checkpoint(path)
     name = next(k for k in state["algo"]["modules"] if k.startswith("actor.") and "weight" in k)
