@@ -159,7 +159,12 @@ def single_agent_spec(cfg: DictConfig) -> EnvSpec:
     """The ``EnvSpec`` of a single-agent config (one probe env)."""
     env = make_env(cfg, 1, 0)
     try:
-        return EnvSpec(obs_dim=env.obs_dim, act_dim=env.act_dim)
+        bounds = env.envs[0].env.action_space  # the env's own Box, inside RescaleAction
+        return EnvSpec(
+            obs_dim=env.obs_dim, act_dim=env.act_dim,
+            action_low=tuple(float(x) for x in bounds.low),
+            action_high=tuple(float(x) for x in bounds.high),
+        )
     finally:
         env.close()
 

@@ -353,7 +353,12 @@ class Trainer:
     def build_env(self) -> tuple[Any, EnvSpec]:
         """The training env and what the algorithm needs to know about it."""
         env = make_env(self.cfg, self.settings.num_envs, self.settings.seed)
-        return env, EnvSpec(obs_dim=env.obs_dim, act_dim=env.act_dim)
+        bounds = env.envs[0].env.action_space  # the env's own Box, inside RescaleAction
+        return env, EnvSpec(
+            obs_dim=env.obs_dim, act_dim=env.act_dim,
+            action_low=tuple(float(x) for x in bounds.low),
+            action_high=tuple(float(x) for x in bounds.high),
+        )
 
     def build_buffer(self) -> Any:
         """The storage ``collect`` writes and ``learn`` reads (replay here)."""

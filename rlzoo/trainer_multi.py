@@ -53,6 +53,9 @@ def env_spec(env: MultiAgentVecEnv) -> EnvSpec:
     return EnvSpec(
         obs_dim=env.obs_dim, act_dim=env.act_dim, n_agents=env.n_agents,
         state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_dims),
+        # [N, A] bounds, agent-major, 0 on padding (the adapter's affine map)
+        action_low=tuple(float(x) for x in env._act_low.reshape(-1)),
+        action_high=tuple(float(x) for x in env._act_high.reshape(-1)),
     )
 
 

@@ -18,7 +18,7 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.critics import Critic
 from rlzoo.optim import adam
 
-__all__ = ["Algorithm", "EnvSpec", "adam", "check_tau"]
+__all__ = ["Algorithm", "EnvSpec", "adam", "check_tau", "log_action_scale"]
 
 
 def check_tau(tau: float) -> float:
@@ -38,6 +38,10 @@ class EnvSpec:
         n_agents: N (1 for single-agent envs).
         state_dim: global state size (multi-agent; 0 otherwise).
         act_dims: true action size of each agent (multi-agent).
+        action_low, action_high: the env's own action bounds, onto which the ``[-1, 1]`` actions
+            are mapped affinely at the env boundary: ``act_dim`` entries (single-agent) or
+            ``n_agents * act_dim`` entries, agent-major (multi-agent; padding entries are
+            ignored). ``()`` (the default) means unknown, taken as ``[-1, 1]``.
     """
 
     obs_dim: int
@@ -45,10 +49,43 @@ class EnvSpec:
     n_agents: int = 1
     state_dim: int = 0
     act_dims: tuple[int, ...] = ()
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        size = self.n_agents * self.act_dim if self.multi_agent else self.act_dim
+        for name in ("action_low", "action_high"):
+            bound = getattr(self, name)
+            if bound and len(bound) != size:
+                raise ValueError(f"EnvSpec.{name} has {len(bound)} entries, expected {size}")
+        if bool(self.action_low) != bool(self.action_high):
+            raise ValueError("EnvSpec needs both action_low and action_high, or neither")
 
     @property
     def multi_agent(self) -> bool:
         return self.n_agents > 1 or self.state_dim > 0
+
+
+def log_action_scale(spec: EnvSpec) -> torch.Tensor:
+    """``log((high - low) / 2)`` per action entry of ``spec`` (float32): ``[act_dim]`` for a
+    single-agent env, ``[n_agents, act_dim]`` for a multi-agent one with 0 on each agent's padding;
+    all 0 when the bounds are unknown. ``-inf`` marks an entry with ``high == low``.
+
+    A function, not a method: ``hydra.utils.instantiate`` hands an algorithm its ``spec`` as a
+    structured config, which keeps the fields but not the methods.
+    """
+    multi_agent = spec.n_agents > 1 or spec.state_dim > 0
+    shape = (spec.n_agents, spec.act_dim) if multi_agent else (spec.act_dim,)
+    if not spec.action_low:
+        return torch.zeros(shape)
+    low = torch.tensor([float(x) for x in spec.action_low], dtype=torch.float64).reshape(shape)
+    high = torch.tensor([float(x) for x in spec.action_high], dtype=torch.float64).reshape(shape)
+    log_scale = torch.log((high - low) / 2)
+    if multi_agent:
+        dims = [int(d) for d in spec.act_dims] or [spec.act_dim] * spec.n_agents
+        real = torch.arange(spec.act_dim)[None, :] < torch.tensor(dims)[:, None]
+        log_scale = torch.where(real, log_scale, torch.zeros_like(log_scale))
+    return log_scale.float()
 
 
 class Algorithm(nn.Module):

@@ -15,6 +15,10 @@ SAC whose twin critics each learn a Gaussian return ``Z_i(s, a) ~ N(mu_i, sigma_
 * actor: ``J_pi = E[alpha log pi(a~|s) - min_i mu_i(s, a~)]``; alpha as SAC
 * every ``policy_delay`` = 2 critic steps: actor, alpha, then polyak of the target critics and the
   target policy.
+
+``log pi`` is measured in the env's own action units by default (``tuner.entropy_units=env`` in
+``conf/algo/dsac_t.yaml``), as the official ``TanhGaussDistribution``, whose log-prob subtracts
+``sum log((high - low) / 2)``; see ``tuners/entropy.py``.
 """
 
 from __future__ import annotations

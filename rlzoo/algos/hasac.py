@@ -17,8 +17,12 @@ and ``discount = gamma^k (1 - d)``:
   sample of the *updated* ``pi_{i_m}``. So agent ``i_m`` sees new-policy samples of the agents
   before it and old-policy samples of the agents after it.
 * temperatures: ``J(alpha_i) = -E[log alpha_i (log pi_i(a~_i|o_i) + target_i)]``, ``target_i =
-  -|A_i|``; ``J(alpha_c) = -E[log alpha_c (sum_i log pi_i(a_i|o_i) + target_c)]`` on the updated
-  joint sample, ``target_c = -sum_i |A_i|``
+  -|A_i|``; ``J(alpha_c) = -E[log alpha_c (sum_i log pi_i(a~_i|o_i) + target_c)]``, ``target_c =
+  -sum_i |A_i|``, on the same log-probs: each agent's sample drawn for its own step, *before*
+  that step (as HARL's ``off_policy_ha_runner.py``, which keeps each agent's pre-update
+  ``logp_actions`` for ``critic.update_alpha``)
+* log-probs are in the tuner's ``entropy_units`` (``tuners/entropy.py``); HARL's are of the
+  ``[-1, 1]`` action (``normalized``, the default in ``conf/algo/hasac.yaml``)
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
 
 Each agent's step touches only its own ensemble member (``MemberAdam``), so the sequential scheme
@@ -32,7 +36,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import EnvSpec, adam, check_tau
+from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
@@ -92,6 +96,9 @@ class HASAC(MultiAgentAlgorithm):
         agent_dims = torch.tensor(self.act_dims, dtype=torch.float32)[:, None]
         self.tuner = tuner(agent_dims, members=self.n_agents)
         self.critic_tuner = tuner(self.joint_dim)
+        log_scale = log_action_scale(spec)  # [N, A], 0 on padding
+        self.tuner.set_action_scale(log_scale)
+        self.critic_tuner.set_action_scale(log_scale.reshape(-1))
         self.actor_optimizer = MemberAdam(
             self.actor.parameters(), self.actor.optimizer_members, actor_lr
         )
@@ -117,7 +124,8 @@ class HASAC(MultiAgentAlgorithm):
         assert batch.next_state is not None
         next_action, next_log_prob, _ = self.actor.sample(batch.next_obs)
         next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
-        soft_value = next_value - self.critic_tuner.alpha * next_log_prob.sum(-1)
+        joint_log_prob = self.critic_tuner.to_units(next_log_prob.sum(-1))
+        soft_value = next_value - self.critic_tuner.alpha * joint_log_prob
         return batch.reward + batch.discount * soft_value
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
@@ -140,13 +148,13 @@ class HASAC(MultiAgentAlgorithm):
         """The sequential update (module docstring); then the temperatures."""
         alpha = self.tuner.alpha.reshape(-1)
         alpha = alpha.expand(self.n_agents) if alpha.numel() == 1 else alpha
+        shift = self.tuner.log_prob_shift.reshape(-1).expand(self.n_agents)  # entropy units
         with torch.no_grad():
             joint_sample = self.actor.sample(obs)[0]  # [B, N, A]: old policies
         order = torch.randperm(self.n_agents, device="cpu").tolist()
         self.update_order = order
         actor_losses: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
-        log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
-        new_log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
+        log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents  # pre-update samples
         for position, agent in enumerate(order):
             # One pass of every (current) policy: agent's sample carries the gradient; the
             # previous agent's, drawn from its just-updated policy, replaces its old sample.
@@ -154,26 +162,25 @@ class HASAC(MultiAgentAlgorithm):
             if position > 0:
                 previous = order[position - 1]
                 joint_sample[:, previous] = action[:, previous].detach()
-                new_log_probs[previous] = log_prob[:, previous].detach()
             mixed = joint_sample.clone()
             mixed[:, agent] = action[:, agent]
             with frozen(self.critic):
                 q_pi = self.critic.actor_value(self.critic(state, self.joint(mixed)))
-            loss = (alpha[agent] * log_prob[:, agent] - q_pi).mean()
+            agent_log_prob = log_prob[:, agent] + shift[agent]
+            loss = (alpha[agent] * agent_log_prob - q_pi).mean()
             self.actor_optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.actor_optimizer.step(self.actor.member_of(agent))
             actor_losses[agent] = loss.detach()
-            log_probs[agent] = log_prob[:, agent].detach()
-        with torch.no_grad():  # the last agent's sample from its updated policy
-            new_log_probs[order[-1]] = self.actor.sample(obs)[1][:, order[-1]]
-        alpha_loss = self.tuner.update(torch.stack(log_probs))  # [N, B]
-        critic_alpha_loss = self.critic_tuner.update(torch.stack(new_log_probs).sum(0))
+            log_probs[agent] = agent_log_prob.detach()
+        pre_update = torch.stack(log_probs)  # [N, B], in entropy units
+        alpha_loss = self.tuner.update(pre_update)
+        critic_alpha_loss = self.critic_tuner.update(pre_update.sum(0))
         metrics = {
             "loss/actor": torch.stack(actor_losses).sum(),
             "loss/alpha": alpha_loss,
             "loss/critic_alpha": critic_alpha_loss,
-            "stats/entropy": -torch.stack(log_probs).mean(),
+            "stats/entropy": -pre_update.mean(),
         }
         for i in range(self.n_agents):
             metrics[f"loss/actor/agent_{i}"] = actor_losses[i]

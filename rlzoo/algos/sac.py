@@ -6,6 +6,10 @@ With ``y = r + discount * (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, ``a' ~ p
 * actor:   ``J_pi = E[alpha log pi(a~|s) - min_i Q_i(s, a~)]``, ``a~ ~ pi(.|s)`` reparameterized,
   with the critic's weights frozen (gradient flows only through ``a~``)
 * alpha:   ``J(alpha) = -E[log alpha (log pi(a~|s) + target_entropy)]``
+
+Every ``log pi`` above is in the tuner's ``entropy_units`` (``tuners/entropy.py``): of the
+``[-1, 1]`` action (``normalized``, SB3's and REDQ's convention) or of the env's own action
+(``env``, CleanRL's and the official DSAC-v2's: ``log pi - sum_i log((high_i - low_i) / 2)``).
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
 
 The critic kind chooses the reductions ("min" above) and the TD loss; see ``nets/critics.py``.
@@ -20,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau
+from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import (
@@ -38,7 +42,7 @@ class SAC(Algorithm):
     """Soft Actor-Critic (with any critic kind: twin, ensemble, distributional, action chunks).
 
     Args:
-        spec: environment sizes.
+        spec: environment sizes (and action bounds, for ``tuner.entropy_units=env``).
         actor: builds the actor from ``(obs_dim, act_dim)``.
         critic: builds the critic from ``(obs_dim, act_dim)``.
         tuner: builds the temperature tuner from ``act_dim``.
@@ -76,6 +80,11 @@ class SAC(Algorithm):
                 f"algo.policy_delay and algo.target_delay must be >= 1, got {policy_delay} "
                 f"and {target_delay}"
             )
+        if not callable(tuner):  # tuner=none leaves a bare node (or nothing) where a tuner goes
+            raise ValueError(
+                f"{self.name} needs an entropy temperature: use tuner=auto or tuner=fixed, not "
+                "tuner=none"
+            )
         self.tau, self.policy_delay, self.target_delay = tau, policy_delay, target_delay
         self.critic = critic(spec.obs_dim, spec.act_dim)
         self.check_critic(self.critic)
@@ -83,6 +92,8 @@ class SAC(Algorithm):
         self.actor = actor(spec.obs_dim, chunk_dim)
         self.target_critic = make_target(self.critic)
         self.tuner = tuner(chunk_dim)
+        # An action chunk holds H consecutive env actions: the scale repeats H times.
+        self.tuner.set_action_scale(log_action_scale(spec).repeat(self.critic.action_horizon))
         self.optimizers["actor"] = self.actor_optimizer = adam(self.actor.parameters(), actor_lr)
         self.optimizers["critic"] = self.critic_optimizer = adam(
             self.critic.parameters(), critic_lr
@@ -115,6 +126,7 @@ class SAC(Algorithm):
         """``J_Q`` against ``y = r + discount (V'(s') - alpha log pi(a'|s'))``; (loss, q)."""
         with torch.no_grad():
             next_action, next_log_prob = self.next_action(batch.next_obs)
+            next_log_prob = self.tuner.to_units(next_log_prob)
             next_value = self.target_critic.next_value(batch.next_obs, next_action)
             target = batch.reward + batch.discount * (next_value - alpha * next_log_prob)
         return self.critic.td_loss(batch.obs, batch.action, target)
@@ -122,8 +134,10 @@ class SAC(Algorithm):
     def actor_loss(
         self, obs: torch.Tensor, alpha: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``J_pi = E[alpha log pi(a~|s) - Q(s, a~)]`` with the critic frozen; (loss, log_prob)."""
+        """``J_pi = E[alpha log pi(a~|s) - Q(s, a~)]`` with the critic frozen; (loss, log_prob),
+        ``log_prob [B]`` in the tuner's entropy units."""
         action, log_prob = self.actor.sample(obs)
+        log_prob = self.tuner.to_units(log_prob)
         with frozen(self.critic):
             q_pi = self.critic.actor_value(self.critic(obs, action))
         return (alpha * log_prob - q_pi).mean(), log_prob

@@ -2,6 +2,21 @@
 
 With ``members > 1`` (one temperature per agent) ``alpha`` is ``[N, 1]`` and ``log_prob`` is
 ``[N, B]``; otherwise ``alpha`` is a scalar tensor and ``log_prob`` is ``[B]``.
+
+**Entropy units.** rlzoo's actors act in ``[-1, 1]`` and the env boundary maps each action entry
+affinely onto ``[low_i, high_i]``, ``a_env = bias + scale * a``, ``scale_i = (high_i - low_i) / 2``.
+By the change of variables the two densities differ by a constant,
+``log p_env(a_env) = log p(a) - sum_i log scale_i``, so an entropy, and the target ``-|A|``, means
+different things in the two units (Humanoid, ``scale = 0.4`` on 17 entries: a target of ``-17``
+in env units is ``-17 - 17 log 0.4 = -1.42`` in normalized units). ``entropy_units`` chooses:
+
+* ``normalized``: log-probs of the ``[-1, 1]`` action (Stable-Baselines3, REDQ's and HARL's code);
+* ``env``: log-probs of the env's own action (CleanRL's ``sac_continuous_action.py``, the official
+  DSAC-v2 code).
+
+The algorithm converts every log-prob it uses (soft value target, actor loss, temperature loss,
+the ``stats/entropy`` it logs) with ``to_units``, after telling the tuner the action scale once with
+``set_action_scale``. With bounds of ``±1`` both units agree.
 """
 
 from __future__ import annotations
@@ -13,17 +28,65 @@ from torch import nn
 
 from rlzoo.optim import adam
 
+ENTROPY_UNITS = ("normalized", "env")
+
 
 class Tuner(nn.Module):
-    """Base: ``alpha`` (no gradient) and ``update(log_prob)`` returning the temperature loss."""
+    """Base: ``alpha`` (no gradient), ``update(log_prob)`` returning the temperature loss, and the
+    entropy units of the log-probs the algorithm hands it (module docstring).
+
+    Args:
+        entropy_units: ``normalized`` (default) or ``env``.
+        members: number of temperatures (1, or one per agent).
+    """
 
     optimizer: torch.optim.Optimizer | None = None
+
+    def __init__(self, entropy_units: str = "normalized", members: int = 1) -> None:
+        super().__init__()
+        if entropy_units not in ENTROPY_UNITS:
+            raise ValueError(
+                f"tuner.entropy_units must be one of {', '.join(ENTROPY_UNITS)}, got "
+                f"{entropy_units!r}"
+            )
+        self.entropy_units = entropy_units
+        shape = (members, 1) if members > 1 else ()
+        # -sum_i log scale_i in env units, 0 in normalized units; derived from the env at build
+        # time, so it is not part of the checkpoint.
+        self.register_buffer("log_prob_shift", torch.zeros(shape), persistent=False)
+
+    def set_action_scale(self, log_scale: torch.Tensor) -> None:
+        """Tell the tuner the env's action scale: ``log_scale [..., A]`` = ``log((high - low) / 2)``
+        per action entry (``[A]``; ``[N, A]`` for one temperature per agent, 0 on padding). The
+        entries of the last axis are summed into one shift per temperature. A no-op in normalized
+        units."""
+        if self.entropy_units != "env":
+            return
+        log_scale = torch.as_tensor(log_scale, dtype=torch.float32)
+        if not bool(torch.isfinite(log_scale).all()):
+            raise ValueError(
+                "tuner.entropy_units=env needs finite action bounds with low < high; use "
+                "tuner.entropy_units=normalized for this env"
+            )
+        shift = -log_scale.sum(-1)
+        if shift.numel() != self.log_prob_shift.numel():
+            raise ValueError(
+                f"action scale for {shift.numel()} temperatures, tuner has "
+                f"{self.log_prob_shift.numel()}"
+            )
+        self.log_prob_shift.copy_(shift.reshape(self.log_prob_shift.shape))
+
+    def to_units(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """``log p(a)`` of the ``[-1, 1]`` action -> the log-prob in ``entropy_units`` (same
+        shape: ``[B]``, or ``[N, B]`` with one temperature per agent)."""
+        return log_prob + self.log_prob_shift
 
     @property
     def alpha(self) -> torch.Tensor:
         raise NotImplementedError
 
     def update(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """One step from ``log_prob`` (already in ``entropy_units``); returns the loss."""
         raise NotImplementedError
 
 
@@ -34,10 +97,15 @@ class FixedAlpha(Tuner):
         act_dim: action size (unused, accepted so all tuners build alike).
         alpha: the temperature (default 0.2).
         members: number of temperatures (agents); all equal to ``alpha``.
+        entropy_units: ``normalized`` (default) or ``env``: the units of the entropy bonus in the
+            soft value (module docstring).
     """
 
-    def __init__(self, act_dim: int, alpha: float = 0.2, members: int = 1) -> None:
-        super().__init__()
+    def __init__(
+        self, act_dim: int, alpha: float = 0.2, members: int = 1,
+        entropy_units: str = "normalized",
+    ) -> None:
+        super().__init__(entropy_units, members)
         if alpha < 0:
             raise ValueError(f"tuner.alpha must be >= 0, got {alpha}")
         shape = (members, 1) if members > 1 else ()
@@ -58,9 +126,12 @@ class AutoAlpha(Tuner):
         act_dim: |A|, action size.
         init_alpha: starting temperature (default 1.0, as SB3 and CleanRL).
         lr: Adam learning rate of ``log_alpha`` (default 3e-4).
-        target_entropy: the entropy target; ``None`` means ``-target_entropy_scale * |A|``.
+        target_entropy: the entropy target, in ``entropy_units``; ``None`` means
+            ``-target_entropy_scale * |A|``.
         target_entropy_scale: scale of the default target (default 1.0 -> ``-|A|``).
         members: number of independent temperatures (per agent), default 1.
+        entropy_units: ``normalized`` (default) or ``env``: the units ``log pi`` and the target
+            are measured in (module docstring).
     """
 
     def __init__(
@@ -71,8 +142,9 @@ class AutoAlpha(Tuner):
         target_entropy: float | None = None,
         target_entropy_scale: float = 1.0,
         members: int = 1,
+        entropy_units: str = "normalized",
     ) -> None:
-        super().__init__()
+        super().__init__(entropy_units, members)
         if init_alpha <= 0:
             raise ValueError(f"tuner.init_alpha must be > 0, got {init_alpha}")
         if lr <= 0:
@@ -90,7 +162,8 @@ class AutoAlpha(Tuner):
         return self.log_alpha.detach().exp()
 
     def update(self, log_prob: torch.Tensor) -> torch.Tensor:
-        """One Adam step on ``log_alpha`` from ``log_prob`` (detached); returns the loss."""
+        """One Adam step on ``log_alpha`` from ``log_prob`` (in ``entropy_units``, detached);
+        returns the loss."""
         loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean(-1).sum()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
