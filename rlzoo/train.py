@@ -4,8 +4,14 @@ Every key is documented in ``rlzoo/conf/config.yaml`` and the group files beside
 ``python -m rlzoo.train resume=RUN_DIR [total_steps=N]`` continues a run in place from its newest
 valid checkpoint, with the config it was started with.
 
-Exit status: 0 when the run finished or was stopped by SIGTERM/SIGINT after writing a checkpoint;
-2 for a user mistake (one ``rlzoo: error:`` line); 3 when training produced NaN/inf.
+Every launch gets a run dir of its own: two launches that resolve the same default name (same env,
+algo, seed and second) get ``<stamp>-s<seed>`` and ``<stamp>-2-s<seed>``. A run dir is locked
+by the process that trains into it; another launch into it (``resume=`` included) is refused,
+and a fresh run into a dir that already holds a run's results is refused too.
+
+Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint,
+or was already finished (``resume=``); 2 for a user mistake (one ``rlzoo: error:`` line); 3 when
+training, the env or the weights produced NaN/inf.
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with
+from rlzoo.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
 from rlzoo.trainer import (
+    AlreadyFinished,
     Interrupted,
     NonFiniteError,
     Trainer,
@@ -29,14 +38,56 @@ from rlzoo.trainer import (
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
-RESUME_OPTIONS = ("total_steps", "log.progress")
+RESUME_OPTIONS = ("total_steps", "log.progress", "log.progress_every_s")
 
 
-def run(cfg: DictConfig, run_dir: Path, resume: bool = False) -> dict[str, Any]:
-    """Train (or continue) one run and report the outcome on stdout/stderr."""
+def discard_unstarted(run_dir: Path) -> None:
+    """Remove the run dir of a launch that failed before training started, if this launch made
+    it: a run that never started leaves nothing behind."""
+    if not holds_a_run(run_dir):
+        remove_if_created(run_dir)
+
+
+def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
+        resume_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train (or continue) one run and report the outcome on stdout/stderr.
+
+    ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` once the
+    checkpoint is known to continue under them, never before.
+    """
+    try:
+        lock = RunLock.acquire(run_dir)
+    except UserError as err:
+        exit_with(str(err))
+    try:
+        return _run(cfg, run_dir, resume, resume_overrides)
+    finally:
+        lock.release()
+
+
+def _run(cfg: DictConfig, run_dir: Path, resume: bool,
+         resume_overrides: dict[str, Any] | None) -> dict[str, Any]:
     try:
         check_env_config(cfg)
-        summary = Trainer(cfg, run_dir).train(resume=resume)
+        trainer = Trainer(cfg, run_dir)
+    except UserError as err:
+        if not resume:
+            discard_unstarted(run_dir)
+        exit_with(str(err))
+    try:
+        if resume:
+            trainer.restore()
+            trainer.check_resume_budget()
+            if resume_overrides:  # a later resume continues with the new budget
+                saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+                for key, value in resume_overrides.items():
+                    OmegaConf.update(saved, key, value, merge=False)
+                write_atomic(run_dir / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
+        summary = trainer.train(resume=resume)
+    except AlreadyFinished as done:
+        trainer.close_envs()
+        print(f"rlzoo: {done}", file=sys.stderr, flush=True)
+        sys.exit(0)
     except UserError as err:
         exit_with(str(err))
     except NonFiniteError as err:
@@ -67,9 +118,16 @@ def hydra_main(cfg: DictConfig) -> float:
 
 
 def resume(args: list[str]) -> None:
-    """``resume=RUN_DIR [total_steps=N] [log.progress=...]``: continue a run in place."""
+    """``resume=RUN_DIR [total_steps=N] [log.progress=...] [trust=[my_pkg]]``: continue a run in
+    place.
+
+    Nothing in the run dir changes before the overrides are validated and the checkpoint is
+    loaded; a finished run is reported as such and left untouched. ``trust`` names modules
+    besides rlzoo whose components the run's config may build (``rlzoo.trust``); it is not saved.
+    """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
-    overrides = [a for a in args if not a.startswith("resume=")]
+    trust = parse_trust([a for a in args if a.startswith("trust=")])
+    overrides = [a for a in args if not a.startswith(("resume=", "trust="))]
     for item in overrides:
         key = item.split("=", 1)[0]
         if "=" not in item or key not in RESUME_OPTIONS:
@@ -78,20 +136,79 @@ def resume(args: list[str]) -> None:
                 f"only {', '.join(k + '=...' for k in RESUME_OPTIONS)} may be given"
             )
     try:
-        cfg = OmegaConf.merge(read_run_config(run_dir), OmegaConf.from_dotlist(overrides))
+        RunLock.acquire(run_dir) if run_dir.is_dir() else None
+        cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust),
+                              OmegaConf.from_dotlist(overrides))
+        values = resolved_values(cfg, [item.split("=", 1)[0] for item in overrides])
     except UserError as err:
         exit_with(str(err))
-    if overrides:  # a later resume continues with the new budget
-        OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
-    run(cfg, run_dir, resume=True)  # type: ignore[arg-type]
+    for key, value in values.items():  # continue with what was resolved now, not an expression
+        OmegaConf.update(cfg, key, value, merge=False)
+    run(cfg, run_dir, resume=True, resume_overrides=values)  # type: ignore[arg-type]
+
+
+def parse_trust(items: list[str]) -> tuple[str, ...]:
+    """``trust=[a,b]`` or ``trust=a`` -> ``("a", "b")``; a malformed list is one line."""
+    names: list[str] = []
+    for item in items:
+        try:
+            value = OmegaConf.from_dotlist([item]).trust
+        except Exception:  # noqa: BLE001 - omegaconf's grammar errors
+            exit_with(f"cannot read {item!r}; write trust=[my_pkg] or trust=[pkg_a,pkg_b]")
+        values = list(value) if OmegaConf.is_list(value) else [value]
+        names += [str(v) for v in values if v is not None]
+    return tuple(names)
+
+
+def resolved_values(cfg: DictConfig, keys: list[str]) -> dict[str, Any]:
+    """The resolved value of each override key; ``UserError`` if the config does not resolve."""
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+        return {key: OmegaConf.select(cfg, key, throw_on_missing=True) for key in keys}
+    except Exception as err:  # noqa: BLE001 - omegaconf raises many kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"cannot resume with these overrides ({first})") from None
+
+
+def claim_run_dir(args: list[str]) -> list[str]:
+    """Before Hydra writes anything: check the overrides (one line for a mistyped group, key or
+    value), pick this launch's run dir, refuse one that holds a run or is in use, lock it, and
+    return ``args`` with ``hydra.run.dir`` set to it.
+
+    Launches with Hydra flags (``-m``, ``--cfg``, ``--help``, ...) are checked but their dirs are
+    left to Hydra: a multirun job locks its own dir in :func:`run`.
+    """
+    cfg = check_overrides(args)
+    if cfg is None or any(a.startswith("-") for a in args):
+        return args
+    run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
+    if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
+        if run_dir.exists():
+            RunLock.acquire(run_dir)  # a dir in use by a live run is refused first
+        if holds_a_run(run_dir):
+            raise UserError(
+                f"{run_dir} already holds a run (checkpoints or summary.json); continue it with "
+                f"resume={run_dir} or choose another hydra.run.dir"
+            )
+        if not run_dir.exists():
+            run_dir = claim_new_dir(run_dir)  # records that this launch made it
+    else:  # the default name: numbered when another launch has it
+        run_dir = claim_new_dir(run_dir)
+    RunLock.acquire(run_dir)
+    quoted = str(run_dir).replace("\\", "\\\\").replace("'", "\\'")
+    return [*args, f"hydra.run.dir='{quoted}'"]
 
 
 def main() -> None:
     args = sys.argv[1:]
     if any(a.startswith("resume=") and a != "resume=null" for a in args):
         resume(args)
-    else:
-        hydra_main()
+        return
+    try:
+        sys.argv[1:] = claim_run_dir(args)
+    except UserError as err:
+        exit_with(str(err))
+    hydra_main()
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
+import os
 import random
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,10 @@ from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.checkpoint import (
     CheckpointError,
     checkpoint_path,
+    describe_nonfinite,
     list_checkpoints,
     load_latest_valid,
+    nonfinite_entries,
     prune_checkpoints,
     save_checkpoint,
 )
@@ -43,10 +46,27 @@ from rlzoo.envs.single_agent import (
 )
 from rlzoo.errors import UserError
 from rlzoo.logger import Logger
+from rlzoo.rundir import write_atomic
 
 # Keys of ``algo`` that configure the trainer rather than the algorithm's constructor.
 TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
+# Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
+# and low enough that a typo fails at once instead of hanging or exhausting memory).
+MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
+MAX_NUM_ENVS = 1024  # training envs in one process
+MAX_EVAL_EPISODES = 1000  # one eval env per episode
+MAX_UTD = 1000.0  # gradient updates per env step
+MAX_THREADS = 1024  # torch_threads
+# Size keys of the algo/critic/tuner groups (wherever they appear) and their allowed ranges.
+SIZE_LIMITS = {
+    "hidden": (1, 65_536),  # each hidden layer's width
+    "n": (1, 1024),  # ensemble members
+    "subset": (1, 1024),  # members in a target's min
+    "horizon": (1, 1000),  # action-chunk length
+    "n_step": (1, 1000),  # n-step returns
+    "rollout_steps": (1, 1_000_000),  # on-policy rollout length
+}
 
 
 @dataclass(frozen=True)
@@ -69,14 +89,23 @@ class Settings:
     utd: float
     compile: bool = False
     cudagraphs: bool = False
+    progress_every_s: float = 300.0
 
 
-def _int(cfg: DictConfig, key: str, minimum: int) -> int:
-    value = OmegaConf.select(cfg, key)
+def _int(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
+    try:
+        value = OmegaConf.select(cfg, key)
+    except Exception as err:  # noqa: BLE001 - an interpolation that does not resolve
+        raise UserError(f"{key} cannot be read ({type(err).__name__}: {err})") from None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)  # 1e6 means 1000000
     if isinstance(value, bool) or not isinstance(value, int):
         raise UserError(f"{key} must be an integer, got {value!r}; e.g. {key}={max(minimum, 1)}")
     if value < minimum:
         raise UserError(f"{key} must be >= {minimum}, got {value}; set {key} to at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise UserError(f"{key} must be <= {maximum}, got {value}; choose a value in "
+                        f"[{minimum}, {maximum}]")
     return value
 
 
@@ -104,6 +133,7 @@ def read_settings(cfg: DictConfig) -> Settings:
     An on-policy algorithm (``on_policy = True``, e.g. COMA) has no replay: its config needs no
     ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; neutral values stand in.
     """
+    check_values(cfg)
     if _on_policy(cfg):
         num_envs = OmegaConf.select(cfg, "num_envs")
         neutral = {"learning_starts": 0, "batch_size": 1, "utd": 1,
@@ -112,11 +142,17 @@ def read_settings(cfg: DictConfig) -> Settings:
         with open_dict(cfg):
             cfg.algo = OmegaConf.merge(cfg.algo, neutral)
     utd = OmegaConf.select(cfg, "algo.utd")
-    if isinstance(utd, bool) or not isinstance(utd, (int, float)) or not utd > 0:
-        raise UserError(f"algo.utd must be a number > 0, got {utd!r}; e.g. algo.utd=1")
+    if (isinstance(utd, bool) or not isinstance(utd, (int, float)) or not math.isfinite(utd)
+            or not 0 < utd <= MAX_UTD):
+        raise UserError(f"algo.utd must be a finite number in (0, {MAX_UTD:g}], got {utd!r}; "
+                        "e.g. algo.utd=1")
     progress = cfg.log.progress
     if progress not in ("auto", True, False):
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
+    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)  # older run configs
+    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
+            or not math.isfinite(every_s) or every_s < 0):
+        raise UserError(f"log.progress_every_s must be a number of seconds >= 0, got {every_s!r}")
     accel = {}
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)
@@ -124,12 +160,12 @@ def read_settings(cfg: DictConfig) -> Settings:
             raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
         accel[key] = value
     settings = Settings(
-        seed=_int(cfg, "seed", 0),
+        seed=_int(cfg, "seed", 0, MAX_SEED),
         device=resolve_device(str(cfg.device)),
         total_steps=_int(cfg, "total_steps", 1),
-        num_envs=_int(cfg, "num_envs", 1),
+        num_envs=_int(cfg, "num_envs", 1, MAX_NUM_ENVS),
         eval_every=_int(cfg, "eval.every", 0),
-        eval_episodes=_int(cfg, "eval.episodes", 1),
+        eval_episodes=_int(cfg, "eval.episodes", 1, MAX_EVAL_EPISODES),
         checkpoint_every=_int(cfg, "checkpoint.every", 0),
         checkpoint_keep=_int(cfg, "checkpoint.keep", 1),
         log_every=_int(cfg, "log.every", 1),
@@ -138,8 +174,10 @@ def read_settings(cfg: DictConfig) -> Settings:
         batch_size=_int(cfg, "algo.batch_size", 1),
         buffer_size=_int(cfg, "algo.buffer_size", 2),
         utd=float(utd),
+        progress_every_s=float(every_s),
         **accel,
     )
+    _int(cfg, "torch_threads", 0, MAX_THREADS)
     if settings.batch_size > settings.buffer_size:
         raise UserError(
             f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
@@ -151,6 +189,37 @@ def read_settings(cfg: DictConfig) -> Settings:
             f"the {settings.num_envs} envs; raise algo.buffer_size"
         )
     return settings
+
+
+def check_values(cfg: DictConfig) -> None:
+    """Every number in the config is finite, and every size key (``SIZE_LIMITS``) of the algo,
+    critic and tuner groups is an integer in range; one line naming the key otherwise."""
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+            return
+        if isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+            return
+        if isinstance(node, float) and not math.isfinite(node):
+            raise UserError(f"{path} must be a finite number, got {node}")
+        key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        group = path.split(".", 1)[0]
+        if key in SIZE_LIMITS and group in ("algo", "critic", "tuner") and node is not None:
+            low, high = SIZE_LIMITS[key]
+            if isinstance(node, bool) or not isinstance(node, int) or not low <= node <= high:
+                raise UserError(f"{path} must be an integer in [{low}, {high}], got {node!r}")
+
+    try:
+        container = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as err:  # noqa: BLE001 - omegaconf raises many kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"the config does not resolve ({first})") from None
+    container.pop("hydra", None)  # type: ignore[union-attr]
+    walk(container, "")
 
 
 def read_run_config(
@@ -241,17 +310,77 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         with torch.device(device):
             algo = instantiate(algo_cfg, **extra)
     except Exception as err:  # noqa: BLE001 - hydra wraps constructor errors
-        cause = err
+        cause: BaseException = err
         while cause.__cause__ is not None:
             cause = cause.__cause__
         if isinstance(cause, (ValueError, TypeError)):
             raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
+        if isinstance(cause, MemoryError) or (
+                isinstance(cause, RuntimeError) and "alloc" in str(cause).lower()):
+            raise UserError(
+                f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
+                "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
+            ) from None
         raise
     return algo.to(device)
 
 
+def check_spec(spec: EnvSpec, env_name: str) -> None:
+    """Refuse an env whose observations or actions have no entries, in one line."""
+    for what, size in (("observation", spec.obs_dim), ("action", spec.act_dim)):
+        if int(size) <= 0:
+            raise UserError(
+                f"env={env_name} has an empty {what} space (size {size}); rlzoo needs a Box "
+                f"{what} with at least one entry"
+            )
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes that can still be allocated on ``device`` (MemAvailable for the CPU)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def replay_bytes(
+    capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], num_envs: int,
+    state_dim: int = 0, agent_rewards: int = 0,
+) -> int:
+    """Bytes a ``ReplayBuffer`` of these sizes allocates (float32 fields, bool flags, int64
+    index), computed before allocating anything."""
+    rows = math.ceil(capacity / num_envs) * num_envs
+    per_row = 4 * (math.prod(obs_shape) + math.prod(action_shape) + 1 + state_dim + agent_rewards)
+    return rows * (per_row + 2 + 8)
+
+
+def check_buffer_memory(
+    s: Settings, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], state_dim: int = 0,
+    agent_rewards: int = 0,
+) -> None:
+    """One line, before allocating, when the replay buffer cannot fit in the device's memory
+    (it may take at most 90% of what is available now)."""
+    need = replay_bytes(s.buffer_size, obs_shape, action_shape, s.num_envs, state_dim,
+                        agent_rewards)
+    have = available_memory(s.device)
+    if need > 0.9 * have:
+        raise UserError(
+            f"algo.buffer_size={s.buffer_size} needs {need / 2**30:.2f} GiB on {s.device} but "
+            f"only {have / 2**30:.2f} GiB are available; lower algo.buffer_size"
+        )
+
+
 class NonFiniteError(Exception):
     """Training produced NaN or inf; the message names the quantity and the step."""
+
+
+class AlreadyFinished(Exception):  # noqa: N818 - it is the event, not an error
+    """``resume=`` of a run that has reached its ``total_steps``: nothing to do or write."""
 
 
 class Interrupted(Exception):  # noqa: N818 - it is the event, not an error
@@ -288,6 +417,13 @@ class StopSignals:
             signal.signal(sig, handler)
 
 
+def host_array(value: Any) -> np.ndarray:
+    """A numpy copy of a checkpointed array (a tensor on any device, or an array)."""
+    if torch.is_tensor(value):
+        return value.detach().cpu().numpy().copy()
+    return np.array(value)
+
+
 def _legacy_numpy_state(state: dict[str, Any]) -> dict[str, Any]:
     """numpy's global RNG state as ``np.random.set_state`` wants it (its key array as uint32)."""
     inner = dict(state["state"])
@@ -319,12 +455,17 @@ class Trainer:
             torch.set_num_threads(int(cfg.torch_threads))
         self.seed_everything(s.seed)
         self.env, self.spec = self.build_env()
-        self.algo = build_algorithm(cfg, self.spec, s.device)
+        self.eval_envs: list[gym.Env] = []
+        try:
+            check_spec(self.spec, str(cfg.env.name))
+            self.algo = build_algorithm(cfg, self.spec, s.device)
+        except BaseException:
+            self.env.close()
+            raise
         check_accel(s.compile, s.cudagraphs, s.device, type(self.algo), str(cfg.algo.name))
         self.update = update_fn(self.algo, s.compile, s.cudagraphs)  # algo.update, accelerated
         self.horizon = self.algo.action_horizon
         self.buffer = self.build_buffer()
-        self.eval_envs: list[gym.Env] = []
         self.rng = np.random.default_rng(s.seed)  # warm-up actions
         self.step = 0  # env steps collected
         self.update_credit = 0.0
@@ -333,6 +474,9 @@ class Trainer:
         self.checkpoint_dir = run_dir / "checkpoints"
         self.obs: Any = None  # the observation the next action is taken from
         self.wall_time = 0.0  # seconds spent in train(), summed over resumes
+        self.restored: Path | None = None  # the checkpoint restore() loaded
+        self.stop = StopSignals()
+        self.warnings = self.schedule_warnings()
 
     @property
     def updates(self) -> int:
@@ -363,26 +507,45 @@ class Trainer:
     def build_buffer(self) -> Any:
         """The storage ``collect`` writes and ``learn`` reads (replay here)."""
         s = self.settings
+        check_buffer_memory(s, (self.spec.obs_dim,), (self.spec.act_dim,))
         return ReplayBuffer(
             s.buffer_size, (self.spec.obs_dim,), (self.spec.act_dim,), s.num_envs,
             s.device, seed=s.seed,
         )
 
+    def schedule_warnings(self) -> list[str]:
+        """One-line warnings about a schedule that cannot do what the user probably wants,
+        printed at start and recorded in summary.json."""
+        s = self.settings
+        if self.algo.on_policy or s.total_steps > s.learning_starts:
+            return []
+        return [
+            f"total_steps ({s.total_steps}) <= algo.learning_starts ({s.learning_starts}): this "
+            "run takes only random actions and makes no gradient update, so its returns are "
+            "those of an untrained policy; lower algo.learning_starts or raise total_steps"
+        ]
+
     # ------------------------------------------------------------------ loop
     def train(self, resume: bool = False) -> dict[str, Any]:
         """Run to ``total_steps``; with ``resume`` first restore the newest valid checkpoint of
-        ``run_dir`` and continue from it exactly."""
+        ``run_dir`` (unless :meth:`restore` already did) and continue from it exactly."""
         s = self.settings
         purge_step = None
         if resume:
-            path = self.restore()
+            path = self.restored or self.restore()
             purge_step = self.step + 1  # drop events a crashed run logged after its checkpoint
-            print(f"rlzoo: resuming {self.run_dir} from {path.name} at step {self.step}",
-                  file=sys.stderr, flush=True)
         else:
             self.obs = self.reset_envs()
-        logger = Logger(self.run_dir, s.total_steps, s.progress, self.step, purge_step)
+            self.check_env_output(obs=self.obs)
+        logger = Logger(self.run_dir, s.total_steps, s.progress, self.step, purge_step,
+                        progress_every_s=s.progress_every_s)
         self.logger = logger
+        if resume:
+            logger.announce(f"resuming {self.run_dir} from {path.name} at step {self.step}")
+        else:
+            logger.announce(f"run dir {self.run_dir}")
+        for line in self.warnings:
+            logger.announce(f"warning: {line}")
         start = time.perf_counter() - self.wall_time
         obs = self.obs
         metrics: dict[str, torch.Tensor] = {}
@@ -390,7 +553,9 @@ class Trainer:
         next_eval = self.next_multiple(s.eval_every)
         next_ckpt = self.next_multiple(s.checkpoint_every)
         window_start, window_step, window_updates = time.perf_counter(), self.step, self.updates
-        with StopSignals() as stop:
+        with self.stop as stop:
+            # updates a SIGTERM cut short are owed before the next env step
+            metrics.update(self.learn(0))
             while self.step < s.total_steps:
                 # --- act, step the envs, store the step, count finished episodes
                 obs, n_new = self.collect(obs)
@@ -398,7 +563,7 @@ class Trainer:
                 past_warmup = self.step + n_new - max(self.step, s.learning_starts)
                 self.step += n_new
                 logger.advance(n_new)
-                # --- update
+                # --- update (stops early, owing the rest, when a signal arrives)
                 metrics.update(self.learn(past_warmup))
                 # --- log, evaluate, checkpoint
                 if self.step >= next_log:
@@ -426,6 +591,8 @@ class Trainer:
                         logger.close()
                         self.close_envs()
                         raise Interrupted(stop.signum, path, self.run_dir, self.step)
+            if self.last_eval is None:  # resumed at the end from a checkpoint without one
+                self.evaluate_and_log()
         self.wall_time = time.perf_counter() - start
         summary = self.write_summary(self.wall_time)
         logger.hparams(self.hparams(), {"hparam/final_eval_return": summary["final_eval_return"]})
@@ -465,6 +632,27 @@ class Trainer:
                     "(lower the learning rates or check the env's rewards and observations)"
                 )
 
+    def check_env_output(self, **arrays: Any) -> None:
+        """Stop before storing a NaN/inf reward, observation or action (``[E, ...]`` arrays),
+        with one line naming the quantity, the env, the training env index and the step, so
+        poisoned data never reaches the replay buffer or a checkpoint."""
+        for name, value in arrays.items():
+            if value is None:
+                continue
+            a = np.asarray(value)
+            if a.dtype.kind != "f" or np.isfinite(a).all():
+                continue
+            bad = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1) if a.ndim else [True]
+            e = int(np.flatnonzero(bad)[0])
+            source = "the policy" if name == "action" else f"env={self.cfg.env.name}"
+            last = self.latest_checkpoint()
+            where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+            raise NonFiniteError(
+                f"{source} produced a non-finite {name} (NaN or inf) in training env {e} at step "
+                f"{self.step + 1}; training stopped before storing it and {where} (check the "
+                "env's rewards and observations)"
+            )
+
     def reset_envs(self) -> Any:
         """First reset of the training envs; starts the per-env loop state."""
         E, H, A = self.settings.num_envs, self.horizon, self.spec.act_dim
@@ -491,6 +679,7 @@ class Trainer:
             action = chunk[np.arange(E), chunk_pos]
             chunk_pos += 1
         result = self.env.step(action)
+        self.check_env_output(reward=result.reward, obs=result.obs, action=action)
         self.buffer.add(obs, action, result.reward, result.obs, result.terminated,
                         result.truncated, result.reset_step)
         chunk_pos[result.reset_step] = H
@@ -512,15 +701,18 @@ class Trainer:
         metrics: dict[str, torch.Tensor] = {}
         # --- update: utd gradient steps per env step collected after the warm-up
         # (an H-step window needs H - 1 newer rows: none can start in the newest H - 1)
-        if past_warmup > 0 and len(self.buffer) > (H - 1) * E:
+        # A signal ends the updates early; the rest stay owed in update_credit (checkpointed)
+        # and are made before the next env step of the resumed run.
+        ready = len(self.buffer) > (H - 1) * E
+        if past_warmup > 0 and ready:
             self.update_credit += s.utd * past_warmup
-            while self.update_credit >= 1.0:
-                batch = self.buffer.sample(
-                    s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
-                    action_horizon=H,
-                )
-                metrics.update(self.update(batch))
-                self.update_credit -= 1.0
+        while ready and self.update_credit >= 1.0 and not self.stop.signum:
+            batch = self.buffer.sample(
+                s.batch_size, n_step=self.algo.n_step, gamma=self.algo.gamma,
+                action_horizon=H,
+            )
+            metrics.update(self.update(batch))
+            self.update_credit -= 1.0
         return metrics
 
     # ------------------------------------------------------------------ evaluation
@@ -544,6 +736,11 @@ class Trainer:
 
     def evaluate_and_log(self) -> None:
         returns = self.evaluate()
+        if not np.isfinite(returns).all():
+            raise NonFiniteError(
+                f"evaluation at step {self.step} returned a non-finite return (NaN or inf) on "
+                f"env={self.cfg.env.name}; check the env's rewards"
+            )
         self.last_eval = (float(returns.mean()), float(returns.std()))
         self.logger.scalars(
             {"eval/return": self.last_eval[0], "eval/return_std": self.last_eval[1]}, self.step
@@ -552,8 +749,19 @@ class Trainer:
 
     # ------------------------------------------------------------------ outputs
     def save(self) -> Path:
+        """Write a checkpoint of this step, only if everything in it is finite (so every
+        checkpoint kept is one to go back to), and keep the newest ``checkpoint.keep``."""
         path = checkpoint_path(self.checkpoint_dir, self.step)
-        save_checkpoint(path, self.state_dict())
+        state = self.state_dict()
+        poisoned = nonfinite_entries(state)
+        if poisoned:
+            last = self.latest_checkpoint()
+            where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+            raise NonFiniteError(
+                f"NaN or inf in {describe_nonfinite(poisoned)} at step {self.step}; no checkpoint "
+                f"was written and {where} (lower the learning rates or check the env)"
+            )
+        save_checkpoint(path, state)
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
         return path
 
@@ -580,6 +788,7 @@ class Trainer:
             "counters": {
                 "step": self.step, "episodes": self.episodes,
                 "update_credit": self.update_credit, "wall_time": self.wall_time,
+                "last_eval": list(self.last_eval) if self.last_eval else None,
             },
             "rng": rng,
         }
@@ -592,10 +801,10 @@ class Trainer:
         }
 
     def load_loop_state(self, loop: dict[str, Any]) -> None:
-        self.obs = np.asarray(loop["obs"]).copy()
-        self.episode_return = np.asarray(loop["episode_return"]).copy()
-        self.chunk = np.asarray(loop["chunk"]).copy()
-        self.chunk_pos = np.asarray(loop["chunk_pos"]).copy()
+        self.obs = host_array(loop["obs"])
+        self.episode_return = host_array(loop["episode_return"])
+        self.chunk = host_array(loop["chunk"])
+        self.chunk_pos = host_array(loop["chunk_pos"])
 
     def restore(self) -> Path:
         """Load the newest valid checkpoint of ``run_dir`` (older ones on failure, with a
@@ -625,6 +834,8 @@ class Trainer:
         self.episodes = int(counters["episodes"])
         self.update_credit = float(counters["update_credit"])
         self.wall_time = float(counters["wall_time"])
+        last_eval = counters.get("last_eval")
+        self.last_eval = (float(last_eval[0]), float(last_eval[1])) if last_eval else None
         rng = state["rng"]
         torch.set_rng_state(rng["torch"].cpu())
         if "cuda" in rng and torch.cuda.is_available():
@@ -632,7 +843,24 @@ class Trainer:
         np.random.set_state(_legacy_numpy_state(rng["numpy"]))
         random.setstate(_python_random_state(rng["python"]))
         self.rng.bit_generator.state = rng["warmup"]
+        self.restored = path
         return path
+
+    def check_resume_budget(self) -> None:
+        """After :meth:`restore`: refuse a budget below the checkpoint's step (``UserError``)
+        and report a run that has nothing left to do (``AlreadyFinished``)."""
+        s, step = self.settings, self.step
+        if s.total_steps < step:
+            raise UserError(
+                f"total_steps={s.total_steps} is below step {step} of {self.restored}; a run "
+                f"cannot go back: pass total_steps above {step} to train further"
+            )
+        if s.total_steps == step and (self.run_dir / "summary.json").is_file():
+            raise AlreadyFinished(
+                f"{self.run_dir} already finished at step {step} (total_steps={step}); nothing "
+                f"was changed. To train further: python -m rlzoo.train resume={self.run_dir} "
+                f"total_steps=N with N > {step}"
+            )
 
     def latest_checkpoint(self) -> Path | None:
         found = list_checkpoints(self.checkpoint_dir)
@@ -669,7 +897,8 @@ class Trainer:
             "updates": self.updates,
             "episodes": self.episodes,
         }
-        (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        summary["warnings"] = list(self.warnings)
+        write_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
 
 

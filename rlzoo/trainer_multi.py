@@ -33,7 +33,14 @@ from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.rollout import RolloutStore
 from rlzoo.envs.multi_agent import MultiAgentVecEnv, make_multi_agent_env, run_episodes
 from rlzoo.errors import UserError
-from rlzoo.trainer import EVAL_SEED_OFFSET, Trainer, _int, env_kwargs
+from rlzoo.trainer import (
+    EVAL_SEED_OFFSET,
+    Trainer,
+    _int,
+    check_buffer_memory,
+    env_kwargs,
+    host_array,
+)
 
 
 def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> MultiAgentVecEnv:
@@ -85,6 +92,7 @@ class MultiAgentTrainer(Trainer):
             return RolloutStore(
                 self.rollout_steps, s.num_envs, obs_shape, action_shape, spec.state_dim, s.device
             )
+        check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, spec.n_agents)
         return ReplayBuffer(
             s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
             state_dim=spec.state_dim, agent_rewards=spec.n_agents, seed=s.seed,
@@ -110,6 +118,8 @@ class MultiAgentTrainer(Trainer):
         else:
             action = self.algo.act(self.to_device(obs)).cpu().numpy()
         result = self.env.step(action)
+        self.check_env_output(reward=result.reward, obs=result.obs, state=result.state,
+                              action=action)
         team_reward = result.reward.mean(axis=1)  # the reward convention: mean over agents
         if isinstance(self.buffer, RolloutStore):
             self.buffer.add(
@@ -141,9 +151,9 @@ class MultiAgentTrainer(Trainer):
         return {"obs": self.obs, "env_state": self.env_state, "episode_return": self.episode_return}
 
     def load_loop_state(self, loop: dict[str, Any]) -> None:
-        self.obs = np.asarray(loop["obs"]).copy()
-        self.env_state = np.asarray(loop["env_state"]).copy()
-        self.episode_return = np.asarray(loop["episode_return"]).copy()
+        self.obs = host_array(loop["obs"])
+        self.env_state = host_array(loop["env_state"])
+        self.episode_return = host_array(loop["episode_return"])
 
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
         """Off-policy: as single-agent runs. On-policy: one update per full rollout."""

@@ -28,7 +28,9 @@ def run_cli(
     cmd = [sys.executable, "-m", module, *args]
     if run_dir is not None:
         cmd.append(f"hydra.run.dir={run_dir}")
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+           # this checkout's rlzoo (and tests.* env modules) wherever the command runs
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO, env=env
     )

@@ -14,7 +14,7 @@ from hydra.core.global_hydra import GlobalHydra
 
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError
-from tests.conftest import REPO, assert_user_error, run_cli
+from tests.conftest import assert_user_error, run_cli
 
 EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
 
@@ -115,11 +115,6 @@ def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
     assert "policy_noise" in proc.stdout
 
 
-wired = "check_overrides" in (REPO / "rlzoo" / "train.py").read_text()
-needs_wiring = pytest.mark.xfail(not wired, reason="wired by lead", strict=False)
-
-
-@needs_wiring
 @pytest.mark.parametrize(("args", "fragment"), [
     (["algo=sacc"], "did you mean algo=sac?"),
     (["algo.bacth_size=64"], "did you mean algo.batch_size=64?"),
@@ -133,7 +128,6 @@ def test_cli_one_line_and_no_run_dir(tmp_path: Path, args: list[str], fragment: 
     assert not (tmp_path / "multirun").exists()
 
 
-@needs_wiring
 def test_cli_multirun_typo_leaves_no_sweep_dir(tmp_path: Path) -> None:
     proc = run_cli(["-m", "algo=sac,tdd3", "total_steps=10"], cwd=tmp_path)
     assert_user_error(proc, "did you mean algo=td3?")

@@ -70,7 +70,8 @@ def test_documented_command_runs(command: str, tmp_path: Path) -> None:
         assert not any(k.startswith("target_critic.") for k in modules)  # no target network
         assert "critic.net.0.running_mean" in modules  # the input BatchNorm
         evaluated = subprocess.run(
-            [sys.executable, "-m", "rlzoo.evaluate", str(run_dir), "--episodes", "2"],
+            [sys.executable, "-m", "rlzoo.evaluate", str(run_dir), "--episodes", "2",
+             "--trust", "examples"],
             capture_output=True, text=True, cwd=REPO, timeout=300,
         )
         assert evaluated.returncode == 0, evaluated.stderr

@@ -21,7 +21,7 @@ from rlzoo.errors import UserError
 from rlzoo.evaluate import main
 from rlzoo.trainer import read_run_config
 from rlzoo.trust import check_targets
-from tests.conftest import TINY, assert_user_error, run_cli
+from tests.conftest import TINY, assert_user_error, read_summary, run_cli
 
 SMOKE = [*TINY, "env=Pendulum", "total_steps=200", "algo.learning_starts=100",
          "algo.batch_size=32", "algo.buffer_size=1000", "eval.every=0", "eval.episodes=1",
@@ -193,3 +193,11 @@ def test_examples_critic_works_when_trusted(tmp_path: Path, capsys: pytest.Captu
     assert proc.returncode == 0, proc.stderr
     assert "over 1 episodes" in proc.stdout
     assert read_run_config(run_dir, trust=["examples"]).critic.n == 2
+    # resume= reads the run the same way: refused unless the module is trusted, never saved
+    config = (run_dir / ".hydra" / "config.yaml").read_bytes()
+    assert_user_error(run_cli([f"resume={run_dir}", "total_steps=250"]), "trust=[examples]")
+    assert (run_dir / ".hydra" / "config.yaml").read_bytes() == config
+    proc = run_cli([f"resume={run_dir}", "total_steps=250", "trust=[examples]"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "trust" not in (run_dir / ".hydra" / "config.yaml").read_text()
+    assert read_summary(run_dir)["total_steps"] == 250

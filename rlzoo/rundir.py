@@ -1,0 +1,147 @@
+"""Run directories: one per launch, held by one live process, files replaced atomically.
+
+* :func:`claim_new_dir` makes a run dir that no other launch has: ``mkdir`` is atomic, so two
+  processes that resolve the same default name in the same second get ``<name>`` and
+  ``<stamp>-2-s<seed>`` (the ``-<k>`` goes before a trailing ``-s<seed>``, so the seed stays last).
+* :class:`RunLock` is an advisory lock (``flock``) on ``<run dir>/.rlzoo.lock``, which also holds
+  the owner's pid for the message. The kernel drops it when the process dies, so a crashed run
+  never leaves a stale lock; a live one makes every other launch into that dir (``resume=``
+  included) stop with one line.
+* :func:`write_atomic` replaces a small text file (config, summary) through a temporary file
+  unique to this process, so a reader sees the old or the new file and never a mix.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+from rlzoo.errors import UserError
+
+LOCK_NAME = ".rlzoo.lock"
+_SEED_SUFFIX = re.compile(r"^(.*?)(-s\d+)$")
+_held: dict[Path, RunLock] = {}  # locks this process holds, by resolved run dir
+# run dirs this process made -> the outermost folder it made for them (removed with the run dir
+# when the run never starts)
+_created: dict[Path, Path] = {}
+
+
+def unique_tmp(path: Path) -> Path:
+    """A temporary name beside ``path``, unique to this process and call:
+    ``.<name>.<pid>.<random>.tmp``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: write a unique temporary file, fsync, rename."""
+    tmp = unique_tmp(path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise UserError(
+            f"cannot write {path} ({err.strerror or err}); {path} is unchanged"
+        ) from None
+
+
+def _numbered(path: Path, k: int) -> Path:
+    match = _SEED_SUFFIX.match(path.name)
+    name = f"{match.group(1)}-{k}{match.group(2)}" if match else f"{path.name}-{k}"
+    return path.with_name(name)
+
+
+def claim_new_dir(path: Path) -> Path:
+    """Create and return ``path``, or the first free ``path`` numbered ``-2``, ``-3``, ... when
+    another launch made it first. Raises ``UserError`` if the parent cannot be created."""
+    outermost = path.parent
+    while not outermost.parent.exists() and outermost.parent != outermost:
+        outermost = outermost.parent
+    made_parent = not outermost.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"cannot create {path.parent} ({err.strerror or err})") from None
+    for k in range(1, 10_000):
+        candidate = path if k == 1 else _numbered(path, k)
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise UserError(f"cannot create {candidate} ({err.strerror or err})") from None
+        _created[candidate.resolve()] = outermost.resolve() if made_parent else candidate.resolve()
+        return candidate
+    raise UserError(f"{path} and 9,999 numbered variants exist; choose another hydra.run.dir")
+
+
+def remove_if_created(path: Path) -> None:
+    """Remove ``path`` and the empty folders made for it, if :func:`claim_new_dir` made it in
+    this process (for a launch that failed before its run started)."""
+    outermost = _created.pop(path.resolve(), None)
+    if outermost is None:
+        return
+    shutil.rmtree(path, ignore_errors=True)
+    folder = path.resolve().parent
+    while folder != outermost.parent and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def holds_a_run(path: Path) -> bool:
+    """Whether ``path`` already holds a run's results (a checkpoint or a summary)."""
+    return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))
+
+
+class RunLock:
+    """An exclusive advisory lock on ``<run_dir>/.rlzoo.lock`` for the life of this process.
+
+    ``RunLock.acquire(run_dir)`` returns the lock (the same object when this process already
+    holds it) or raises ``UserError`` naming the pid of the live process that holds it.
+    """
+
+    def __init__(self, run_dir: Path, fd: int) -> None:
+        self.run_dir, self.fd = run_dir, fd
+
+    @classmethod
+    def acquire(cls, run_dir: Path) -> RunLock:
+        key = run_dir.resolve()
+        if key in _held:
+            return _held[key]
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UserError(f"cannot lock {run_dir} ({err.strerror or err})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise UserError(
+                f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to "
+                "finish or stop it, or choose another hydra.run.dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        lock = cls(run_dir, fd)
+        _held[key] = lock
+        return lock
+
+    def release(self) -> None:
+        """Drop the lock (the file stays; it is only a name to lock)."""
+        _held.pop(self.run_dir.resolve(), None)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+        except OSError:
+            pass
