@@ -78,6 +78,7 @@ class CrossQ(SAC):
     def critic_loss(self, batch: Batch, alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         with torch.no_grad():
             next_action, next_log_prob = self.actor.sample(batch.next_obs)
+            next_log_prob = self.tuner.to_units(next_log_prob)  # tuner.entropy_units
         both = self.critic(torch.cat([batch.obs, batch.next_obs]),
                            torch.cat([batch.action, next_action]))  # [2, 2B]
         q, next_q = both.chunk(2, dim=1)

@@ -1,8 +1,10 @@
-"""Learning tests (slow, run by CI): SAC and TD3 solve Pendulum-v1 within 15k env steps.
+"""Learning tests (slow, run by CI): SAC and TD3 solve Pendulum-v1 within 15k env steps, and TD3
+solves InvertedPendulum-v5 (action bounds ±3) from a 1000-step warm-up as the TD3 paper's curves
+do (1000 from 25k steps on; its defaults follow the paper for that reason).
 
 A random policy scores about -1200 on Pendulum-v1 and a solved one -150 to -200. The threshold
 -300 leaves room for seed noise while still failing any run that has not learned to swing up.
-TD3's CleanRL warm-up (25k random steps) is longer than the budget, so both use 1000 here.
+Both use a 1000-step warm-up here.
 """
 
 from __future__ import annotations
@@ -26,3 +28,15 @@ def test_pendulum_is_solved(tmp_path: Path, algo: str, steps: int) -> None:
     summary = read_summary(run_dir)
     assert summary["total_steps"] == steps <= 15000
     assert summary["final_eval_return"] >= THRESHOLD, summary
+
+
+@pytest.mark.slow
+def test_td3_solves_inverted_pendulum(tmp_path: Path) -> None:
+    """With CleanRL's settings (lr 3e-4, 256x256, batch 256) TD3 stayed at 40-115 up to 15k steps
+    on seeds 0 and 1; with the paper's (the defaults) it reached 1000 by 15k-25k on seeds 0-2."""
+    run_dir = tmp_path / "td3"
+    proc = run_cli(["algo=td3", "env=InvertedPendulum", "total_steps=20000",
+                    "algo.learning_starts=1000", "eval.every=0", "eval.episodes=5",
+                    "checkpoint.every=0", "seed=0"], run_dir, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_summary(run_dir)["final_eval_return"] >= 900.0

@@ -32,7 +32,7 @@ class TD3(Algorithm):
         critic: builds the critic from ``(obs_dim, act_dim)``.
         gamma: discount (0.99).
         tau: polyak rate (0.005).
-        actor_lr, critic_lr: learning rates (3e-4, CleanRL).
+        actor_lr, critic_lr: learning rates (1e-3, the paper's).
         policy_delay: critic steps per actor/target step (2).
         policy_noise: std of the target smoothing noise (0.2).
         noise_clip: clip of the target smoothing noise (0.5).
@@ -53,8 +53,8 @@ class TD3(Algorithm):
         critic: Callable[..., Critic],
         gamma: float = 0.99,
         tau: float = 0.005,
-        actor_lr: float = 3e-4,
-        critic_lr: float = 3e-4,
+        actor_lr: float = 1e-3,
+        critic_lr: float = 1e-3,
         policy_delay: int = 2,
         policy_noise: float = 0.2,
         noise_clip: float = 0.5,
