@@ -231,10 +231,13 @@ def _write_failure(path: Path, plain: dict[str, Any], err: OSError) -> str:
 
 
 def list_checkpoints(directory: Path) -> list[Path]:
-    """Checkpoints in ``directory``, oldest first (by step). Temporary files are not listed."""
+    """Checkpoints in ``directory``, oldest first (by step). Temporary files are not listed, nor
+    is anything under a checkpoint's name that is not a regular file (a directory, a FIFO, a
+    link to ``/dev/zero``): reading such a thing could hang or fill memory."""
     if not directory.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := PATTERN.match(p.name))]
+    found = [(int(m.group(1)), p) for p in directory.iterdir()
+             if (m := PATTERN.match(p.name)) and p.is_file()]
     return [p for _, p in sorted(found)]
 
 
@@ -300,6 +303,8 @@ def load_checkpoint(
     tensors are read from disk only when touched, so a reader that needs the networks but not
     the replay buffer (``rlzoo.evaluate``) does not load gigabytes of transitions.
     """
+    if not Path(path).is_file():  # a FIFO or /dev/zero would hang or fill memory when read
+        raise CheckpointError(f"{path} is not a regular file, so it is not read")
     check_archive(path)
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)

@@ -14,7 +14,9 @@ import math
 import os
 import random
 import signal
+import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,8 @@ SIZE_LIMITS = {
     "horizon": (1, 1000),  # action-chunk length
     "n_step": (1, 1000),  # n-step returns
     "rollout_steps": (1, 1_000_000),  # on-policy rollout length
+    "policy_delay": (1, 1_000_000),  # critic steps per actor step
+    "target_delay": (1, 1_000_000),  # critic steps per target step (null = policy_delay)
 }
 
 
@@ -415,6 +419,16 @@ class StopSignals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+
+
+def summary_step(run_dir: Path) -> int | None:
+    """``total_steps`` of ``run_dir/summary.json``, or ``None`` when it is absent or unreadable
+    (a summary left by an earlier, shorter leg of a resumed run is stale, not final)."""
+    try:
+        step = json.loads((run_dir / "summary.json").read_text()).get("total_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) else None
 
 
 def host_array(value: Any) -> np.ndarray:
@@ -810,7 +824,13 @@ class Trainer:
         """Load the newest valid checkpoint of ``run_dir`` (older ones on failure, with a
         warning); returns its path. Raises ``UserError`` if none fits this run."""
         try:
-            path, state = load_latest_valid(self.checkpoint_dir, self.settings.device)
+            with warnings.catch_warnings(record=True) as skipped:
+                warnings.simplefilter("always")
+                try:
+                    path, state = load_latest_valid(self.checkpoint_dir, self.settings.device)
+                finally:
+                    for warning in skipped:  # one rlzoo line per checkpoint skipped
+                        print(f"rlzoo: warning: {warning.message}", file=sys.stderr, flush=True)
         except CheckpointError as err:
             raise UserError(f"cannot resume: {err}; start a new run instead") from None
         for key, mine in (("algo_name", self.cfg.algo.name), ("env_name", self.cfg.env.name)):
@@ -855,7 +875,7 @@ class Trainer:
                 f"total_steps={s.total_steps} is below step {step} of {self.restored}; a run "
                 f"cannot go back: pass total_steps above {step} to train further"
             )
-        if s.total_steps == step and (self.run_dir / "summary.json").is_file():
+        if s.total_steps == step and summary_step(self.run_dir) == step:
             raise AlreadyFinished(
                 f"{self.run_dir} already finished at step {step} (total_steps={step}); nothing "
                 f"was changed. To train further: python -m rlzoo.train resume={self.run_dir} "

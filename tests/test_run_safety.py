@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 from omegaconf import OmegaConf
 
-from rlzoo.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.rundir import claim_new_dir
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
@@ -86,6 +86,38 @@ def test_the_last_evaluation_travels_with_the_checkpoint(finished: Path, tmp_pat
     summary = strict_json(run_dir / "summary.json")
     assert summary["final_eval_return"] == expected["final_eval_return"]
     assert summary["total_steps"] == 300
+
+
+def test_a_stale_summary_from_an_earlier_leg_is_rewritten(finished: Path,
+                                                          tmp_path: Path) -> None:
+    """Killed between an extension's final checkpoint and its summary: summary.json still holds
+    the earlier leg's result, so the run is not finished until the summary says its step."""
+    run_dir = copy_of(finished, tmp_path)
+    stale = strict_json(run_dir / "summary.json")
+    stale["total_steps"], stale["final_eval_return"] = 200, -1.0
+    (run_dir / "summary.json").write_text(json.dumps(stale))
+    proc = run_cli([f"resume={run_dir}"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "already finished" not in proc.stderr
+    summary = strict_json(run_dir / "summary.json")
+    assert summary["total_steps"] == 300 and summary["final_eval_return"] != -1.0
+
+
+def test_only_regular_files_count_as_checkpoints(finished: Path, tmp_path: Path) -> None:
+    """A directory, a FIFO or a link to /dev/zero under a checkpoint's name is never read
+    (reading it would hang or fill memory) and never pruned."""
+    directory = copy_of(finished, tmp_path) / "checkpoints"
+    real = list_checkpoints(directory)
+    (directory / "step_0000000997.pt").mkdir()
+    os.mkfifo(directory / "step_0000000998.pt")
+    (directory / "step_0000000999.pt").symlink_to("/dev/zero")
+    assert list_checkpoints(directory) == real
+    for name in ("step_0000000998.pt", "step_0000000999.pt"):
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            load_checkpoint(directory / name)
+    proc = run_cli([str(directory.parent), "--episodes", "1"], module="rlzoo.evaluate",
+                   timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------- item 3
@@ -193,6 +225,7 @@ def test_a_fresh_run_into_a_dir_that_holds_a_run_is_refused(finished: Path,
         (["algo.n_step=10000000"], "algo.n_step"),
         (["critic=ensemble", "critic.n=100000"], "critic.n"),
         (["algo.critic_lr=inf"], "algo.critic_lr"),
+        (["algo=td3", "algo.policy_delay=1.5"], "algo.policy_delay"),
         (["env=gym", "env.id=tests.odd_envs:ZeroObs-v0"], "empty observation"),
     ],
 )
@@ -259,6 +292,6 @@ def test_a_run_that_cannot_learn_says_so(tmp_path: Path) -> None:
                     "algo.buffer_size=5000", *TINY], run_dir)
     assert proc.returncode == 0, proc.stderr[-2000:]
     warning = [x for x in proc.stderr.splitlines() if x.startswith("rlzoo: warning:")]
-    assert len(warning) == 1 and "algo.learning_starts (25000)" in warning[0], proc.stderr
+    assert len(warning) == 1 and "algo.learning_starts (10000)" in warning[0], proc.stderr
     summary = strict_json(run_dir / "summary.json")
     assert summary["updates"] == 0 and "no gradient update" in summary["warnings"][0]
