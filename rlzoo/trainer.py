@@ -639,8 +639,7 @@ class Trainer:
         ).tolist() if names or params else []
         for name, ok in zip([*names, *(f"parameter {p}" for p in params)], flags):
             if not ok:
-                last = self.latest_checkpoint()
-                where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+                where = self.last_good_checkpoint_note()
                 raise NonFiniteError(
                     f"{name} became NaN or inf by step {self.step}; training stopped and {where} "
                     "(lower the learning rates or check the env's rewards and observations)"
@@ -659,8 +658,7 @@ class Trainer:
             bad = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1) if a.ndim else [True]
             e = int(np.flatnonzero(bad)[0])
             source = "the policy" if name == "action" else f"env={self.cfg.env.name}"
-            last = self.latest_checkpoint()
-            where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+            where = self.last_good_checkpoint_note()
             raise NonFiniteError(
                 f"{source} produced a non-finite {name} (NaN or inf) in training env {e} at step "
                 f"{self.step + 1}; training stopped before storing it and {where} (check the "
@@ -769,8 +767,7 @@ class Trainer:
         state = self.state_dict()
         poisoned = nonfinite_entries(state)
         if poisoned:
-            last = self.latest_checkpoint()
-            where = f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
+            where = self.last_good_checkpoint_note()
             raise NonFiniteError(
                 f"NaN or inf in {describe_nonfinite(poisoned)} at step {self.step}; no checkpoint "
                 f"was written and {where} (lower the learning rates or check the env)"
@@ -885,6 +882,12 @@ class Trainer:
     def latest_checkpoint(self) -> Path | None:
         found = list_checkpoints(self.checkpoint_dir)
         return found[-1] if found else None
+
+    def last_good_checkpoint_note(self) -> str:
+        """Where a stopped run can go back to, for a NaN/inf message (every checkpoint written
+        is finite, so the newest one is good)."""
+        last = self.latest_checkpoint()
+        return f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
 
     def hparams(self) -> dict[str, Any]:
         flat: dict[str, Any] = {}
