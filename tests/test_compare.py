@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rlzoo import compare
+from rlzoo.analysis import cli
+from rlzoo.analysis.curves import align_curves, event_files, load_scalars
 
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -185,7 +186,7 @@ def test_reader_keeps_all_points_beyond_tensorboard_reservoir(tmp_path: Path) ->
     for step in range(10_050):
         writer.add_scalar("eval/return", float(step) * 0.5, step)
     writer.close()
-    steps, values = compare.load_scalars(tmp_path, ["eval/return"])["eval/return"]
+    steps, values = load_scalars(tmp_path, ["eval/return"])["eval/return"]
     assert len(steps) == 10_050
     np.testing.assert_array_equal(steps, np.arange(10_050))
     np.testing.assert_allclose(values, np.arange(10_050) * 0.5)
@@ -195,8 +196,8 @@ def test_reader_merges_resumed_run_later_file_wins(tmp_path: Path) -> None:
     write_events(tmp_path, [(0, 1.0), (100, 2.0), (200, 3.0)])
     time.sleep(0.01)
     write_events(tmp_path, [(200, 30.0), (300, 40.0)])  # resumed from step 200
-    assert len(compare.event_files(tmp_path)) == 2
-    steps, values = compare.load_scalars(tmp_path)["eval/return"]
+    assert len(event_files(tmp_path)) == 2
+    steps, values = load_scalars(tmp_path)["eval/return"]
     assert steps.tolist() == [0, 100, 200, 300]
     assert values.tolist() == [1.0, 2.0, 30.0, 40.0]
 
@@ -204,10 +205,10 @@ def test_reader_merges_resumed_run_later_file_wins(tmp_path: Path) -> None:
 def test_align_curves_union_of_steps() -> None:
     a = (np.array([0, 10, 20, 30]), np.array([0.0, 1.0, 2.0, 3.0]))
     b = (np.array([0, 15, 30, 40]), np.array([0.0, 1.5, 3.0, 4.0]))
-    grid, values = compare.align_curves([a, b])
+    grid, values = align_curves([a, b])
     assert grid.tolist() == [0, 10, 15, 20, 30]  # ends at the shorter run's last step
     assert values.tolist() == [[0.0, 1.0, 1.0, 2.0, 3.0], [0.0, 0.0, 1.5, 1.5, 3.0]]
-    grid, _ = compare.align_curves([a, b], max_points=3)
+    grid, _ = align_curves([a, b], max_points=3)
     assert grid.tolist() == [0, 15, 30]
 
 
@@ -310,9 +311,9 @@ def variants_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
-    """``compare.main(args)`` in this process (no interpreter start-up), as a CompletedProcess."""
+    """``cli.main(args)`` in this process (no interpreter start-up), as a CompletedProcess."""
     capsys.readouterr()
-    code = compare.main(list(args))
+    code = cli.main(list(args))
     captured = capsys.readouterr()
     return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
 

@@ -1,4 +1,4 @@
-"""Tests of rlzoo.stats against hand-checkable cases and scipy's definitions (rliable's)."""
+"""Tests of rlzoo.analysis.stats: hand-checkable cases and scipy's (rliable's) definitions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rlzoo import stats
+from rlzoo.analysis import stats
 
 
 def test_iqm_of_one_to_eight_is_mean_of_middle_four() -> None:

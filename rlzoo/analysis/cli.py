@@ -1,0 +1,159 @@
+"""The command line of the analysis: ``python -m rlzoo.compare``.
+
+Usage::
+
+    python -m rlzoo.compare runs/ [more dirs ...] --out report/ [--poi sac td3]
+        [--group-by KEY ...] [--label RULE ...]
+
+Finds the finished runs below the given directories (:mod:`rlzoo.analysis.runs`), groups and
+labels them (:mod:`rlzoo.analysis.grouping`, :mod:`rlzoo.analysis.labels`), computes the
+comparison (:mod:`rlzoo.analysis.report`) and writes ``OUT/comparison.md`` (tables),
+``OUT/comparison.json`` (the same numbers) and one ``OUT/<env>.png`` per env (IQM learning curves
+of ``eval/return`` with 95% CI bands; :mod:`rlzoo.analysis.render`). A user mistake is one
+``rlzoo: error: <what>; <how to fix>`` line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rlzoo.analysis import stats
+from rlzoo.analysis.curves import CURVE_TAG
+from rlzoo.analysis.messages import CompareError
+from rlzoo.analysis.render import write_report
+from rlzoo.analysis.report import compute_comparison
+from rlzoo.analysis.runs import SUMMARY_FILE, Run, find_runs
+
+
+def compare(
+    runs: Sequence[Run],
+    out: Path,
+    poi: tuple[str, str] | None = None,
+    reps: int = stats.DEFAULT_REPS,
+    seed: int = 0,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+    tag: str = CURVE_TAG,
+    max_points: int = 500,
+    plots: bool = True,
+    group_by: Sequence[str] | None = None,
+    labels: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Compute the comparison and write ``comparison.md/json`` and the PNGs into ``out``.
+
+    :func:`~rlzoo.analysis.report.compute_comparison` (the arguments but ``out`` and ``plots``),
+    then :func:`~rlzoo.analysis.render.write_report`. Nothing is written when an argument is
+    wrong (CompareError). Returns the dict written to ``comparison.json``.
+    """
+    comparison = compute_comparison(
+        runs,
+        poi=poi,
+        reps=reps,
+        seed=seed,
+        confidence=confidence,
+        tag=tag,
+        max_points=max_points,
+        group_by=group_by,
+        labels=labels,
+    )
+    return write_report(comparison, out, plots=plots)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one ``rlzoo: error:`` line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"rlzoo: error: {message}; see python -m rlzoo.compare --help", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m rlzoo.compare``."""
+    parser = _Parser(
+        prog="python -m rlzoo.compare",
+        description="Compare finished runs: per env and group of runs (same algo and config, "
+        "seeds differ) the IQM of the final eval return with a stratified-bootstrap CI, learning "
+        "curves, optional probability of improvement.",
+    )
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="directories searched for runs")
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument(
+        "--poi",
+        nargs=2,
+        metavar=("X", "Y"),
+        help="also report the probability of improvement P(X > Y) per env; X and Y are group "
+        "labels (an algo name works where it has one group)",
+    )
+    parser.add_argument(
+        "--group-by",
+        nargs="*",
+        metavar="KEY",
+        help="group runs by env, algo and these config keys (e.g. critic algo.utd) instead of "
+        "every key that differs; put it after the DIRs. total_steps and eval.* always split",
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="rename groups: 'KEY=VALUE [KEY=VALUE ...]=NAME' (e.g. 'critic.n=5=REDQ-5') or a "
+        "format string ('{algo} N={critic.n}', fields: any config key, label, algo, env); "
+        "repeatable, the first rule that applies to a group names it",
+    )
+    parser.add_argument(
+        "--reps", type=int, default=stats.DEFAULT_REPS, help="bootstrap resamples (default 2000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap RNG seed (default 0)")
+    parser.add_argument(
+        "--confidence", type=float, default=stats.DEFAULT_CONFIDENCE, help="CI level (0.95)"
+    )
+    parser.add_argument("--tag", default=CURVE_TAG, help=f"curve scalar tag ({CURVE_TAG})")
+    parser.add_argument(
+        "--max-curve-points", type=int, default=500, help="points per curve at most (500)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (2 on a user error)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.reps < 1:
+            raise CompareError(f"--reps must be >= 1, got {args.reps}; pass e.g. --reps 2000")
+        if not 0.0 < args.confidence < 1.0:
+            raise CompareError(f"--confidence must be in (0, 1), got {args.confidence}; e.g. 0.95")
+        if args.max_curve_points < 2:
+            raise CompareError("--max-curve-points must be >= 2; pass e.g. 500")
+        for d in args.dirs:
+            if not Path(d).is_dir():
+                raise CompareError(f"{d} is not a directory; pass a directory that holds runs")
+        runs = find_runs(args.dirs)
+        if not runs:
+            raise CompareError(
+                f"no runs found under {', '.join(args.dirs)} (a run is a directory with "
+                f"{SUMMARY_FILE}); point at the runs/ or multirun/ directory of finished runs"
+            )
+        poi = tuple(args.poi) if args.poi else None
+        compare(
+            runs,
+            args.out,
+            poi=poi,
+            reps=args.reps,
+            seed=args.seed,
+            confidence=args.confidence,
+            tag=args.tag,
+            max_points=args.max_curve_points,
+            group_by=args.group_by,
+            labels=args.label,
+        )
+    except CompareError as exc:
+        print(f"rlzoo: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"rlzoo: error: {exc}; check the paths and permissions", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out / 'comparison.md'} ({len(runs)} runs)")
+    return 0

@@ -1,0 +1,116 @@
+"""Config values of runs: which keys split groups, a canonical form, and how values are written.
+
+Pure functions on already-read values (:mod:`rlzoo.analysis.runs` reads the files). A run's config
+is ``.hydra/config.yaml`` flattened to dotted keys (``{"critic.n": 10, "algo.utd": 5, ...}``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+IGNORED_KEYS: dict[str, str] = {
+    "seed": "the replication axis: runs that differ only in their seed are the samples of a group",
+    "resume": "the run dir a run was continued from; a resumed run continues the same experiment",
+    "device": "where the tensors live (cpu, cuda); the same algorithm, up to float rounding",
+    "torch_threads": "CPU threads of torch; speed only",
+    "compile": "torch.compile of the networks; speed only, the same computation",
+    "cudagraphs": "the update replayed from a CUDA graph; speed only, the same computation",
+    "log.*": "how often scalars are logged and whether a progress bar is shown",
+    "checkpoint.*": "how often checkpoints are saved and how many are kept",
+    "hydra.*": "Hydra's output dirs and job bookkeeping",
+    "env.total_steps": "the env's default budget, copied into total_steps unless overridden; "
+    "the budget a run used is total_steps, which is always compared",
+}
+"""Config keys (``x.*``: every key below ``x``) that never split groups automatically, and why.
+
+None of them changes what is learned or what is measured. ``--group-by`` may still name them.
+"""
+
+MEASUREMENT_KEYS = ("total_steps", "eval.*")
+"""Keys (``x.*``: every key below ``x``) that change what a score measures: runs that differ in
+them are never pooled, even when ``--group-by`` does not name them. ``total_steps`` is read from
+summary.json (the steps a run really made)."""
+
+
+class _Missing:
+    """The type of :data:`MISSING`."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""The value of a key a run's config does not have."""
+
+
+def under(key: str, pattern: str) -> bool:
+    """``key`` is ``pattern`` or a key below it (``critic.n`` is under ``critic`` and ``log.*``
+    matches ``log.every``)."""
+    pattern = pattern.removesuffix(".*")
+    return key == pattern or key.startswith(pattern + ".")
+
+
+def is_ignored(key: str) -> bool:
+    """``key`` is one of :data:`IGNORED_KEYS` or below one."""
+    return any(under(key, pattern) for pattern in IGNORED_KEYS)
+
+
+def is_measurement(key: str) -> bool:
+    """``key`` is one of :data:`MEASUREMENT_KEYS` or below one."""
+    return any(under(key, pattern) for pattern in MEASUREMENT_KEYS)
+
+
+def normalize(value: Any) -> Any:
+    """A config value in a canonical form: integral floats as ints (``5.0`` == ``5``), tuples as
+    lists, anything unusual as text."""
+    if value is None or isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, list | tuple):
+        return [normalize(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): normalize(v) for k, v in value.items()}
+    return str(value)
+
+
+def canon(value: Any) -> str:
+    """A string equal for equal config values (the identity used to group runs)."""
+    if value is MISSING:
+        return "\0unset"
+    return json.dumps(value, sort_keys=True)
+
+
+def format_value(value: Any) -> str:
+    """A config value written as a Hydra override writes it: ``5``, ``0.0003``, ``[64,64]``,
+    ``null``, ``true``; a key a run does not have is ``(unset)``."""
+    if value is MISSING:
+        return "(unset)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def flatten_config(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The leaves of a nested config as ``{dotted key: value}``, in the file's order.
+
+    Mappings are descended into; lists and empty mappings are leaves. Values are normalized
+    (:func:`normalize`).
+    """
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict) and v:
+            out.update(flatten_config(v, key))
+        else:
+            out[key] = normalize(v)
+    return out

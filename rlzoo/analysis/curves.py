@@ -1,0 +1,176 @@
+"""Learning curves: TensorBoard scalars read from run dirs, aligned on a common grid of steps."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rlzoo.analysis.messages import note
+from rlzoo.analysis.runs import EVENT_PREFIX, Run
+
+CURVE_TAG = "eval/return"
+"""The scalar tag plotted by default (``--tag``)."""
+
+
+@dataclass
+class Curve:
+    """Aligned curves of one group: ``values[run, point]`` at ``steps[point]`` (env steps).
+
+    ``run_paths[run]`` is the run dir each row came from.
+    """
+
+    steps: np.ndarray
+    values: np.ndarray
+    run_paths: list[str]
+
+
+# --------------------------------------------------------------------------- reading TensorBoard
+
+
+def _name_order(path: Path) -> tuple[int, int, str]:
+    """Sort key from ``events.out.tfevents.<unix time>.<host>.<pid>.<counter>[suffix]``."""
+    parts = path.name[len(EVENT_PREFIX) :].split(".")
+    created = int(parts[0]) if parts and parts[0].isdigit() else 0
+    counter = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
+    return created, counter, path.name
+
+
+def event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Event files directly in ``run_dir``, ordered by the creation time in their names."""
+    directory = Path(run_dir)
+    files = [p for p in directory.iterdir() if p.name.startswith(EVENT_PREFIX) and p.is_file()]
+    return sorted(files, key=_name_order)
+
+
+def _read_event_file(
+    path: Path, tags: set[str] | None
+) -> tuple[float, dict[str, dict[int, float]]]:
+    """One event file: ``(wall time of its first event, {tag: {step: value}})``.
+
+    Within a file, the last value logged at a step wins.
+    """
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+    from tensorboard.util import tensor_util
+
+    first_wall_time = math.inf
+    out: dict[str, dict[int, float]] = {}
+    for event in LegacyEventFileLoader(str(path)).Load():
+        if first_wall_time == math.inf:
+            first_wall_time = float(event.wall_time)
+        if not event.HasField("summary"):
+            continue
+        for value in event.summary.value:
+            if tags is not None and value.tag not in tags:
+                continue
+            kind = value.WhichOneof("value")
+            if kind == "simple_value":
+                scalar = float(value.simple_value)
+            elif kind == "tensor":  # scalars written in the newer tensor format
+                array = tensor_util.make_ndarray(value.tensor)
+                if array.size != 1:
+                    continue
+                scalar = float(array.reshape(()))
+            else:
+                continue
+            out.setdefault(value.tag, {})[int(event.step)] = scalar
+    return first_wall_time, out
+
+
+def load_scalars(
+    run_dir: str | os.PathLike[str], tags: Iterable[str] | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """All points of the scalar ``tags`` (default: every scalar tag) logged in a run dir.
+
+    Every point is kept (no reservoir sampling, unlike TensorBoard's default of 10,000 per tag).
+    The event files directly in ``run_dir`` are merged oldest first (by the wall time of a file's
+    first event, then by the creation time in its name), so a later file wins on a step present
+    in both (a resumed run). Files are read with tensorboard's event-file loader, keeping only
+    the wanted tags in memory.
+
+    Returns:
+        ``{tag: (steps [n] int64, values [n] float64)}``, steps sorted ascending.
+    """
+    wanted = None if tags is None else set(tags)
+    loaded = []
+    for path in event_files(run_dir):
+        first_wall_time, points = _read_event_file(path, wanted)
+        loaded.append(((first_wall_time, *_name_order(path)), points))
+    loaded.sort(key=lambda item: item[0])
+    merged: dict[str, dict[int, float]] = {}
+    for _, per_tag in loaded:
+        for tag, points in per_tag.items():
+            merged.setdefault(tag, {}).update(points)
+    result: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for tag, points in merged.items():
+        steps = np.array(sorted(points), dtype=np.int64)
+        values = np.array([points[s] for s in steps.tolist()], dtype=np.float64)
+        result[tag] = (steps, values)
+    return result
+
+
+# --------------------------------------------------------------------------- aligning curves
+
+
+def align_curves(
+    curves: Sequence[tuple[np.ndarray, np.ndarray]], max_points: int = 500
+) -> tuple[np.ndarray, np.ndarray]:
+    """Put curves evaluated at different steps on one grid of steps.
+
+    The grid is the union of all runs' steps, restricted to where every run has started and not
+    yet ended (``max`` of first steps to ``min`` of last steps), thinned evenly to at most
+    ``max_points`` points. A run's value at a grid step is its last value at or before that step.
+
+    Args:
+        curves: per run ``(steps [n_r], values [n_r])``, steps ascending.
+
+    Returns:
+        ``(grid [points], values [runs, points])``; ``points`` may be 0 if the runs do not overlap.
+    """
+    start = max(int(s[0]) for s, _ in curves)
+    end = min(int(s[-1]) for s, _ in curves)
+    grid = np.unique(np.concatenate([s for s, _ in curves]))
+    grid = grid[(grid >= start) & (grid <= end)]
+    if len(grid) > max_points:
+        keep = np.unique(np.round(np.linspace(0, len(grid) - 1, max_points)).astype(np.int64))
+        grid = grid[keep]
+    values = np.empty((len(curves), len(grid)))
+    for i, (steps, vals) in enumerate(curves):
+        values[i] = vals[np.searchsorted(steps, grid, side="right") - 1]
+    return grid, values
+
+
+def group_curve(
+    runs: Sequence[Run], tag: str = CURVE_TAG, max_points: int = 500, name: str = ""
+) -> Curve | None:
+    """Aligned ``tag`` curves of a group's runs (:func:`align_curves`).
+
+    A run whose event files cannot be read or hold no ``tag`` scalars is left out with a one-line
+    note; None (with a note) when no run has the tag or the runs' step ranges do not overlap.
+    ``name`` (default ``<env>/<algo>`` of the first run) names the group in that note.
+    """
+    curves, paths = [], []
+    for run in runs:
+        try:
+            scalars = load_scalars(run.path, [tag])
+        except Exception as exc:  # a corrupt event file must not sink the whole report
+            note(f"{run.path}: cannot read event files ({type(exc).__name__}: {exc}); no curve")
+            continue
+        points = scalars.get(tag)
+        if points is None or len(points[0]) == 0:
+            note(f"{run.path}: no '{tag}' scalars in its event files; left out of the curve")
+            continue
+        curves.append(points)
+        paths.append(str(run.path))
+    if not curves:
+        return None
+    steps, values = align_curves(curves, max_points)
+    if len(steps) == 0:
+        name = name or f"{runs[0].env}/{runs[0].algo}"
+        note(f"{name}: runs' '{tag}' step ranges do not overlap; no curve")
+        return None
+    return Curve(steps, values, paths)

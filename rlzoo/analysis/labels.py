@@ -1,0 +1,282 @@
+"""Names of groups: automatic labels from the overrides that set a group apart, and ``--label``.
+
+An automatic label is the algo and the ``key=value`` overrides that tell a group apart from the
+algo's other groups in the same env (``sac``, ``sac critic=ensemble``, ``sac algo.utd=5``);
+``--label`` rules rename groups (``'critic.n=5=REDQ-5'`` or ``'{algo} n={critic.n}'``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlzoo.analysis.config import MISSING, canon, format_value, is_measurement, normalize, under
+from rlzoo.analysis.groups import Group, known_keys, unknown_key_error
+from rlzoo.analysis.messages import CompareError
+from rlzoo.analysis.runs import Run
+
+MAX_LABEL_TERMS = 6
+"""At most this many ``key=value`` terms in a label; the rest are counted (``(+3)``)."""
+
+_AUTO_LABEL_FIELDS = ("label", "algo", "env")
+
+# --------------------------------------------------------------------------- automatic labels
+
+
+def _natural(text: str) -> tuple[int, float, str]:
+    """Sort key of a label value: numbers by value (``2`` before ``10``), then text."""
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _default(groups: list[Group], key: str, choice: bool) -> str | None:
+    """The canonical value of ``key`` in the groups that did not set it on the command line, if
+    they agree; None when no group left it at its default or they disagree."""
+    values = {
+        canon(g.choices.get(key) if choice else g.values.get(key, MISSING))
+        for g in groups if g.untouched(key, choice)
+    }
+    return values.pop() if len(values) == 1 else None
+
+
+def label_env(groups: list[Group]) -> None:
+    """Write ``terms`` and ``auto_label`` of the groups of one env.
+
+    Within each algo, a key is a candidate term when its value differs between the algo's groups
+    (a measurement key: when it differs anywhere in the env's table). Keys under a config group
+    whose choice differs (``critic``) are shown as that choice (``critic=ensemble``), plus those
+    that still differ between groups with the same choice (``critic.n=5``) or that the group set
+    on its command line (``critic=ensemble critic.n=3``). A term is left out
+    of a group's label when its value is the default, i.e. the value of the groups that did not
+    set the key on their command line (``.hydra/overrides.yaml``): the plain ``sac`` next to
+    ``sac critic=ensemble`` and ``sac algo.utd=5``. Labels stay unique: two groups differ in some
+    key, and at most one of them has its default value. A group whose runs have no readable
+    config is marked ``(no config)`` next to the algo's other groups. The groups are then
+    sorted in place: by algo, configured first, fewer terms first, then by the terms' values.
+    """
+    position: dict[str, float] = {}
+    for g in groups:
+        for key in g.values:
+            position.setdefault(key, len(position))
+    measured = sorted(
+        (
+            k for k in position
+            if is_measurement(k) and len({canon(g.values.get(k, MISSING)) for g in groups}) > 1
+        ),
+        key=lambda k: position[k],
+    )
+    for algo in sorted({g.algo for g in groups}):
+        mine = [g for g in groups if g.algo == algo]
+        configured = [g for g in mine if g.has_config]
+        keys = {k for g in configured for k in g.values}
+        differ = {
+            k for k in keys
+            if not is_measurement(k)
+            and len({canon(g.values.get(k, MISSING)) for g in configured}) > 1
+        }
+        choices = [g.choices for g in configured]
+        compressed = []
+        for name in sorted(set().union(*choices)) if choices else []:
+            if not all(name in c for c in choices) or len({c[name] for c in choices}) < 2:
+                continue
+            if any(under(k, name) for k in differ):
+                compressed.append(name)
+                position[name] = min(position[k] for k in differ if under(k, name)) - 0.5
+        candidates = sorted(differ | set(compressed), key=lambda k: position[k])
+        for g in mine:
+            terms: dict[str, str] = {}
+            for key in [*(candidates if g.has_config else []), *measured]:
+                if key in compressed:
+                    if canon(g.choices[key]) != _default(configured, key, True):
+                        terms[key] = g.choices[key]
+                    else:
+                        g.defaults[key] = g.choices[key]
+                    continue
+                if key in measured:
+                    if key not in g.values:
+                        continue
+                    peers = groups
+                else:
+                    owner = next((c for c in compressed if under(key, c)), None)
+                    peers = configured if owner is None else [
+                        h for h in configured if h.choices[owner] == g.choices[owner]
+                    ]
+                    if len({canon(h.values.get(key, MISSING)) for h in peers}) < 2:
+                        # the only group with its choice: shown if its command line set it
+                        if not g.untouched(key, False):
+                            terms[key] = format_value(g.values.get(key, MISSING))
+                        continue
+                value = g.values.get(key, MISSING)
+                if canon(value) != _default(peers, key, False):
+                    terms[key] = format_value(value)
+                else:
+                    g.defaults[key] = format_value(value)
+            g.terms = terms
+            mark = " (no config)" if not g.has_config and configured else ""
+            shown = [f"{k}={v}" for k, v in terms.items()]
+            if len(shown) > MAX_LABEL_TERMS:  # all of them are in comparison.json's differs_by
+                shown = [*shown[: MAX_LABEL_TERMS - 1], f"(+{len(shown) - MAX_LABEL_TERMS + 1})"]
+            g.auto_label = algo + mark + "".join(f" {term}" for term in shown)
+            g.label = g.auto_label
+    seen: dict[str, int] = {}
+    for g in groups:  # labels are unique by construction; this only guards the report's keys
+        if g.label in seen:
+            seen[g.label] += 1
+            g.label = g.auto_label = f"{g.label} [{seen[g.label]}]"
+        else:
+            seen[g.label] = 1
+    groups.sort(
+        key=lambda g: (
+            g.algo,
+            not g.has_config,
+            len(g.terms),
+            [(position.get(k, 0.0), _natural(v)) for k, v in g.terms.items()],
+        )
+    )
+
+
+# --------------------------------------------------------------------------- --label rules
+
+
+@dataclass
+class LabelRule:
+    """One ``--label``: ``KEY=VALUE [KEY=VALUE ...]=NAME`` (``selector``, ``name``) or a format
+    string with ``{KEY}`` fields (``template``)."""
+
+    text: str
+    selector: list[tuple[str, str]] = field(default_factory=list)
+    name: str = ""
+    template: str = ""
+    used: bool = False
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on whitespace outside brackets: ``'a=[1, 2] b=3'`` -> ``['a=[1, 2]', 'b=3']``."""
+    terms, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "[{("
+        depth -= ch in "]})"
+        if ch.isspace() and depth <= 0:
+            if current:
+                terms.append(current)
+            current = ""
+        else:
+            current += ch
+    if current:
+        terms.append(current)
+    return terms
+
+
+_USAGE = (
+    "write --label 'KEY=VALUE=NAME' (e.g. 'critic.n=5=REDQ-5', several KEY=VALUE separated by "
+    "spaces) or a format string such as '{algo} n={critic.n}'"
+)
+
+
+def parse_label(text: str) -> LabelRule:
+    """Parse one ``--label`` argument; CompareError when it is neither form."""
+    if "{" in text or "}" in text:
+        fields = re.findall(r"\{([^{}]*)\}", text)
+        if not fields or any(not f.strip() for f in fields) or re.sub(
+            r"\{[^{}]*\}", "", text
+        ).count("{") + re.sub(r"\{[^{}]*\}", "", text).count("}"):
+            raise CompareError(f"--label {text!r} has an empty or unbalanced {{}} field; {_USAGE}")
+        return LabelRule(text, template=text)
+    selector, _, name = text.rpartition("=")
+    terms = _split_terms(selector)
+    pairs = [term.split("=", 1) for term in terms]
+    if not name.strip() or not pairs or any(len(p) != 2 or not p[0] for p in pairs):
+        raise CompareError(f"--label {text!r} is not KEY=VALUE=NAME; {_USAGE}")
+    return LabelRule(text, selector=[(k, v) for k, v in pairs], name=name.strip())
+
+
+def _parse_value(text: str) -> Any:
+    """A selector's value as the config would hold it (``5`` -> 5, ``[64,64]`` -> a list)."""
+    import yaml
+
+    try:
+        return normalize(yaml.safe_load(text))
+    except yaml.YAMLError:
+        return text
+
+
+def _term_matches(g: Group, key: str, value: str) -> bool:
+    if key == "algo" and (g.algo == value or g.choices.get("algo") == value):
+        return True
+    if key == "env" and (g.env == value or g.choices.get("env") == value):
+        return True
+    same, shared = g.shared(key)
+    if same and shared is not MISSING:
+        return canon(shared) == canon(_parse_value(value))
+    if value == "(unset)":
+        return same
+    return g.choices.get(key) == value
+
+
+def _fill_template(g: Group, template: str) -> str:
+    def field_value(match: re.Match[str]) -> str:
+        key = match.group(1).strip()
+        if key == "label":
+            return g.auto_label
+        if key == "algo":
+            return g.algo
+        if key == "env":
+            return g.env
+        same, shared = g.shared(key)
+        if same and shared is not MISSING:
+            return format_value(shared)
+        if key in g.choices:
+            return g.choices[key]
+        return format_value(shared) if same else "*"
+
+    return re.sub(r"\{([^{}]*)\}", field_value, template)
+
+
+def apply_labels(
+    per_env: dict[str, list[Group]], rules: Sequence[LabelRule], runs: Sequence[Run]
+) -> None:
+    """Rename groups by the ``--label`` rules: the first rule that applies to a group names it.
+
+    Raises:
+        CompareError: a rule names a key no run has, matches no group, or gives two groups of
+            one env the same label.
+    """
+    known = known_keys(runs)
+    for rule in rules:
+        keys = [k for k, _ in rule.selector] or [
+            f.strip() for f in re.findall(r"\{([^{}]*)\}", rule.template)
+        ]
+        for key in keys:
+            if key not in known and key not in _AUTO_LABEL_FIELDS:
+                raise unknown_key_error(f"--label {rule.text!r}", key, runs)
+    for env, groups in per_env.items():
+        for g in groups:
+            for rule in rules:
+                if rule.template:
+                    g.label = _fill_template(g, rule.template)
+                elif all(_term_matches(g, k, v) for k, v in rule.selector):
+                    g.label = rule.name
+                else:
+                    continue
+                rule.used = True
+                break
+        by_label: dict[str, list[str]] = {}
+        for g in groups:
+            by_label.setdefault(g.label, []).append(g.auto_label)
+        for label, autos in by_label.items():
+            if len(autos) > 1:
+                raise CompareError(
+                    f"--label gives {len(autos)} groups of {env} the label {label!r} "
+                    f"({'; '.join(autos)}); make the rules more specific so each group keeps "
+                    "its own name"
+                )
+    for rule in rules:
+        if not rule.used:
+            labels = sorted({g.auto_label for groups in per_env.values() for g in groups})
+            raise CompareError(
+                f"--label {rule.text!r} matches no group; the groups are: {'; '.join(labels)}"
+            )

@@ -1,0 +1,187 @@
+"""Finding finished runs and reading what their run dirs say: summary.json and .hydra/ configs.
+
+A run is any directory holding ``summary.json`` (written by the trainer when a run finishes), at
+any depth below the given directories (``runs/<env>/<algo>/<timestamp>-s<seed>/``, Hydra multirun
+``multirun/<date>/<time>/<job>/``, ...). Run dirs are the only input: nothing here imports
+rlzoo's training code, and a config is only read (OmegaConf), never instantiated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlzoo.analysis.config import flatten_config, normalize
+from rlzoo.analysis.messages import note
+
+SUMMARY_FILE = "summary.json"
+EVENT_PREFIX = "events.out.tfevents."
+# Subfolders of a run dir that never hold runs; not descended into.
+_SKIP_DIRS = {"checkpoints", ".hydra", "videos", "__pycache__"}
+
+
+@dataclass
+class Run:
+    """One finished run: where it is, what its summary.json says and its flattened config.
+
+    ``config`` is ``.hydra/config.yaml`` flattened to dotted keys (``{"critic.n": 10, ...}``,
+    interpolations resolved where they can be, integral floats as ints) with ``total_steps`` taken
+    from summary.json (the steps the run really made); None when the file is missing or unreadable.
+    ``choices`` are the config-group options Hydra recorded (``{"critic": "ensemble", ...}``, from
+    ``.hydra/hydra.yaml``) and ``overridden`` the keys of the command-line overrides
+    (``["critic", "algo.utd"]``, from ``.hydra/overrides.yaml``; None when absent); both are used
+    only to write short labels.
+    """
+
+    path: Path
+    env: str
+    algo: str
+    seed: int
+    final_eval_return: float
+    summary: dict[str, Any] = field(repr=False)
+    total_steps: int | None = None
+    config: dict[str, Any] | None = field(default=None, repr=False)
+    choices: dict[str, str] = field(default_factory=dict, repr=False)
+    overridden: list[str] | None = field(default=None, repr=False)
+
+
+def read_summary(run_dir: Path) -> Run:
+    """Parse ``run_dir/summary.json``; raise ValueError with a short reason if it is unusable.
+
+    The returned run has no config yet (:func:`read_config` reads it).
+    """
+    try:
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable {SUMMARY_FILE} ({exc})") from None
+    if not isinstance(summary, dict):
+        raise ValueError(f"{SUMMARY_FILE} is not a JSON object")
+    missing = [k for k in ("algo", "env", "seed", "final_eval_return") if k not in summary]
+    if missing:
+        raise ValueError(f"{SUMMARY_FILE} lacks {', '.join(missing)}")
+    try:
+        final = float(summary["final_eval_return"])
+        seed = int(summary["seed"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{SUMMARY_FILE} has a non-numeric seed or final_eval_return") from None
+    if not math.isfinite(final):
+        raise ValueError(f"final_eval_return is {final}")
+    steps = summary.get("total_steps")
+    total_steps = int(steps) if isinstance(steps, int | float) and math.isfinite(steps) else None
+    return Run(
+        run_dir, str(summary["env"]), str(summary["algo"]), seed, final, summary, total_steps
+    )
+
+
+def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[Run]:
+    """All runs (dirs with summary.json) at any depth below ``roots``, sorted by env, algo, seed
+    and path.
+
+    A directory that looks like a run (event files or a ``.hydra`` folder) but has no
+    summary.json is still running or crashed: it is skipped with a note on stderr, as is an
+    unusable summary.json. A run whose ``.hydra/config.yaml`` cannot be read is kept (with a note)
+    and grouped by env, algo and total_steps only. A run dir is not searched for further runs
+    below it; a run reached twice (through a link) counts once.
+    """
+    runs: list[Run] = []
+    seen: set[Path] = set()
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            here = Path(dirpath)
+            if SUMMARY_FILE in filenames:
+                dirnames[:] = []
+                real = here.resolve()
+                if real in seen:
+                    continue
+                seen.add(real)
+                try:
+                    run = read_summary(here)
+                except ValueError as exc:
+                    note(f"skipping {here}: {exc}")
+                    continue
+                try:
+                    run.config, run.choices, run.overridden = read_config(here)
+                except ValueError as exc:
+                    note(f"{here}: {exc}; grouped by env, algo and total_steps only")
+                if run.config is not None and run.total_steps is not None:
+                    run.config["total_steps"] = run.total_steps
+                runs.append(run)
+                continue
+            has_events = any(f.startswith(EVENT_PREFIX) for f in filenames)
+            if has_events or ".hydra" in dirnames:
+                note(f"skipping {here}: no {SUMMARY_FILE} (still running or crashed)")
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+    runs.sort(key=lambda r: (r.env, r.algo, r.seed, str(r.path)))
+    return runs
+
+
+def _override_key(override: str) -> str:
+    """The key an override sets: ``+critic.n@pkg=5`` -> ``critic.n``, ``~eval`` -> ``eval``."""
+    return override.split("=", 1)[0].lstrip("+~").split("@", 1)[0].strip()
+
+
+def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str] | None]:
+    """``(flattened config, config-group choices, override keys)`` of a run dir.
+
+    Raises ValueError with a short reason when ``.hydra/config.yaml`` is missing or unreadable.
+
+    Reads ``RUN_DIR/.hydra/config.yaml`` with OmegaConf (YAML safe loading) and never instantiates
+    anything. An interpolation is resolved where it can be (``total_steps: ${env.total_steps}``);
+    one that cannot be resolved here (``${now:...}``, a missing environment variable) is kept
+    as its text. Choices (``{"critic": "ensemble", "algo": "sac", ...}``) come from
+    ``hydra.runtime.choices`` in ``RUN_DIR/.hydra/hydra.yaml`` (``{}`` when absent), the keys the
+    command line set from ``RUN_DIR/.hydra/overrides.yaml`` (None when absent).
+    """
+    from omegaconf import Container, DictConfig, OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        raise ValueError("no .hydra/config.yaml")
+    try:
+        cfg = OmegaConf.load(path)
+        if not isinstance(cfg, DictConfig):
+            raise ValueError("not a mapping")
+        raw = OmegaConf.to_container(cfg, resolve=False)
+    except Exception as exc:  # noqa: BLE001 - yaml/omegaconf raise many kinds
+        raise ValueError(f"cannot read .hydra/config.yaml ({type(exc).__name__}: {exc})") from None
+    assert isinstance(raw, dict)
+    flat = flatten_config(raw)
+    for key, value in flat.items():
+        if "${" not in json.dumps(value):
+            continue
+        try:
+            resolved = OmegaConf.select(cfg, key, throw_on_resolution_failure=True)
+            if isinstance(resolved, Container):
+                resolved = OmegaConf.to_container(resolved, resolve=True)
+            flat[key] = normalize(resolved)
+        except Exception:  # noqa: BLE001, S112 - keep the interpolation's text
+            continue
+    top = {key.split(".", 1)[0] for key in flat}
+    choices: dict[str, str] = {}
+    hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
+    if hydra_yaml.is_file():
+        try:
+            node = OmegaConf.select(OmegaConf.load(hydra_yaml), "hydra.runtime.choices")
+            recorded = OmegaConf.to_container(node, resolve=False) if node is not None else {}
+        except Exception:  # noqa: BLE001 - the labels fall back to config values
+            recorded = {}
+        if isinstance(recorded, dict):
+            choices = {
+                str(k): str(v) for k, v in recorded.items()
+                if isinstance(v, str) and str(k) in top
+            }
+    overridden: list[str] | None = None
+    overrides_yaml = run_dir / ".hydra" / "overrides.yaml"
+    if overrides_yaml.is_file():
+        try:
+            items = OmegaConf.to_container(OmegaConf.load(overrides_yaml), resolve=False)
+        except Exception:  # noqa: BLE001 - the labels then show every differing value
+            items = None
+        if isinstance(items, list):
+            overridden = [_override_key(str(item)) for item in items]
+    return flat, choices, overridden
