@@ -15,8 +15,8 @@ in the JSON too). ``--video`` writes the first ``--video-episodes`` episodes as 
 ``RUN_DIR/videos/`` (see ``rlzoo/video.py`` for what a headless machine needs).
 
 A run dir's config may only build rlzoo's own components and classes of the modules named with
-``--trust`` (``rlzoo.trust``): a downloaded run dir is data, and its ``_target_`` keys must not run
-someone else's code.
+``--trust`` (``rlzoo.run.trust``): a downloaded run dir is data, and its ``_target_`` keys must
+not run someone else's code.
 
 Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2. A
 checkpoint whose weights hold NaN or inf (or episodes whose returns are not finite) end in one such
@@ -30,36 +30,31 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-import gymnasium as gym
 import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.checkpoint import (
+from rlzoo.algos.base import Algorithm
+from rlzoo.envs.base import run_episodes
+from rlzoo.errors import UserError, exit_with
+from rlzoo.run.build import (
+    EVAL_SEED_OFFSET,
+    build_algorithm,
+    make_env,
+    probe_spec,
+    read_run_config,
+)
+from rlzoo.run.checkpoint import (
     describe_nonfinite,
     list_checkpoints,
     load_checkpoint,
     nonfinite_entries,
 )
-from rlzoo.envs.multi_agent import run_episodes as run_multi_agent_episodes
-from rlzoo.envs.single_agent import make_single_env, run_episodes
-from rlzoo.errors import UserError, exit_with
-from rlzoo.trainer import (
-    EVAL_SEED_OFFSET,
-    build_algorithm,
-    env_kwargs,
-    make_env,
-    read_run_config,
-    resolve_device,
-)
-from rlzoo.trainer_multi import env_spec as multi_agent_env_spec
-from rlzoo.trainer_multi import make_env as make_multi_agent
+from rlzoo.run.settings import resolve_device
 from rlzoo.video import (
     RENDER_HELP,
     VideoWriter,
@@ -152,30 +147,7 @@ def shorten(message: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-# --------------------------------------------------------------------------- per env kind
-
-
-def single_agent_spec(cfg: DictConfig) -> EnvSpec:
-    """The ``EnvSpec`` of a single-agent config (one probe env)."""
-    env = make_env(cfg, 1, 0)
-    try:
-        bounds = env.envs[0].env.action_space  # the env's own Box, inside RescaleAction
-        return EnvSpec(
-            obs_dim=env.obs_dim, act_dim=env.act_dim,
-            action_low=tuple(float(x) for x in bounds.low),
-            action_high=tuple(float(x) for x in bounds.high),
-        )
-    finally:
-        env.close()
-
-
-def multi_agent_spec(cfg: DictConfig) -> EnvSpec:
-    """The ``EnvSpec`` of a multi-agent config (one probe env)."""
-    env = make_multi_agent(cfg, 1, 0)
-    try:
-        return multi_agent_env_spec(env)
-    finally:
-        env.close()
+# --------------------------------------------------------------------------- running episodes
 
 
 def rendering_unavailable(what: str, err: Exception) -> UserError:
@@ -186,100 +158,58 @@ def rendering_unavailable(what: str, err: Exception) -> UserError:
     )
 
 
-def probe_single_agent_rendering(cfg: DictConfig) -> None:
+def env_label(cfg: DictConfig) -> str:
+    """The env as messages name it: its gymnasium id (``Hopper-v5``), else its config name."""
+    return str(cfg.env.get("id") or cfg.env.name)
+
+
+def probe_rendering(cfg: DictConfig) -> None:
     """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
     try:
-        env = gym.make(cfg.env.id, **env_kwargs(cfg), render_mode="rgb_array")
+        env = make_env(cfg, 1, 0, render_mode="rgb_array")
+    except UserError:
+        raise
     except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise rendering_unavailable(cfg.env.id, err) from None
+        raise rendering_unavailable(env_label(cfg), err) from None
     try:
         env.reset(seed=0)
-        render_frame(env, cfg.env.id)
+        render_frame(env.render_env(0), env_label(cfg))
     finally:
         env.close()
 
 
-def probe_multi_agent_rendering(cfg: DictConfig) -> None:
-    """As :func:`probe_single_agent_rendering`, for a PettingZoo env."""
-    try:
-        vec = make_multi_agent(cfg, 1, 0, render_mode="rgb_array")
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise rendering_unavailable(cfg.env.name, err) from None
-    try:
-        vec.reset(seed=0)
-        render_frame(vec._envs[0], cfg.env.name)
-    finally:
-        vec.close()
-
-
-def run_single_agent(
+def run_policy(
     cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
     recording: Recording | None,
 ) -> EvalResult:
-    """``episodes`` gymnasium envs stepped in lockstep (as ``Trainer.evaluate``); action chunks of
-    ``algo.action_horizon`` steps run open-loop. Env ``i`` is reset with ``seed + i``."""
+    """``episodes`` copies of the run's env (env ``i`` reset with ``seed + i``) stepped together
+    until each has finished one episode, as the training loop evaluates; action chunks of
+    ``algo.action_horizon`` steps run open-loop. Films the first ``recording.episodes``."""
     filmed = recording.episodes if recording else 0
-    envs = [
-        make_single_env(cfg.env.id, **env_kwargs(cfg),
-                        **({"render_mode": "rgb_array"} if i < filmed else {}))
-        for i in range(episodes)
-    ]
-    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)]).astype(np.float32)
+    env = make_env(cfg, episodes, seed, **({"render_mode": "rgb_array"} if filmed else {}))
+    name = env_label(cfg)
+    obs, _ = env.reset(seed=seed)
     writers = [
-        VideoWriter(recording.path(i), render_fps(envs[i])) for i in range(filmed)
+        VideoWriter(recording.path(i), render_fps(env.render_env(i))) for i in range(filmed)
     ] if recording else []
     for i, writer in enumerate(writers):
-        writer.append(render_frame(envs[i], cfg.env.id))
+        writer.append(render_frame(env.render_env(i), name))
 
     def film(e: int) -> None:
         if e < filmed:
-            writers[e].append(render_frame(envs[e], cfg.env.id))
+            writers[e].append(render_frame(env.render_env(e), name))
 
     try:
-        returns, lengths = run_episodes(
-            envs, obs, lambda batch: policy_actions(algo, batch, deterministic),
+        result = run_episodes(
+            env, obs, lambda batch: policy_actions(algo, batch, deterministic),
             algo.action_horizon, film,
         )
     finally:
         for writer in writers:
             writer.close()
-        for env in envs:
-            env.close()
-    return EvalResult(returns, lengths, videos=[w.path for w in writers])
-
-
-def run_multi_agent(
-    cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
-    recording: Recording | None,
-) -> EvalResult:
-    """``episodes`` copies of a PettingZoo env (``MultiAgentVecEnv``, env ``i`` seeded with
-    ``seed + i``) stepped together until each has finished one episode."""
-    filmed = recording.episodes if recording else 0
-    extra = {"render_mode": "rgb_array"} if filmed else {}
-    vec = make_multi_agent(cfg, episodes, seed, **extra)
-    raw_envs = vec._envs  # the PettingZoo envs: rendering is per env, the adapter has no render()
-    obs, _ = vec.reset(seed=seed)
-    writers = [
-        VideoWriter(recording.path(i), render_fps(raw_envs[i])) for i in range(filmed)
-    ] if recording else []
-    for i, writer in enumerate(writers):
-        writer.append(render_frame(raw_envs[i], cfg.env.name))
-
-    def film(e: int) -> None:
-        if e < filmed:
-            writers[e].append(render_frame(raw_envs[e], cfg.env.name))
-
-    try:
-        agent_returns, lengths = run_multi_agent_episodes(
-            vec, obs, lambda batch: policy_actions(algo, batch, deterministic), film
-        )
-    finally:
-        for writer in writers:
-            writer.close()
-        vec.close()
-    return EvalResult(agent_returns.mean(axis=1), lengths, agent_returns, [w.path for w in writers])
+        env.close()
+    return EvalResult(result.returns, result.lengths, result.agent_returns,
+                      [w.path for w in writers])
 
 
 def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.ndarray:
@@ -288,22 +218,6 @@ def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.
     with torch.no_grad():
         action = algo.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic)
     return action.float().cpu().numpy()
-
-
-@dataclass(frozen=True)
-class EnvKind:
-    """How the evaluator handles one ``env.kind``."""
-
-    spec: Callable[[DictConfig], EnvSpec]
-    probe_rendering: Callable[[DictConfig], None]
-    run_episodes: Callable[..., EvalResult]
-
-
-# The evaluator dispatches on ``env.kind``.
-KINDS: dict[str, EnvKind] = {
-    "single": EnvKind(single_agent_spec, probe_single_agent_rendering, run_single_agent),
-    "multi": EnvKind(multi_agent_spec, probe_multi_agent_rendering, run_multi_agent),
-}
 
 
 # --------------------------------------------------------------------------- the command
@@ -330,7 +244,7 @@ def evaluate_run(
         device: ``cpu`` (default), ``cuda`` or ``auto``.
         seed: episode ``i`` uses ``seed + i`` (default: the run's seed + 10000).
         trust: modules whose classes the run's config may build besides rlzoo's components
-            (``["examples"]`` for a run of the examples/ components; see ``rlzoo.trust``).
+            (``["examples"]`` for a run of the examples/ components; see ``rlzoo.run.trust``).
 
     Returns:
         The JSON record: ``mean``, ``std``, ``returns`` ``[N]``, ``lengths`` ``[N]``, ...
@@ -339,16 +253,13 @@ def evaluate_run(
         prepare_offscreen_rendering()  # before anything imports mujoco
         check_video_writer()
     cfg = read_run_config(run_dir, trust=tuple(trust))
-    kind = str(cfg.env.get("kind", "single"))
-    if kind not in KINDS:
-        raise UserError(f"env kind {kind!r} cannot be evaluated; known kinds: {', '.join(KINDS)}")
-    handler = KINDS[kind]
     ckpt = find_checkpoint(run_dir, checkpoint)
     algo_state, step = load_algo_state(ckpt)
     torch_device = resolve_device(device)
     if video_episodes:
-        handler.probe_rendering(cfg)
-    algo = build_algorithm(cfg, handler.spec(cfg), torch_device)
+        probe_rendering(cfg)
+    spec = probe_spec(cfg)
+    algo = build_algorithm(cfg, spec, torch_device)
     try:
         algo.load_state_dict(algo_state)
     except (RuntimeError, ValueError, KeyError) as err:
@@ -368,7 +279,7 @@ def evaluate_run(
     recording = Recording(min(video_episodes, episodes), run_dir / "videos", out.stem) \
         if video_episodes else None
     start = time.perf_counter()
-    result = handler.run_episodes(cfg, algo, episodes, seed, deterministic, recording)
+    result = run_policy(cfg, algo, episodes, seed, deterministic, recording)
     if not np.isfinite(result.returns).all():
         bad = [i for i, r in enumerate(result.returns) if not np.isfinite(r)]
         raise NotFiniteError(
@@ -382,7 +293,7 @@ def evaluate_run(
         "step": step,
         "algo": str(cfg.algo.name),
         "env": str(cfg.env.name),
-        "env_kind": kind,
+        "env_kind": "multi" if spec.multi_agent else "single",
         "deterministic": deterministic,
         "episodes": episodes,
         "seeds": [seed + i for i in range(episodes)],

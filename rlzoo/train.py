@@ -26,15 +26,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with
-from rlzoo.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
-from rlzoo.trainer import (
-    AlreadyFinished,
-    Interrupted,
-    NonFiniteError,
-    Trainer,
-    check_env_config,
-    read_run_config,
-)
+from rlzoo.run.build import check_env_config, read_run_config
+from rlzoo.run.loop import Trainer
+from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
+from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
@@ -123,7 +118,8 @@ def resume(args: list[str]) -> None:
 
     Nothing in the run dir changes before the overrides are validated and the checkpoint is
     loaded; a finished run is reported as such and left untouched. ``trust`` names modules
-    besides rlzoo whose components the run's config may build (``rlzoo.trust``); it is not saved.
+    besides rlzoo whose components the run's config may build (``rlzoo.run.trust``); it is not
+    saved.
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
     trust = parse_trust([a for a in args if a.startswith("trust=")])

@@ -26,7 +26,7 @@ def measure(algo: str, agents: int, updates: int, warmup_steps: int) -> dict[str
     from hydra import compose, initialize_config_module
     from torch.utils.flop_counter import FlopCounterMode
 
-    from rlzoo.trainer import Trainer
+    from rlzoo.run.loop import Trainer
 
     overrides = [f"algo={algo}", "env=mpe/simple_spread", f"+env.kwargs.N={agents}",
                  f"total_steps={warmup_steps}", f"algo.learning_starts={warmup_steps}",
@@ -40,7 +40,7 @@ def measure(algo: str, agents: int, updates: int, warmup_steps: int) -> dict[str
     batch_size = trainer.settings.batch_size
 
     def one_update() -> None:
-        batch = buffer.sample(batch_size, n_step=algo_.n_step, gamma=algo_.gamma)
+        batch = buffer.sample(batch_size, algo_.sampling)
         trainer.update(batch)
 
     with FlopCounterMode(display=False) as counter:

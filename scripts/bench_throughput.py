@@ -118,7 +118,7 @@ def benchmark_model(algo: str, env: str, batch_size: int = 256) -> tuple[Any, li
 
     from rlzoo.algos.base import EnvSpec
     from rlzoo.buffers.batch import Batch
-    from rlzoo.trainer import build_algorithm
+    from rlzoo.run.build import build_algorithm
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"env={env}", *COMMON,
@@ -139,7 +139,7 @@ def update_profile(algo: str, env: str, updates: int = 200,
     """FLOPs per update (counted) and in-process updates/s on a synthetic batch."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from rlzoo.accel import update_fn
+    from rlzoo.run.accel import update_fn
 
     model, batches = benchmark_model(algo, env)
     period = 20  # an average over whole cycles of delayed actor updates

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlzoo.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
 from rlzoo.algos import HASAC, SAC, TD3
 from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.batch import Batch
 from rlzoo.errors import UserError
 from rlzoo.nets import DeterministicActor, TanhGaussianActor, TwinCritic
 from rlzoo.optim import Adam, adam
+from rlzoo.run.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
 from rlzoo.tuners.entropy import AutoAlpha
 from tests.conftest import assert_user_error, run_cli
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import torch
 
-from rlzoo import checkpoint
-from rlzoo.checkpoint import (
+from rlzoo.errors import UserError
+from rlzoo.run import checkpoint
+from rlzoo.run.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
     check_archive,
@@ -33,7 +34,6 @@ from rlzoo.checkpoint import (
     temp_path,
     to_plain,
 )
-from rlzoo.errors import UserError
 from tests.conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 
@@ -117,7 +117,7 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import resource, signal, torch
         from pathlib import Path
-        from rlzoo.checkpoint import CheckpointWriteError, save_checkpoint
+        from rlzoo.run.checkpoint import CheckpointWriteError, save_checkpoint
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         d = Path({str(tmp_path)!r})
         save_checkpoint(d / "step_0000000001.pt", {{"format": 1, "x": torch.zeros(10)}})
@@ -136,7 +136,7 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
 
 DISK_FULL_AT_SECOND_SAVE = """
 import errno, os, sys
-import rlzoo.checkpoint as c
+import rlzoo.run.checkpoint as c
 saves = []
 class Full:
     def __init__(self, f): self.f = f
@@ -182,7 +182,7 @@ def test_temp_names_are_unique_per_process_and_call(tmp_path: Path) -> None:
     a, b = temp_path(path), temp_path(path)
     assert a != b and a.parent == tmp_path and a.name.startswith(".step_0000000001.pt.")
     assert f".{os.getpid()}." in a.name
-    script = "import sys; from pathlib import Path; from rlzoo.checkpoint import temp_path; " \
+    script = "import sys; from pathlib import Path; from rlzoo.run.checkpoint import temp_path; " \
              "print(temp_path(Path(sys.argv[1])).name)"
     other = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
                            text=True, cwd=REPO, timeout=120)
@@ -279,7 +279,7 @@ def good_checkpoint(tmp_path: Path) -> Path:
 BOMB_LOADER = """
 import resource, sys
 from pathlib import Path
-from rlzoo.checkpoint import CheckpointError, load_checkpoint
+from rlzoo.run.checkpoint import CheckpointError, load_checkpoint
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     load_checkpoint(Path(sys.argv[1]), mmap=sys.argv[2] == "mmap")

@@ -85,7 +85,7 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
 
     from rlzoo.algos import EnvSpec
     from rlzoo.errors import UserError
-    from rlzoo.trainer import build_algorithm
+    from rlzoo.run.build import build_algorithm
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"critic={critic}", *TINY])

@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 
 from rlzoo.algos.base import EnvSpec
 from rlzoo.errors import UserError
-from rlzoo.trainer import build_algorithm, read_settings
+from rlzoo.run.build import build_algorithm
+from rlzoo.run.settings import read_settings
 
 
 def group_options(group: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -171,24 +170,23 @@ def test_each_algorithm_defaults_to_its_reference(algo: str, units: str) -> None
 
 
 def test_spec_builders_carry_the_env_bounds() -> None:
-    """Trainer.build_env, evaluate's single_agent_spec and the multi-agent env_spec hand the
-    algorithm the env's own bounds; algo=sac on InvertedPendulum (±3) shifts by -log 3."""
-    from rlzoo.evaluate import multi_agent_spec, single_agent_spec
-    from rlzoo.trainer import Trainer, build_algorithm
+    """The builder's env_spec (what the loop and the evaluator use) hands the algorithm the
+    env's own bounds; algo=sac on InvertedPendulum (±3) shifts by -log 3."""
+    from rlzoo.run.build import build_algorithm, env_spec, make_env, probe_spec
 
     cfg = config("algo=sac", "env=InvertedPendulum", *TINY)
-    fake = SimpleNamespace(cfg=cfg, settings=SimpleNamespace(num_envs=1, seed=0))
-    env, spec = Trainer.build_env(fake)
+    env = make_env(cfg, 1, 0)
+    spec = env_spec(env)
     env.close()
     assert (spec.action_low, spec.action_high) == ((-3.0,), (3.0,))
-    assert single_agent_spec(cfg) == spec
+    assert probe_spec(cfg) == spec
     algo = build_algorithm(cfg, spec, torch.device("cpu"))
     assert float(algo.tuner.log_prob_shift) == pytest.approx(-math.log(3.0))
     redq = build_algorithm(config("algo=redq", "env=InvertedPendulum", *TINY), spec,
                            torch.device("cpu"))
     assert float(redq.tuner.log_prob_shift) == 0.0
 
-    mpe = multi_agent_spec(config("algo=hasac", "env=mpe/simple_spread", *TINY))
+    mpe = probe_spec(config("algo=hasac", "env=mpe/simple_spread", *TINY))
     assert set(mpe.action_low) == {0.0} and set(mpe.action_high) == {1.0}  # Box(0, 1, (5,))
     assert len(mpe.action_low) == mpe.n_agents * mpe.act_dim
 

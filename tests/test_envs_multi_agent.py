@@ -1,4 +1,4 @@
-"""Tests for rlzoo.envs.multi_agent (PettingZoo parallel envs -> arrays [E, N, ...])."""
+"""Tests for rlzoo.envs.pettingzoo (PettingZoo parallel envs -> arrays [E, N, ...])."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import pickle
 import numpy as np
 import pytest
 
-from rlzoo.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
-from rlzoo.envs.gym_state import plain_scalar, restore_arrays
-from rlzoo.envs.multi_agent import MultiAgentVecEnv, StepResult, make_multi_agent_env
-from rlzoo.envs.single_agent import SingleAgentVecEnv
+from rlzoo.envs.base import StepResult
+from rlzoo.envs.gym import SingleAgentVecEnv
+from rlzoo.envs.pettingzoo import MultiAgentVecEnv, make_multi_agent_env
+from rlzoo.envs.snapshot import plain_scalar, restore_arrays
+from rlzoo.run.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 
 mpe2 = pytest.importorskip("mpe2")
 mamujoco_v1 = pytest.importorskip("gymnasium_robotics").mamujoco_v1
@@ -50,7 +51,8 @@ def _run(env: MultiAgentVecEnv, actions: np.ndarray) -> list[StepResult]:
 def _assert_same_results(r1: list[StepResult], r2: list[StepResult]) -> None:
     assert len(r1) == len(r2)
     for t, (a, b) in enumerate(zip(r1, r2, strict=True)):
-        for field in ("obs", "state", "reward", "terminated", "truncated", "reset_step"):
+        for field in ("obs", "state", "reward", "agent_reward", "terminated", "truncated",
+                      "reset_step"):
             x, y = getattr(a, field), getattr(b, field)
             assert x.dtype == y.dtype, (t, field)
             assert np.array_equal(x, y), f"step {t}: {field} differs"
@@ -147,9 +149,12 @@ def test_round_trip_matches_raw_pettingzoo(family, scenario, kwargs, raw_fn, ste
             for i in range(env.n_agents):
                 np.testing.assert_array_equal(res.obs[e, i], r_obs[i], err_msg=f"t={t} e={e}")
             np.testing.assert_array_equal(res.state[e], r_state)
-            np.testing.assert_array_equal(res.reward[e], r_rew)
+            np.testing.assert_array_equal(res.agent_reward[e], r_rew)
             assert res.terminated[e] == r_term
             assert res.truncated[e] == (r_trunc and not r_term)
+        # the team reward is the env's own output: the mean over agents, per env
+        np.testing.assert_array_equal(res.reward, res.agent_reward.mean(axis=1))
+        assert res.reward.shape == (env.num_envs,) and res.reward.dtype == np.float32
     if family == "mpe":  # max_cycles reached on the last step
         assert res.truncated.all() and not res.terminated.any()
 
@@ -296,12 +301,12 @@ def test_truncation_and_next_step_autoreset_mpe():
                     raw, agents, actions[t, e], env.act_dims
                 )
                 np.testing.assert_array_equal(res.obs[e], np.stack(r_obs))
-                np.testing.assert_array_equal(res.reward[e], r_rew)
+                np.testing.assert_array_equal(res.agent_reward[e], r_rew)
                 assert r_trunc == (phase == max_cycles - 1)
         else:  # the call after the end: action ignored, fresh obs from each env's own RNG stream
             assert res.reset_step.all()
             assert not res.terminated.any() and not res.truncated.any()
-            assert np.all(res.reward == 0)
+            assert np.all(res.agent_reward == 0)
             assert not np.array_equal(res.obs, obs0)
             for e, raw in enumerate(raws):
                 r_obs, _ = raw.reset()  # unseeded: continues the stream seeded at the first reset
@@ -323,15 +328,15 @@ def test_columns_independent_termination_hopper():
         res = env.step(a)
         ref = solo.step(a[1:])
         np.testing.assert_array_equal(res.obs[1], ref.obs[0])
-        np.testing.assert_array_equal(res.reward[1], ref.reward[0])
+        np.testing.assert_array_equal(res.agent_reward[1], ref.agent_reward[0])
         assert not (res.terminated[1] or res.truncated[1] or res.reset_step[1])
         if ended_at is None and res.terminated[0]:
             ended_at = t
             assert not res.truncated[0] and not res.reset_step[0]
-            assert np.all(res.reward[0] != 0)
+            assert np.all(res.agent_reward[0] != 0)
         elif ended_at is not None and t == ended_at + 1:
             assert res.reset_step.tolist() == [True, False]
-            assert np.all(res.reward[0] == 0)
+            assert np.all(res.agent_reward[0] == 0)
             assert not res.terminated[0] and not res.truncated[0]
             break
     assert ended_at is not None and 5 < ended_at < 59

@@ -17,9 +17,9 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint, save_checkpoint
-from rlzoo.envs.multi_agent import make_multi_agent_env
+from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.evaluate import evaluate_run, main
+from rlzoo.run.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint, save_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["algo.actor.hidden=[32,32]", "critic.hidden=[32,32]", "log.progress=false"]
@@ -255,7 +255,7 @@ def reference_returns(env_cfg: Any, episodes: int, seed: int, scale: float) -> n
     returns, active = np.zeros(episodes), np.ones(episodes, dtype=bool)
     while active.any():
         result = vec.step(np.broadcast_to(action, (episodes, vec.n_agents, vec.act_dim)))
-        returns += np.where(active, result.reward.mean(axis=1), 0.0)
+        returns += np.where(active, result.agent_reward.mean(axis=1), 0.0)
         active &= ~(result.terminated | result.truncated)
     vec.close()
     return returns

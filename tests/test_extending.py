@@ -17,8 +17,8 @@ from examples.crossq import BatchNormCritic, CrossQ
 from examples.custom_critic import TruncatedQuantileCritic
 from rlzoo.algos import EnvSpec
 from rlzoo.buffers.batch import Batch
-from rlzoo.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.nets import TanhGaussianActor
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,6 +15,7 @@ import torch
 from rlzoo.algos import COMA, HASAC, MADDPG, EnvSpec
 from rlzoo.buffers import Batch, ReplayBuffer
 from rlzoo.buffers.rollout import Rollout, RolloutStore
+from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets import (
     ActionSequenceCritic,
     DeterministicActor,
@@ -506,10 +507,11 @@ def test_rollout_store_rows_validity_and_carry_over() -> None:
     obs = np.zeros((2, 2, 4), dtype=np.float32)
     for t in range(3):
         nxt = np.full((2, 2, 4), t + 1, dtype=np.float32)
-        store.add(obs, obs[:, 0, :1].repeat(5, 1), np.full((2, 2, 3), 0.5), np.ones((2, 2, 3)),
-                  np.array([1.0, 2.0]), np.ones((2, 2)), nxt, nxt[:, 0, :1].repeat(5, 1),
+        store.add(obs, np.full((2, 2, 3), 0.5), np.array([1.0, 2.0]), nxt,
                   terminated=np.array([t == 1, False]), truncated=np.array([False, t == 0]),
-                  reset_step=np.array([t == 2, t == 1]))
+                  reset_step=np.array([t == 2, t == 1]), state=obs[:, 0, :1].repeat(5, 1),
+                  next_state=nxt[:, 0, :1].repeat(5, 1), agent_reward=np.ones((2, 2)),
+                  pre_tanh=np.ones((2, 2, 3)))
         obs = nxt
     assert store.full and len(store) == 3
     rollout = store.rollout()
@@ -532,7 +534,7 @@ def test_multi_agent_replay_keeps_agents_state_and_per_agent_n_step_rewards() ->
                    next_state=nxt[:, 0, :1].repeat(5, 1),
                    agent_reward=np.array([[1.0, 2.0, 3.0]]) * (t + 1))
         obs = nxt
-    batch = buffer.sample(64, n_step=3, gamma=0.5)
+    batch = buffer.sample(64, Sampling(n_step=3, gamma=0.5))
     assert batch.obs.shape == (64, 3, 4) and batch.state.shape == (64, 5)
     assert batch.agent_reward.shape == (64, 3)
     first = batch.obs[:, 0, 0] == 0  # windows starting at t = 0: steps 0, 1, 2 (terminated)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rlzoo import logger as logger_module
-from rlzoo.logger import LOG, Logger
+from rlzoo.run import logger as logger_module
+from rlzoo.run.logger import LOG, Logger
 from tests.conftest import TINY, run_cli
 
 LINE = re.compile(r"step (\d+)/(\d+) \(\d+%\) \| [\d.]+ steps/s \| train return \S+ \| "

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.sampling import Sampling
 
 GAMMA = 0.5
 RESET_ACTION = 99.0  # the action passed on a reset call; never part of a transition
@@ -67,7 +68,7 @@ EXPECTED_3_STEP = {
 def test_n_step_windows_stop_at_episode_ends_and_the_write_head() -> None:
     buf = three_episodes()
     assert len(buf) == 7
-    batch = buf.sample(2048, n_step=3, gamma=GAMMA)
+    batch = buf.sample(2048, Sampling(n_step=3, gamma=GAMMA))
     assert batch.action_mask is None and batch.action.shape == (2048, 1)
     seen = by_start(batch, ("reward", "discount", "next_obs", "terminated", "action"))
     assert set(seen) == set(EXPECTED_3_STEP)  # reset rows (obs 3, 102) are never starts
@@ -82,7 +83,7 @@ def test_n_step_windows_stop_at_episode_ends_and_the_write_head() -> None:
 
 def test_one_step_sampling_is_the_transition_itself() -> None:
     buf = three_episodes()
-    seen = by_start(buf.sample(2048, gamma=GAMMA), ("reward", "discount", "next_obs"))
+    seen = by_start(buf.sample(2048, Sampling(gamma=GAMMA)), ("reward", "discount", "next_obs"))
     assert seen[2.0] == ((3.0,), (0.0,), (3.0,))      # terminated: discount 0
     assert seen[101.0] == ((5.0,), (0.5,), (102.0,))  # truncated: bootstrap from final obs
     assert seen[201.0] == ((7.0,), (0.5,), (202.0,))
@@ -90,7 +91,7 @@ def test_one_step_sampling_is_the_transition_itself() -> None:
 
 def test_action_chunks_are_masked_after_episode_ends_and_never_reach_the_head() -> None:
     buf = three_episodes()
-    batch = buf.sample(2048, gamma=GAMMA, action_horizon=3)
+    batch = buf.sample(2048, Sampling(gamma=GAMMA, horizon=3))
     assert batch.action.shape == (2048, 3) and batch.action_mask.shape == (2048, 3)
     seen = by_start(batch, ("action", "action_mask", "reward", "discount", "next_obs"))
     # obs 200 and 201 would need rows past the write head: never sampled as chunk starts.
@@ -121,7 +122,7 @@ def test_windows_never_cross_the_write_head_of_a_wrapped_ring() -> None:
     # Newest observation is 10 at row ptr; the other rows hold obs 5..9 as transition starts.
     assert buf.obs[buf.ptr, 0, 0].item() == 10.0
     assert len(buf) == 5
-    seen = by_start(buf.sample(2048, n_step=4, gamma=GAMMA),
+    seen = by_start(buf.sample(2048, Sampling(n_step=4, gamma=GAMMA)),
                     ("reward", "discount", "next_obs", "terminated"))
     assert set(seen) == {5.0, 6.0, 7.0, 8.0, 9.0}
     for start, got in seen.items():
@@ -130,7 +131,7 @@ def test_windows_never_cross_the_write_head_of_a_wrapped_ring() -> None:
         assert got[0][0] == pytest.approx(reward), start
         assert got[1][0] == pytest.approx(GAMMA**k), start
         assert got[2][0] == start + k and got[3][0] == 0.0, start
-    chunks = by_start(buf.sample(2048, gamma=GAMMA, action_horizon=4), ("action", "action_mask"))
+    chunks = by_start(buf.sample(2048, Sampling(gamma=GAMMA, horizon=4)), ("action", "action_mask"))
     assert set(chunks) == {5.0, 6.0}  # starts 7, 8, 9 would reach the head
     assert chunks[5.0] == ((5.0, 6.0, 7.0, 8.0), (1.0,) * 4)
     assert chunks[6.0] == ((6.0, 7.0, 8.0, 9.0), (1.0,) * 4)
@@ -151,7 +152,7 @@ def test_windows_follow_each_env_column() -> None:
         buf.add(obs[:, None].astype(np.float32), obs[:, None].astype(np.float32),
                 reward.astype(np.float32), nxt[:, None].astype(np.float32), term,
                 np.zeros(2, bool), reset)
-    seen = by_start(buf.sample(4096, gamma=GAMMA, action_horizon=3),
+    seen = by_start(buf.sample(4096, Sampling(gamma=GAMMA, horizon=3)),
                     ("action", "action_mask", "reward", "discount", "next_obs"))
     assert set(seen) == {0.0, 1.0, 10.0, 11.0, 12.0}
     assert seen[0.0] == ((0.0, 1.0, 0.0), (1.0, 1.0, 0.0), (1 + 0.5 * 2,), (0.0,), (2.0,))
@@ -162,6 +163,6 @@ def test_windows_follow_each_env_column() -> None:
 
 def test_sampling_is_uniform_over_valid_starts() -> None:
     buf = three_episodes()
-    starts = buf.sample(70_000, n_step=3, gamma=GAMMA).obs[:, 0]
+    starts = buf.sample(70_000, Sampling(n_step=3, gamma=GAMMA)).obs[:, 0]
     counts = torch.stack([(starts == s).sum() for s in EXPECTED_3_STEP]).float()
     assert torch.allclose(counts / counts.sum(), torch.full((7,), 1 / 7), atol=0.01)

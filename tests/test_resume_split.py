@@ -22,7 +22,7 @@ import pytest
 import torch
 from conftest import TINY, read_summary, run_cli
 
-from rlzoo.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 
 COMMON = ["eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.every=50",
           "log.progress=false", "seed=5", *TINY]

@@ -1,8 +1,12 @@
 """The algorithm contract shared by every method in the zoo.
 
-An ``Algorithm`` is an ``nn.Module`` that owns its networks, optimizers and tuner. The trainer
-calls ``act`` to collect data and ``update`` with a ``Batch``; ``update`` returns scalar tensors
-(never ``.item()``: the trainer converts when it logs, so CUDA never waits on the host).
+An ``Algorithm`` is an ``nn.Module`` that owns its networks, optimizers and tuner. The loop
+(``rlzoo.run.loop``) calls ``act`` to collect data and ``update`` with what the algorithm's
+contract says: an off-policy algorithm gets a replay ``Batch`` drawn as its ``sampling`` declares
+(n-step, action horizon, discount); an on-policy one (``on_policy = True``) collects with
+``explore(obs) -> (action, pre_tanh)`` and gets each full ``Rollout`` once. ``update`` returns
+scalar tensors (never ``.item()``: the loop converts when it logs, so CUDA never waits on the
+host).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import torch
 from torch import nn
 
 from rlzoo.buffers.batch import Batch
+from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
 from rlzoo.optim import adam
 
@@ -93,11 +98,12 @@ class Algorithm(nn.Module):
 
     Class attributes:
         supported_critics: critic classes this algorithm can train (checked at construction).
-        on_policy: trains from fresh rollouts rather than a replay buffer.
+        on_policy: trains from fresh rollouts (``explore`` to act, ``update(Rollout)`` on each
+            rollout of ``algo.rollout_steps`` vector steps per env) rather than from replay.
         multi_agent: expects multi-agent envs (``[B, N, ...]`` observations).
         graph_safe: ``update`` branches only as ``update_phase()`` says, draws its randomness
             on the device and changes no host-side state but ``self.updates``, so
-            ``cudagraphs=true`` can capture it (see ``rlzoo/accel.py``).
+            ``cudagraphs=true`` can capture it (see ``rlzoo/run/accel.py``).
     """
 
     supported_critics: ClassVar[tuple[type[Critic], ...]] = (Critic,)
@@ -123,6 +129,13 @@ class Algorithm(nn.Module):
     def action_horizon(self) -> int:
         """H: how many consecutive env actions one call of ``act`` returns (action chunks)."""
         return 1
+
+    @property
+    def sampling(self) -> Sampling:
+        """What this algorithm's ``update`` expects a replay batch to hold: ``n_step`` returns,
+        ``action_horizon``-step action chunks, discounted with ``gamma``. The loop hands it to
+        the storage unchanged (on-policy algorithms update on whole rollouts instead)."""
+        return Sampling(n_step=self.n_step, horizon=self.action_horizon, gamma=self.gamma)
 
     def update_phase(self) -> Hashable:
         """Which branches the next ``update`` takes (e.g. TD3: whether the actor steps); one

@@ -1,6 +1,9 @@
-"""Replay storage and the Batch dataclass."""
+"""Storage for what the loop collects: replay (off-policy) and rollouts (on-policy), the Batch a
+replay sample is, and the Sampling an algorithm declares."""
 
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import Rollout, RolloutStore
+from rlzoo.buffers.sampling import Sampling
 
-__all__ = ["Batch", "ReplayBuffer"]
+__all__ = ["Batch", "ReplayBuffer", "Rollout", "RolloutStore", "Sampling"]

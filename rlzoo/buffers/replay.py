@@ -29,7 +29,10 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.batch import Batch
+from rlzoo.buffers.sampling import Sampling
 from rlzoo.buffers.storage import load_tensors, to_storage
+
+ONE_STEP = Sampling()
 
 
 class ReplayBuffer:
@@ -175,22 +178,21 @@ class ReplayBuffer:
         )
         return self.index[(offsets + self.tail) % self.index.numel()]
 
-    def sample(self, batch_size: int, n_step: int = 1, gamma: float = 0.99,
-               action_horizon: int = 1) -> Batch:
-        """Sample ``batch_size`` transitions uniformly.
+    def sample(self, batch_size: int, sampling: Sampling = ONE_STEP) -> Batch:
+        """Sample ``batch_size`` transitions uniformly, as ``sampling`` says.
 
         Args:
             batch_size: B.
-            n_step: n, steps of reward summed before bootstrapping (cut at episode ends).
-            gamma: discount.
-            action_horizon: H > 1 returns H-step action chunks ``[B, H * A]`` and H-step returns
-                (``n_step`` is then H); windows never reach the write head, steps after an
-                episode end are zero with ``action_mask`` 0.
+            sampling: ``n_step`` rewards summed before bootstrapping (cut at episode ends),
+                ``horizon`` H > 1 for H-step action chunks ``[B, H * A]`` with H-step returns
+                (windows never reach the write head; steps after an episode end are zero with
+                ``action_mask`` 0), and the discount ``gamma``. Default: one-step, gamma 0.99.
         """
-        if action_horizon > 1:
-            return self._sample_window(batch_size, action_horizon, gamma, chunk=True)
-        if n_step > 1:
-            return self._sample_window(batch_size, n_step, gamma, chunk=False)
+        gamma = sampling.gamma
+        if sampling.horizon > 1:
+            return self._sample_window(batch_size, sampling.horizon, gamma, chunk=True)
+        if sampling.n_step > 1:
+            return self._sample_window(batch_size, sampling.n_step, gamma, chunk=False)
         flat = self._sample_starts(batch_size)
         nxt = (flat + self.num_envs) % self.index.numel()  # same env column, next row
 

@@ -22,26 +22,28 @@ from rlzoo.buffers.storage import load_tensors, to_storage
 
 @dataclass
 class Rollout:
-    """``T`` vector steps of ``E`` envs (``N`` agents), on the training device.
+    """``T`` vector steps of ``E`` envs, on the training device. Shapes are given for a
+    multi-agent env (``N`` agents); a single-agent env drops the ``N`` axis (obs ``[T + 1, E, O]``,
+    action ``[T, E, A]``) and has no ``state`` or ``agent_reward`` (None).
 
     Attributes:
         obs: ``[T + 1, E, N, O]``; row ``t + 1`` is the observation after step ``t``.
-        state: ``[T + 1, E, S]`` global state, rows as ``obs``.
+        state: ``[T + 1, E, S]`` global state, rows as ``obs`` (None without one).
         action: ``[T, E, N, A]`` executed actions in [-1, 1] (padding 0).
         pre_tanh: ``[T, E, N, A]`` the Gaussian samples ``u`` with ``action = tanh(u)``.
         reward: ``[T, E]`` team reward (mean over agents).
-        agent_reward: ``[T, E, N]`` per-agent rewards.
+        agent_reward: ``[T, E, N]`` per-agent rewards (None for a single-agent env).
         terminated: ``[T, E]`` 1.0 where the step ended the episode for good (no bootstrap).
         ended: ``[T, E]`` 1.0 where the step ended the episode (terminated or truncated).
         valid: ``[T, E]`` 1.0 for real transitions, 0.0 for reset calls.
     """
 
     obs: torch.Tensor
-    state: torch.Tensor
+    state: torch.Tensor | None
     action: torch.Tensor
     pre_tanh: torch.Tensor
     reward: torch.Tensor
-    agent_reward: torch.Tensor
+    agent_reward: torch.Tensor | None
     terminated: torch.Tensor
     ended: torch.Tensor
     valid: torch.Tensor
@@ -58,10 +60,12 @@ class RolloutStore:
     Args:
         steps: T, vector steps per rollout (per env; reset calls included).
         num_envs: E.
-        obs_shape: ``(N, O)``.
-        action_shape: ``(N, A)``.
-        state_dim: S.
+        obs_shape: ``(N, O)`` (``(O,)`` for a single-agent env).
+        action_shape: ``(N, A)`` (``(A,)``).
+        state_dim: S, size of the global state (0 = none).
         device: where the storage lives.
+        agent_rewards: N, per-agent rewards stored beside the team reward (0 = none). Default:
+            ``obs_shape[0]`` when there is a global state (a multi-agent env), else 0.
     """
 
     def __init__(
@@ -70,21 +74,23 @@ class RolloutStore:
         num_envs: int,
         obs_shape: tuple[int, ...],
         action_shape: tuple[int, ...],
-        state_dim: int,
+        state_dim: int = 0,
         device: torch.device | str = "cpu",
+        agent_rewards: int | None = None,
     ) -> None:
         if steps < 1:
             raise ValueError(f"algo.rollout_steps must be >= 1, got {steps}")
         self.device = torch.device(device)
         self.steps, self.num_envs = steps, num_envs
-        T, E, N = steps, num_envs, obs_shape[0]
+        T, E = steps, num_envs
+        N = (obs_shape[0] if state_dim else 0) if agent_rewards is None else agent_rewards
         with torch.device(self.device):
             self.obs = torch.zeros((T + 1, E, *obs_shape))
-            self.state = torch.zeros((T + 1, E, state_dim))
+            self.state = torch.zeros((T + 1, E, state_dim)) if state_dim else None
             self.action = torch.zeros((T, E, *action_shape))
             self.pre_tanh = torch.zeros((T, E, *action_shape))
             self.reward = torch.zeros((T, E))
-            self.agent_reward = torch.zeros((T, E, N))
+            self.agent_reward = torch.zeros((T, E, N)) if N else None
             self.terminated = torch.zeros((T, E))
             self.ended = torch.zeros((T, E))
             self.valid = torch.zeros((T, E))
@@ -93,33 +99,42 @@ class RolloutStore:
 
     def add(
         self,
-        obs: np.ndarray,
-        state: np.ndarray,
+        obs: np.ndarray | torch.Tensor,
         action: np.ndarray | torch.Tensor,
-        pre_tanh: np.ndarray | torch.Tensor,
-        reward: np.ndarray,
-        agent_reward: np.ndarray,
-        next_obs: np.ndarray,
-        next_state: np.ndarray,
+        reward: np.ndarray | torch.Tensor,
+        next_obs: np.ndarray | torch.Tensor,
         terminated: np.ndarray,
         truncated: np.ndarray,
         reset_step: np.ndarray,
+        state: np.ndarray | None = None,
+        next_state: np.ndarray | None = None,
+        agent_reward: np.ndarray | None = None,
+        pre_tanh: np.ndarray | torch.Tensor | None = None,
     ) -> None:
-        """Store one vector step (``[E, ...]`` arrays, as ``MultiAgentVecEnv.step`` returns)."""
+        """Store one vector step of all E envs (the replay buffer's ``add`` and arguments, plus
+        the policy's ``pre_tanh`` sample ``[E, ...]`` of the action); ``[E, ...]`` arrays."""
         if self.full:
             raise RuntimeError("the rollout is full; update and clear() it first")
+        if pre_tanh is None:
+            raise ValueError("an on-policy rollout needs the pre_tanh sample of every action")
         p = self.ptr
         if not self.started:
-            self.obs[p], self.state[p] = self._t(obs), self._t(state)
+            self.obs[p] = self._t(obs)
+            if self.state is not None:
+                self.state[p] = self._t(state)
             self.started = True
         valid = ~np.asarray(reset_step, dtype=bool)
         terminated = np.asarray(terminated, dtype=bool) & valid
         ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
         self.action[p], self.pre_tanh[p] = self._t(action), self._t(pre_tanh)
-        self.reward[p], self.agent_reward[p] = self._t(reward), self._t(agent_reward)
+        self.reward[p] = self._t(reward)
+        if self.agent_reward is not None:
+            self.agent_reward[p] = self._t(agent_reward)
         self.terminated[p], self.ended[p] = self._t(terminated), self._t(ended)
         self.valid[p] = self._t(valid)
-        self.obs[p + 1], self.state[p + 1] = self._t(next_obs), self._t(next_state)
+        self.obs[p + 1] = self._t(next_obs)
+        if self.state is not None:
+            self.state[p + 1] = self._t(next_state)
         self.ptr += 1
 
     def _t(self, x: Any) -> torch.Tensor:
@@ -141,18 +156,25 @@ class RolloutStore:
 
     def clear(self) -> None:
         """Start the next rollout from the last observation."""
-        self.obs[0], self.state[0] = self.obs[self.ptr], self.state[self.ptr]
+        self.obs[0] = self.obs[self.ptr]
+        if self.state is not None:
+            self.state[0] = self.state[self.ptr]
         self.ptr = 0
 
     @property
     def nbytes(self) -> int:
         """Bytes allocated by the storage tensors."""
-        return sum(getattr(self, f.name).numel() * 4 for f in fields(Rollout))
+        return sum(t.numel() * 4 for t in self._tensors().values())
+
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        """The storage tensors by field name (the fields this store has)."""
+        return {f.name: getattr(self, f.name) for f in fields(Rollout)
+                if getattr(self, f.name) is not None}
 
     def state_dict(self) -> dict[str, Any]:
         """Tensors and plain ints (a checkpoint mid-rollout continues it exactly)."""
         return {
-            "tensors": {f.name: getattr(self, f.name) for f in fields(Rollout)},
+            "tensors": self._tensors(),
             "ptr": self.ptr, "started": self.started,
         }
 

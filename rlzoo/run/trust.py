@@ -13,7 +13,7 @@ every node (every group, non-component keys, lists, nested dicts) and accepts a 
   ``trust=[my_pkg]`` with ``resume=``): ``my_pkg`` trusts ``my_pkg.x.Y`` but not ``my_pkgevil.Y``.
 
 A target is resolved the way Hydra resolves it, so a path that only passes through a trusted
-module (``rlzoo.checkpoint.torch.load`` is ``torch.load``) is judged by what it reaches. Nothing
+module (``rlzoo.run.checkpoint.torch.load`` is ``torch.load``) is judged by what it reaches. Nothing
 of an untrusted module is imported. An ``env.id`` of the form ``module:Name-v0`` imports
 ``module`` (gymnasium's syntax), so its module must be trusted as well.
 

@@ -35,9 +35,9 @@ Conventions
 * **Seeding.** Env e is seeded once, at the first ``reset`` (with ``seed + e``, where ``seed`` is
   the argument of ``reset`` or, if None, of ``make_multi_agent_env``); later resets (autoresets and
   ``reset(seed=None)``) continue each env's own RNG stream. ``reset(seed=s)`` re-seeds all envs.
-* **Rewards** are per agent ``[E, N]`` (MaMuJoCo gives every agent the same team reward). rlzoo's
-  team reward convention (computed by the trainer, not here): per step the **mean over agents** of
-  their rewards; the episode return is the sum of that over the episode's steps.
+* **Rewards.** ``StepResult.reward [E]`` is rlzoo's team reward, per step the **mean over agents**
+  of their rewards (the episode return is its sum over the episode's steps); each agent's own
+  reward is in ``agent_reward [E, N]`` (MaMuJoCo gives every agent the same team reward).
 * **Global state** is ``env.state()`` (``[E, state_dim]``): MPE concatenates all agents'
   observations (simple_spread: 54); MaMuJoCo gives the full single-agent observation
   (HalfCheetah: 17).
@@ -48,24 +48,19 @@ All arrays are numpy; this module does not import torch.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rlzoo.envs.gym_state import (
-    get_mujoco_state,
-    get_wrapper_state,
-    plain_scalar,
+from rlzoo.envs.base import VecEnv
+from rlzoo.envs.snapshot import (
+    get_pettingzoo_state,
     restore_arrays,
-    rng_state,
-    set_mujoco_state,
-    set_wrapper_state,
+    set_pettingzoo_state,
     wrapper_chain,
 )
 
-__all__ = ["MultiAgentVecEnv", "StepResult", "make_multi_agent_env", "FAMILIES"]
+__all__ = ["MultiAgentVecEnv", "make_multi_agent_env", "FAMILIES"]
 
 FAMILIES = ("mpe", "mamujoco")
 
@@ -86,28 +81,6 @@ _MAMUJOCO_SCENARIOS = (
     "Swimmer",
     "Walker2d",
 )
-
-@dataclass
-class StepResult:
-    """What :meth:`MultiAgentVecEnv.step` returns (E = num_envs, N = agents).
-
-    Attributes:
-        obs: ``[E, N, obs_dim]`` float32, zeros in padding.
-        state: ``[E, state_dim]`` float32 global state.
-        reward: ``[E, N]`` float32 per-agent reward (0 on reset steps).
-        terminated: ``[E]`` bool, any agent terminated (true end, no bootstrap).
-        truncated: ``[E]`` bool, time limit / truncation and not terminated.
-        reset_step: ``[E]`` bool, env was reset during this call: ``obs``/``state`` are a fresh
-            reset observation and no transition happened.
-    """
-
-    obs: np.ndarray
-    state: np.ndarray
-    reward: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    reset_step: np.ndarray
-
 
 # --------------------------------------------------------------------------------------------------
 # construction
@@ -185,101 +158,11 @@ def make_multi_agent_env(
 
 
 # --------------------------------------------------------------------------------------------------
-# plain-data (de)serialisation helpers
-# --------------------------------------------------------------------------------------------------
-
-
-def run_episodes(
-    vec: MultiAgentVecEnv,
-    obs: np.ndarray,
-    policy: Callable[[np.ndarray], np.ndarray],
-    on_step: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run one episode in each env of ``vec`` (already reset, first observations
-    ``obs [E, N, O]``), all stepped together.
-
-    ``policy`` maps ``obs [E, N, O]`` to actions ``[E, N, A]`` (in ``[-1, 1]``); ``on_step(e)`` is
-    called after every step of env ``e`` within its episode (e.g. to film it). Returns
-    ``(agent_returns [E, N], lengths [E])``.
-    """
-    E, N, A = vec.num_envs, vec.n_agents, vec.act_dim
-    agent_returns = np.zeros((E, N))
-    lengths = np.zeros(E, dtype=np.int64)
-    active = np.ones(E, dtype=bool)
-    while active.any():
-        result = vec.step(np.asarray(policy(obs)).reshape(E, N, A))
-        live = active & ~result.reset_step
-        agent_returns[live] += result.reward[live]
-        lengths[live] += 1
-        if on_step is not None:
-            for e in np.flatnonzero(live):
-                on_step(int(e))
-        active &= ~(result.terminated | result.truncated)
-        obs = result.obs
-    return agent_returns, lengths
-
-
-class _Skip:
-    """Marker for attribute values that are not plain data (callables, fonts, ...)."""
-
-
-_SKIP = _Skip()
-
-
-def _encode(value: Any, index: dict[int, int]) -> Any:
-    """Plain-data copy of ``value``; MPE entity references become ``{"entity": i}``."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, np.generic):
-        return plain_scalar(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if id(value) in index:
-        return {"entity": index[id(value)]}
-    if isinstance(value, (list, tuple)):
-        items = [_encode(v, index) for v in value]
-        return _SKIP if any(v is _SKIP for v in items) else items
-    return _SKIP
-
-
-def _decode(value: Any, entities: list[Any]) -> Any:
-    """Inverse of ``_encode`` on state already passed through ``restore_arrays``."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return entities[value["entity"]]
-    if isinstance(value, list):
-        return [_decode(v, entities) for v in value]
-    return value
-
-
-def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    out = {}
-    for key, value in vars(obj).items():
-        if key in exclude:
-            continue
-        enc = _encode(value, index)
-        if enc is not _SKIP:
-            out[key] = enc
-    return out
-
-
-def _scalars(values: dict[str, Any]) -> dict[str, Any]:
-    """Copy of a per-agent dict (rewards) with numpy scalars tagged to keep their dtype."""
-    return {k: plain_scalar(v) if isinstance(v, np.generic) else v for k, v in values.items()}
-
-
-def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
-    for key, value in saved.items():
-        setattr(obj, key, _decode(value, entities))
-
-
-# --------------------------------------------------------------------------------------------------
 # the vector env
 # --------------------------------------------------------------------------------------------------
 
 
-class MultiAgentVecEnv:
+class MultiAgentVecEnv(VecEnv):
     """``num_envs`` PettingZoo parallel envs as arrays ``[E, N, ...]`` (see the module docstring).
 
     Attributes:
@@ -299,7 +182,7 @@ class MultiAgentVecEnv:
         self.family = family
         self.scenario = scenario
         self._envs = envs
-        self.num_envs = len(envs)
+        self._start(len(envs), seed)
         env0 = envs[0]
         self.agent_ids: list[str] = list(env0.possible_agents)
         self.n_agents = len(self.agent_ids)
@@ -321,15 +204,15 @@ class MultiAgentVecEnv:
         self.obs_mask = np.zeros((n, self.obs_dim), dtype=bool)
         self.act_mask = np.zeros((n, self.act_dim), dtype=bool)
         # Padded entries map to 0 (low = high = 0).
-        self._act_low = np.zeros((n, self.act_dim), dtype=np.float64)
-        self._act_high = np.zeros((n, self.act_dim), dtype=np.float64)
+        self.action_low = np.zeros((n, self.act_dim), dtype=np.float64)
+        self.action_high = np.zeros((n, self.act_dim), dtype=np.float64)
         for i, (od, ad, space) in enumerate(
             zip(self.obs_dims, self.act_dims, act_spaces, strict=True)
         ):
             self.obs_mask[i, :od] = True
             self.act_mask[i, :ad] = True
-            self._act_low[i, :ad] = np.asarray(space.low, dtype=np.float64)
-            self._act_high[i, :ad] = np.asarray(space.high, dtype=np.float64)
+            self.action_low[i, :ad] = np.asarray(space.low, dtype=np.float64)
+            self.action_high[i, :ad] = np.asarray(space.high, dtype=np.float64)
 
         # MPE advertises state_space (and refuses state() before reset); MaMuJoCo has no
         # state_space but its state() works before reset. The first reset checks the size.
@@ -339,73 +222,29 @@ class MultiAgentVecEnv:
         else:
             self.state_dim = int(np.asarray(env0.state()).size)
         self.max_episode_steps = self._find_max_episode_steps(env0)
-
-        self._seed = int(seed)
-        self._seeded = False
-        self._needs_reset = np.ones(self.num_envs, dtype=bool)
+        self.obs_shape, self.act_shape = (n, self.obs_dim), (n, self.act_dim)
 
     # ------------------------------------------------------------------ public API
 
-    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Reset every env.
+    def _step_one(
+        self, e: int, action: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, bool]:
+        """Step env ``e`` with its scaled actions ``[N, act_dim]``; an episode ends when any
+        agent is terminated or truncated."""
+        env = self._envs[e]
+        action_dict = {
+            agent: action[i, : self.act_dims[i]].astype(self._act_dtypes[i])
+            for i, agent in enumerate(self.agent_ids)
+        }
+        obs_d, rew_d, term_d, trunc_d, _ = env.step(action_dict)
+        reward = np.array([rew_d.get(agent, 0.0) for agent in self.agent_ids], dtype=np.float32)
+        term = any(bool(v) for v in term_d.values())
+        trunc = any(bool(v) for v in trunc_d.values())
+        return self._pack_obs(obs_d), self._get_state_vec(env), reward, term, trunc
 
-        Args:
-            seed: if given, env e is re-seeded with ``seed + e``. If None, the first reset seeds
-                with the constructor's seed and later ones continue each env's RNG stream.
-
-        Returns:
-            obs ``[E, N, obs_dim]`` float32 (zeros in padding), state ``[E, state_dim]`` float32.
-        """
-        if seed is None and not self._seeded:
-            seed = self._seed
-        obs = np.zeros((self.num_envs, self.n_agents, self.obs_dim), dtype=np.float32)
-        state = np.zeros((self.num_envs, self.state_dim), dtype=np.float32)
-        for e in range(self.num_envs):
-            env_seed = None if seed is None else int(seed) + e
-            obs[e], state[e] = self._reset_one(e, env_seed)
-        self._seeded = True
-        return obs, state
-
-    def step(self, actions: np.ndarray) -> StepResult:
-        """Step every env with actions in ``[-1, 1]`` (NEXT_STEP autoreset, see module docstring).
-
-        Args:
-            actions: ``[E, N, act_dim]``; clipped to [-1, 1]; padded entries are ignored.
-
-        Returns:
-            :class:`StepResult` with obs ``[E, N, obs_dim]``, state ``[E, state_dim]``,
-            reward ``[E, N]``, terminated/truncated/reset_step ``[E]``.
-        """
-        if not self._seeded:
-            raise RuntimeError("call reset() before step()")
-        scaled = self._scale_actions(actions)
-        E, N = self.num_envs, self.n_agents
-        obs = np.zeros((E, N, self.obs_dim), dtype=np.float32)
-        state = np.zeros((E, self.state_dim), dtype=np.float32)
-        reward = np.zeros((E, N), dtype=np.float32)
-        terminated = np.zeros(E, dtype=bool)
-        truncated = np.zeros(E, dtype=bool)
-        reset_step = np.zeros(E, dtype=bool)
-        for e, env in enumerate(self._envs):
-            if self._needs_reset[e]:
-                obs[e], state[e] = self._reset_one(e, None)
-                reset_step[e] = True
-                continue
-            action_dict = {
-                agent: scaled[e, i, : self.act_dims[i]].astype(self._act_dtypes[i])
-                for i, agent in enumerate(self.agent_ids)
-            }
-            obs_d, rew_d, term_d, trunc_d, _ = env.step(action_dict)
-            obs[e] = self._pack_obs(obs_d)
-            state[e] = self._get_state_vec(env)
-            for i, agent in enumerate(self.agent_ids):
-                reward[e, i] = rew_d.get(agent, 0.0)
-            term = any(bool(v) for v in term_d.values())
-            trunc = any(bool(v) for v in trunc_d.values())
-            terminated[e] = term
-            truncated[e] = trunc and not term
-            self._needs_reset[e] = term or trunc
-        return StepResult(obs, state, reward, terminated, truncated, reset_step)
+    def render_env(self, e: int = 0) -> Any:
+        """Env ``e``'s PettingZoo parallel env (rendering is per env)."""
+        return self._envs[e]
 
     def close(self) -> None:
         """Close every env."""
@@ -443,7 +282,7 @@ class MultiAgentVecEnv:
             "seed": self._seed,
             "seeded": self._seeded,
             "needs_reset": [bool(x) for x in self._needs_reset],
-            "envs": [self._get_env_state(env) for env in self._envs],
+            "envs": [get_pettingzoo_state(self.family, env) for env in self._envs],
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -460,11 +299,11 @@ class MultiAgentVecEnv:
         self._seeded = bool(state["seeded"])
         self._needs_reset = np.asarray(state["needs_reset"], dtype=bool).copy()
         for env, saved in zip(self._envs, state["envs"], strict=True):
-            self._set_env_state(env, saved)
+            set_pettingzoo_state(self.family, env, saved)
 
     # ------------------------------------------------------------------ internals
 
-    def _scale_actions(self, actions: np.ndarray) -> np.ndarray:
+    def _check_action(self, actions: np.ndarray) -> np.ndarray:
         """``[E, N, act_dim]`` in [-1, 1] -> each agent's Box (float64; padding -> 0)."""
         a = np.asarray(actions, dtype=np.float64)
         expected = (self.num_envs, self.n_agents, self.act_dim)
@@ -474,8 +313,8 @@ class MultiAgentVecEnv:
         if not np.all(np.isfinite(a)):
             raise ValueError("actions contain NaN or inf")
         a = np.clip(a, -1.0, 1.0)
-        scaled = self._act_low + (a + 1.0) * 0.5 * (self._act_high - self._act_low)
-        return np.clip(scaled, self._act_low, self._act_high)
+        scaled = self.action_low + (a + 1.0) * 0.5 * (self.action_high - self.action_low)
+        return np.clip(scaled, self.action_low, self.action_high)
 
     def _pack_obs(self, obs_dict: dict[str, Any]) -> np.ndarray:
         """Dict of per-agent obs -> ``[N, obs_dim]`` float32, zero padded (missing agent -> 0)."""
@@ -497,7 +336,6 @@ class MultiAgentVecEnv:
     def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         env = self._envs[e]
         obs_dict, _ = env.reset(seed=seed)
-        self._needs_reset[e] = False
         return self._pack_obs(obs_dict), self._get_state_vec(env)
 
     def _find_max_episode_steps(self, env: Any) -> int | None:
@@ -509,115 +347,3 @@ class MultiAgentVecEnv:
                 return int(limit)
         return None
 
-    # --- MPE
-
-    @staticmethod
-    def _mpe_parts(env: Any) -> tuple[Any, list[Any]]:
-        """(raw AEC env, [AEC wrappers outermost first]) of an aec_to_parallel_wrapper."""
-        layers = [env.aec_env]
-        while hasattr(layers[-1], "env"):
-            layers.append(layers[-1].env)
-        return layers[-1], layers[:-1]
-
-    def _get_mpe_state(self, env: Any) -> dict[str, Any]:
-        raw, wrappers = self._mpe_parts(env)
-        world = raw.world
-        entities = world.entities
-        index = {id(ent): i for i, ent in enumerate(entities)}
-        ents = []
-        for ent in entities:
-            item = {
-                "attrs": _encode_vars(ent, index, exclude=("state", "action")),
-                "state": _encode_vars(ent.state, index),
-            }
-            if hasattr(ent, "action"):
-                item["action"] = _encode_vars(ent.action, index)
-            ents.append(item)
-        sel = raw._agent_selector
-        return {
-            "np_random": rng_state(raw.np_random),
-            "steps": int(raw.steps),
-            "aec": {
-                "agents": list(getattr(raw, "agents", [])),
-                "agent_selection": getattr(raw, "agent_selection", None),
-                "rewards": _scalars(getattr(raw, "rewards", {})),
-                "cumulative_rewards": _scalars(getattr(raw, "_cumulative_rewards", {})),
-                "terminations": dict(getattr(raw, "terminations", {})),
-                "truncations": dict(getattr(raw, "truncations", {})),
-                "current_actions": [
-                    None if a is None else np.array(a, copy=True) for a in raw.current_actions
-                ],
-                "selector": [list(sel.agent_order), int(sel._current_agent), sel.selected_agent],
-            },
-            "wrapper_has_reset": [bool(getattr(w, "_has_reset", False)) for w in wrappers],
-            "parallel_agents": list(getattr(env, "agents", [])),
-            "world": _encode_vars(world, index, exclude=("agents", "landmarks")),
-            "entities": ents,
-            "scenario": _encode_vars(raw.scenario, index),
-        }
-
-    def _set_mpe_state(self, env: Any, saved: dict[str, Any]) -> None:
-        raw, wrappers = self._mpe_parts(env)
-        world = raw.world
-        entities = world.entities
-        if len(entities) != len(saved["entities"]):
-            raise ValueError("set_state: the MPE world has a different number of entities")
-        raw.np_random.bit_generator.state = saved["np_random"]
-        raw.steps = int(saved["steps"])
-        aec = saved["aec"]
-        raw.agents = list(aec["agents"])
-        raw.agent_selection = aec["agent_selection"]
-        raw.rewards = dict(aec["rewards"])
-        raw._cumulative_rewards = dict(aec["cumulative_rewards"])
-        raw.terminations = dict(aec["terminations"])
-        raw.truncations = dict(aec["truncations"])
-        raw.infos = {agent: {} for agent in raw.agents}
-        raw.current_actions = [
-            None if a is None else np.array(a, copy=True) for a in aec["current_actions"]
-        ]
-        order, current, selected = aec["selector"]
-        raw._agent_selector.agent_order = list(order)
-        raw._agent_selector._current_agent = int(current)
-        raw._agent_selector.selected_agent = selected
-        for wrapper, has_reset in zip(wrappers, saved["wrapper_has_reset"], strict=True):
-            if hasattr(wrapper, "_has_reset"):
-                wrapper._has_reset = has_reset
-        env.agents = list(saved["parallel_agents"])
-        _decode_vars(world, saved["world"], entities)
-        for ent, item in zip(entities, saved["entities"], strict=True):
-            _decode_vars(ent, item["attrs"], entities)
-            _decode_vars(ent.state, item["state"], entities)
-            if "action" in item:
-                _decode_vars(ent.action, item["action"], entities)
-        _decode_vars(raw.scenario, saved["scenario"], entities)
-
-    # --- MaMuJoCo
-
-    def _get_mamujoco_state(self, env: Any) -> dict[str, Any]:
-        single = env.single_agent_env
-        base = single.unwrapped
-        return {
-            "mujoco": get_mujoco_state(base.model, base.data),
-            "np_random": rng_state(base.np_random),
-            "wrappers": get_wrapper_state(single),
-            "parallel_agents": list(env.agents),
-        }
-
-    def _set_mamujoco_state(self, env: Any, saved: dict[str, Any]) -> None:
-        single = env.single_agent_env
-        base = single.unwrapped
-        set_mujoco_state(base.model, base.data, saved["mujoco"])
-        base.np_random.bit_generator.state = saved["np_random"]
-        set_wrapper_state(single, saved["wrappers"])
-        env.agents = list(saved["parallel_agents"])
-
-    def _get_env_state(self, env: Any) -> dict[str, Any]:
-        if self.family == "mpe":
-            return self._get_mpe_state(env)
-        return self._get_mamujoco_state(env)
-
-    def _set_env_state(self, env: Any, saved: dict[str, Any]) -> None:
-        if self.family == "mpe":
-            self._set_mpe_state(env, saved)
-        else:
-            self._set_mamujoco_state(env, saved)

@@ -1,0 +1,226 @@
+"""The one vector-env contract: every env rlzoo trains on or evaluates is a :class:`VecEnv`.
+
+A ``VecEnv`` holds ``E = num_envs`` copies of an env and speaks numpy arrays with a leading env
+axis. Single-agent envs (gymnasium, ``rlzoo.envs.gym``) have observations ``[E, O]`` and actions
+``[E, A]``; multi-agent envs (PettingZoo, ``rlzoo.envs.pettingzoo``) have ``[E, N, O]`` and
+``[E, N, A]`` (agents padded to the largest size) plus a global state ``[E, S]``. The loop, the
+evaluator and the storage see only this contract.
+
+* **Actions** are in ``[-1, 1]``; each adapter maps them affinely onto the env's own bounds
+  (``action_low``/``action_high``), the one place actions are scaled.
+* **Reward.** ``StepResult.reward [E]`` is the team reward: the env's reward for a single agent,
+  the mean over agents of their rewards for several (each agent's own in ``agent_reward [E, N]``).
+  An episode return is the sum of ``reward`` over the episode's steps.
+* **Next-step autoreset** (gymnasium 1.x's ``NEXT_STEP``), implemented once, in :meth:`VecEnv.step`:
+  the call that ends env ``e``'s episode returns its final observation with ``terminated`` or
+  ``truncated`` set; the next call resets env ``e``, ignores its action and returns the reset
+  observation with reward 0, both flags False and ``reset_step[e] = True`` (no transition
+  happened). Storage can therefore keep each observation once per env column.
+* **Seeding.** Env ``e`` is seeded with ``seed + e`` at the first :meth:`VecEnv.reset` (``seed`` is
+  the constructor's unless ``reset(seed=s)`` is given); later resets (autoresets) continue each
+  env's own random stream, and ``reset(seed=s)`` re-seeds every env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Episodes", "StepResult", "VecEnv", "run_episodes"]
+
+
+@dataclass
+class StepResult:
+    """One vector step. ``E`` = envs, ``N`` = agents (multi-agent envs only).
+
+    Attributes:
+        obs: ``[E, *obs_shape]`` float32, the observation after the step (the final one at an
+            episode end, a fresh reset observation where ``reset_step``).
+        reward: ``[E]`` float32 team reward (mean over agents for a multi-agent env; 0 on reset
+            calls).
+        terminated: ``[E]`` bool, a true end: no bootstrap.
+        truncated: ``[E]`` bool, a time-limit end (and not terminated): bootstrap from ``obs``.
+        reset_step: ``[E]`` bool, this call only reset the env.
+        state: ``[E, S]`` float32 global state after the step (multi-agent), else None.
+        agent_reward: ``[E, N]`` float32 per-agent rewards (multi-agent), else None.
+    """
+
+    obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    reset_step: np.ndarray
+    state: np.ndarray | None = None
+    agent_reward: np.ndarray | None = None
+
+
+@dataclass
+class Episodes:
+    """What :func:`run_episodes` measured. ``E`` = episodes, ``N`` = agents.
+
+    Attributes:
+        returns: ``[E]`` undiscounted team returns.
+        lengths: ``[E]`` episode lengths in env steps.
+        agent_returns: ``[E, N]`` each agent's own return (multi-agent), else None.
+    """
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    agent_returns: np.ndarray | None = None
+
+
+class VecEnv:
+    """``num_envs`` envs behind one array interface (see the module docstring).
+
+    Subclasses set the attributes below in their constructor and implement :meth:`_reset_one`,
+    :meth:`_step_one`, :meth:`get_state`, :meth:`set_state`, :meth:`render_env` and
+    :meth:`close`; :meth:`reset` and :meth:`step` (seeding and autoreset) are shared.
+
+    Attributes:
+        num_envs: E.
+        obs_shape: one env's observation shape, ``(O,)`` or ``(N, O)``.
+        act_shape: one env's action shape, ``(A,)`` or ``(N, A)``.
+        n_agents: N (1 for a single-agent env).
+        state_dim: S, size of the global state (0 = none: single-agent envs).
+        act_mask: ``act_shape`` bool, True on real action entries (False on agents' padding).
+        action_low, action_high: ``act_shape`` float64, the env's own bounds (0 on padding).
+    """
+
+    num_envs: int
+    obs_shape: tuple[int, ...]
+    act_shape: tuple[int, ...]
+    n_agents: int = 1
+    state_dim: int = 0
+    act_mask: np.ndarray
+    action_low: np.ndarray
+    action_high: np.ndarray
+
+    def _start(self, num_envs: int, seed: int) -> None:
+        """Set up the shared seeding and autoreset bookkeeping (call from ``__init__``)."""
+        self.num_envs, self._seed = int(num_envs), int(seed)
+        self._seeded = False
+        self._needs_reset = np.ones(self.num_envs, dtype=bool)
+
+    @property
+    def multi_agent(self) -> bool:
+        return self.state_dim > 0 or self.n_agents > 1
+
+    # ------------------------------------------------------------------ the contract
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Reset every env; env ``e`` is seeded with ``seed + e`` (default: the constructor's
+        seed at the first reset, no re-seeding later). Returns ``obs [E, *obs_shape]`` float32
+        and the global ``state [E, S]`` float32 (None for a single-agent env)."""
+        if seed is None and not self._seeded:
+            seed = self._seed
+        obs = np.zeros((self.num_envs, *self.obs_shape), dtype=np.float32)
+        state = np.zeros((self.num_envs, self.state_dim), dtype=np.float32)
+        for e in range(self.num_envs):
+            obs[e], state[e] = self._reset_one(e, None if seed is None else int(seed) + e)
+        self._needs_reset[:] = False
+        self._seeded = True
+        return obs, (state if self.state_dim else None)
+
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
+        """Step every env (or only those where ``active [E]`` is True: the others are left as
+        they are and report reward 0 and no flags) with ``action [E, *act_shape]`` in
+        ``[-1, 1]`` (clipped here), with next-step autoreset."""
+        if not self._seeded:
+            raise RuntimeError("call reset() before step()")
+        action = self._check_action(action)
+        E, N = self.num_envs, self.n_agents
+        obs = np.zeros((E, *self.obs_shape), dtype=np.float32)
+        state = np.zeros((E, self.state_dim), dtype=np.float32)
+        reward = np.zeros((E, N) if self.multi_agent else E, dtype=np.float32)
+        terminated, truncated = np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
+        reset_step = np.zeros(E, dtype=bool)
+        for e in range(E):
+            if active is not None and not active[e]:
+                continue
+            if self._needs_reset[e]:
+                obs[e], state[e] = self._reset_one(e, None)
+                reset_step[e], self._needs_reset[e] = True, False
+                continue
+            obs[e], state[e], reward[e], term, trunc = self._step_one(e, action[e])
+            terminated[e], truncated[e] = term, trunc and not term
+            self._needs_reset[e] = term or trunc
+        if not self.multi_agent:
+            return StepResult(obs, reward, terminated, truncated, reset_step)
+        return StepResult(obs, reward.mean(axis=1), terminated, truncated, reset_step,
+                          state=state, agent_reward=reward)
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything needed to continue bit-identically, as plain data and numpy arrays."""
+        raise NotImplementedError
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue exactly where :meth:`get_state` was taken (after a :meth:`reset`), also
+        after a checkpoint round trip (arrays may come back as tensors)."""
+        raise NotImplementedError
+
+    def render_env(self, e: int = 0) -> Any:
+        """Env ``e``'s underlying env object (gymnasium or PettingZoo), for ``render()``."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ adapter hooks
+    def _check_action(self, action: np.ndarray) -> np.ndarray:
+        """``[E, *act_shape]`` actions as the adapter steps them (clipped to ``[-1, 1]``)."""
+        return np.clip(np.asarray(action, dtype=np.float32), -1.0, 1.0)
+
+    def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Reset env ``e`` (re-seeded if ``seed`` is given): ``(obs, state)``, where ``state``
+        is an empty array for a single-agent env."""
+        raise NotImplementedError
+
+    def _step_one(
+        self, e: int, action: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, Any, bool, bool]:
+        """Step env ``e``: ``(obs, state, reward, terminated, truncated)``; ``reward`` is a
+        number (single agent) or ``[N]`` (per agent)."""
+        raise NotImplementedError
+
+
+def run_episodes(
+    env: VecEnv,
+    obs: np.ndarray,
+    policy: Callable[[np.ndarray], np.ndarray],
+    horizon: int = 1,
+    on_step: Callable[[int], None] | None = None,
+) -> Episodes:
+    """Run one episode in each env of ``env`` (already reset; first observations ``obs``).
+
+    ``policy`` maps the observations of the still-running envs ``[B, *obs_shape]`` to action
+    chunks ``[B, horizon * A]`` (or ``[B, horizon, *act_shape]``); each chunk runs open-loop for
+    ``horizon`` steps. Envs whose episode has ended are not stepped again. ``on_step(e)`` is
+    called after every step of env ``e`` (e.g. to film it).
+    """
+    E = env.num_envs
+    returns, lengths = np.zeros(E), np.zeros(E, dtype=np.int64)
+    agent_returns = np.zeros((E, env.n_agents)) if env.multi_agent else None
+    active = np.ones(E, dtype=bool)
+    obs = obs.copy()
+    action = np.zeros((E, *env.act_shape), dtype=np.float32)
+    while active.any():
+        idx = np.flatnonzero(active)
+        chunk = np.asarray(policy(obs[idx])).reshape(len(idx), horizon, *env.act_shape)
+        for h in range(horizon):
+            action[idx] = chunk[:, h]
+            result = env.step(action, active=active)
+            live = active.copy()
+            obs[live] = result.obs[live]
+            returns[live] += result.reward[live]
+            if agent_returns is not None:
+                agent_returns[live] += result.agent_reward[live]  # type: ignore[index]
+            lengths[live] += 1
+            if on_step is not None:
+                for e in np.flatnonzero(live):
+                    on_step(int(e))
+            active &= ~(result.terminated | result.truncated)
+            if not active[idx].any():
+                break
+    return Episodes(returns, lengths, agent_returns)

@@ -1,0 +1,331 @@
+"""Snapshot and restore envs mid-episode, as plain data, for bit-exact resume.
+
+gymnasium envs (:func:`get_env_state` / :func:`set_env_state`):
+
+* every wrapper's per-episode counters (``TimeLimit._elapsed_steps``, ``OrderEnforcing``'s
+  ``_has_reset``);
+* the base env's random generator state (``np_random``, as plain ints);
+* MuJoCo envs: the full integration state (``mj_getState(..., mjSTATE_INTEGRATION)``: time,
+  positions, velocities, warm-start accelerations, controls, ...) plus ``xpos``/``xipos``, derived
+  kinematics that Ant and Humanoid read before stepping and that cannot be recomputed from the
+  integration state;
+* any other env (classic control, Box2D, ...): the base env's numeric attributes (numpy arrays,
+  numbers, bools), which is their whole simulation state for the envs gymnasium ships.
+
+PettingZoo parallel envs (:func:`get_pettingzoo_state` / :func:`set_pettingzoo_state`): MPE's
+world (every entity's attributes, references between entities as ``{"entity": i}``), its AEC
+bookkeeping and RNG; MaMuJoCo's single-agent MuJoCo env as above (see
+``rlzoo.envs.pettingzoo.MultiAgentVecEnv.get_state`` for the full list and what is not captured).
+
+Values are numpy arrays, numpy scalars (as :func:`plain_scalar` tags) and Python scalars.
+``rlzoo.run.checkpoint`` stores arrays as tensors and would turn numpy scalars into Python
+numbers; :func:`restore_arrays` undoes both, so a restored env holds numpy arrays and scalars of
+the dtypes it saved (the MPE physics, for one, calls ``np.sum(..., axis=...)`` on its arrays, which
+a tensor does not accept, and a float64 scalar promotes differently from a Python float).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
+WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
+SCALAR_TAG = "__numpy_scalar__"
+
+
+def plain_scalar(value: np.generic) -> dict[str, np.ndarray]:
+    """A numpy scalar as saved env state: ``{SCALAR_TAG: 0-d array}``, so it keeps its dtype
+    through a checkpoint (which would make it a Python number); :func:`restore_arrays` undoes it."""
+    return {SCALAR_TAG: np.asarray(value)}
+
+
+def _is_tensor(value: Any) -> bool:
+    # duck-typed so that the env modules need not import torch
+    return all(hasattr(value, name) for name in ("detach", "cpu", "numpy", "dtype"))
+
+
+def restore_arrays(value: Any) -> Any:
+    """Saved env state, as a checkpoint gives it back, as the env saved it (recursively).
+
+    Tensors (``rlzoo.run.checkpoint`` stores every numpy array as one, on whichever device the
+    checkpoint was loaded to) become numpy arrays of the same dtype and shape, copied to the CPU;
+    :func:`plain_scalar` tags become numpy scalars of their dtype; numpy arrays are copied; dicts,
+    lists and tuples are rebuilt with their own type; anything else is returned as is. State that
+    never went through a checkpoint (or went through ``pickle``) passes unchanged, so this is safe
+    to apply more than once.
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if _is_tensor(value):
+        return value.detach().cpu().numpy().copy()
+    if isinstance(value, dict):
+        if set(value) == {SCALAR_TAG}:
+            return np.asarray(restore_arrays(value[SCALAR_TAG]))[()]
+        return {k: restore_arrays(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(restore_arrays(v) for v in value)
+    return value
+
+
+def wrapper_chain(env: Any) -> list[Any]:
+    """A gymnasium env and all the envs it wraps, outermost first."""
+    chain = [env]
+    while hasattr(chain[-1], "env"):
+        chain.append(chain[-1].env)
+    return chain
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    return dict(rng.bit_generator.state)
+
+
+def get_mujoco_state(model: Any, data: Any) -> dict[str, np.ndarray]:
+    """Integration state and the derived positions some envs read before stepping."""
+    import mujoco
+
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    physics = np.empty(mujoco.mj_stateSize(model, spec), dtype=np.float64)
+    mujoco.mj_getState(model, data, physics, spec)
+    return {"physics": physics, **{k: getattr(data, k).copy() for k in MUJOCO_DERIVED_FIELDS}}
+
+
+def set_mujoco_state(model: Any, data: Any, saved: dict[str, Any]) -> None:
+    import mujoco
+
+    physics = np.asarray(saved["physics"], dtype=np.float64)
+    mujoco.mj_setState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+    for key in MUJOCO_DERIVED_FIELDS:
+        getattr(data, key)[...] = np.asarray(saved[key])
+
+
+def get_wrapper_state(env: Any) -> list[dict[str, Any]]:
+    return [{k: getattr(layer, k) for k in WRAPPER_FIELDS if k in vars(layer)}
+            for layer in wrapper_chain(env)]
+
+
+def set_wrapper_state(env: Any, saved: list[dict[str, Any]]) -> None:
+    for layer, fields in zip(wrapper_chain(env), saved, strict=True):
+        for key, value in fields.items():
+            setattr(layer, key, value)
+        if hasattr(layer, "checked_step"):  # PassiveEnvChecker: its one-off checks are done
+            layer.checked_reset = layer.checked_step = layer.checked_data_reuse = True
+            layer._previous_data = None
+
+
+def _plain_attributes(base: Any) -> dict[str, Any]:
+    plain = {}
+    for key, value in vars(base).items():
+        if key.startswith("__") or key in ("np_random", "_np_random"):
+            continue
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            plain[key] = value.copy()
+        elif isinstance(value, (np.number, np.bool_)):
+            plain[key] = plain_scalar(value)
+        elif isinstance(value, (bool, int, float)):
+            plain[key] = value
+    return plain
+
+
+def get_env_state(env: gym.Env) -> dict[str, Any]:
+    """Everything needed to continue ``env`` bit-identically (see the module docstring)."""
+    base = env.unwrapped
+    state: dict[str, Any] = {"wrappers": get_wrapper_state(env)}
+    if getattr(base, "_np_random", None) is not None:
+        state["np_random"] = rng_state(base.np_random)
+    if hasattr(base, "model") and hasattr(base, "data") and hasattr(base, "init_qpos"):
+        state["mujoco"] = get_mujoco_state(base.model, base.data)
+    else:
+        state["attributes"] = _plain_attributes(base)
+    return state
+
+
+def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
+    """Restore what ``get_env_state`` captured (the env must have been made the same way), also
+    after a checkpoint round trip (see :func:`restore_arrays`)."""
+    state = restore_arrays(state)
+    base = env.unwrapped
+    set_wrapper_state(env, state["wrappers"])
+    if "np_random" in state:
+        base.np_random.bit_generator.state = state["np_random"]
+    if "mujoco" in state:
+        set_mujoco_state(base.model, base.data, state["mujoco"])
+    for key, value in state.get("attributes", {}).items():
+        # Arrays keep their saved dtype: an env may change it during an episode (MountainCar's
+        # state is float64 after reset, float32 after a step).
+        setattr(base, key, value)
+
+
+# --------------------------------------------------------------------------------------------------
+# PettingZoo (MPE, MaMuJoCo)
+# --------------------------------------------------------------------------------------------------
+
+
+class _Skip:
+    """Marker for attribute values that are not plain data (callables, fonts, ...)."""
+
+
+_SKIP = _Skip()
+
+
+def _encode(value: Any, index: dict[int, int]) -> Any:
+    """Plain-data copy of ``value``; MPE entity references become ``{"entity": i}``."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, np.generic):
+        return plain_scalar(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if id(value) in index:
+        return {"entity": index[id(value)]}
+    if isinstance(value, (list, tuple)):
+        items = [_encode(v, index) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    return _SKIP
+
+
+def _decode(value: Any, entities: list[Any]) -> Any:
+    """Inverse of ``_encode`` on state already passed through ``restore_arrays``."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return entities[value["entity"]]
+    if isinstance(value, list):
+        return [_decode(v, entities) for v in value]
+    return value
+
+
+def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    out = {}
+    for key, value in vars(obj).items():
+        if key in exclude:
+            continue
+        enc = _encode(value, index)
+        if enc is not _SKIP:
+            out[key] = enc
+    return out
+
+
+def _scalars(values: dict[str, Any]) -> dict[str, Any]:
+    """Copy of a per-agent dict (rewards) with numpy scalars tagged to keep their dtype."""
+    return {k: plain_scalar(v) if isinstance(v, np.generic) else v for k, v in values.items()}
+
+
+def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
+    for key, value in saved.items():
+        setattr(obj, key, _decode(value, entities))
+
+
+def mpe_parts(env: Any) -> tuple[Any, list[Any]]:
+    """(raw AEC env, [AEC wrappers outermost first]) of an aec_to_parallel_wrapper."""
+    layers = [env.aec_env]
+    while hasattr(layers[-1], "env"):
+        layers.append(layers[-1].env)
+    return layers[-1], layers[:-1]
+
+def get_mpe_state(env: Any) -> dict[str, Any]:
+    raw, wrappers = mpe_parts(env)
+    world = raw.world
+    entities = world.entities
+    index = {id(ent): i for i, ent in enumerate(entities)}
+    ents = []
+    for ent in entities:
+        item = {
+            "attrs": _encode_vars(ent, index, exclude=("state", "action")),
+            "state": _encode_vars(ent.state, index),
+        }
+        if hasattr(ent, "action"):
+            item["action"] = _encode_vars(ent.action, index)
+        ents.append(item)
+    sel = raw._agent_selector
+    return {
+        "np_random": rng_state(raw.np_random),
+        "steps": int(raw.steps),
+        "aec": {
+            "agents": list(getattr(raw, "agents", [])),
+            "agent_selection": getattr(raw, "agent_selection", None),
+            "rewards": _scalars(getattr(raw, "rewards", {})),
+            "cumulative_rewards": _scalars(getattr(raw, "_cumulative_rewards", {})),
+            "terminations": dict(getattr(raw, "terminations", {})),
+            "truncations": dict(getattr(raw, "truncations", {})),
+            "current_actions": [
+                None if a is None else np.array(a, copy=True) for a in raw.current_actions
+            ],
+            "selector": [list(sel.agent_order), int(sel._current_agent), sel.selected_agent],
+        },
+        "wrapper_has_reset": [bool(getattr(w, "_has_reset", False)) for w in wrappers],
+        "parallel_agents": list(getattr(env, "agents", [])),
+        "world": _encode_vars(world, index, exclude=("agents", "landmarks")),
+        "entities": ents,
+        "scenario": _encode_vars(raw.scenario, index),
+    }
+
+def set_mpe_state(env: Any, saved: dict[str, Any]) -> None:
+    raw, wrappers = mpe_parts(env)
+    world = raw.world
+    entities = world.entities
+    if len(entities) != len(saved["entities"]):
+        raise ValueError("set_state: the MPE world has a different number of entities")
+    raw.np_random.bit_generator.state = saved["np_random"]
+    raw.steps = int(saved["steps"])
+    aec = saved["aec"]
+    raw.agents = list(aec["agents"])
+    raw.agent_selection = aec["agent_selection"]
+    raw.rewards = dict(aec["rewards"])
+    raw._cumulative_rewards = dict(aec["cumulative_rewards"])
+    raw.terminations = dict(aec["terminations"])
+    raw.truncations = dict(aec["truncations"])
+    raw.infos = {agent: {} for agent in raw.agents}
+    raw.current_actions = [
+        None if a is None else np.array(a, copy=True) for a in aec["current_actions"]
+    ]
+    order, current, selected = aec["selector"]
+    raw._agent_selector.agent_order = list(order)
+    raw._agent_selector._current_agent = int(current)
+    raw._agent_selector.selected_agent = selected
+    for wrapper, has_reset in zip(wrappers, saved["wrapper_has_reset"], strict=True):
+        if hasattr(wrapper, "_has_reset"):
+            wrapper._has_reset = has_reset
+    env.agents = list(saved["parallel_agents"])
+    _decode_vars(world, saved["world"], entities)
+    for ent, item in zip(entities, saved["entities"], strict=True):
+        _decode_vars(ent, item["attrs"], entities)
+        _decode_vars(ent.state, item["state"], entities)
+        if "action" in item:
+            _decode_vars(ent.action, item["action"], entities)
+    _decode_vars(raw.scenario, saved["scenario"], entities)
+
+# --- MaMuJoCo (gymnasium_robotics' mamujoco_v1 parallel envs)
+
+def get_mamujoco_state(env: Any) -> dict[str, Any]:
+    single = env.single_agent_env
+    base = single.unwrapped
+    return {
+        "mujoco": get_mujoco_state(base.model, base.data),
+        "np_random": rng_state(base.np_random),
+        "wrappers": get_wrapper_state(single),
+        "parallel_agents": list(env.agents),
+    }
+
+def set_mamujoco_state(env: Any, saved: dict[str, Any]) -> None:
+    single = env.single_agent_env
+    base = single.unwrapped
+    set_mujoco_state(base.model, base.data, saved["mujoco"])
+    base.np_random.bit_generator.state = saved["np_random"]
+    set_wrapper_state(single, saved["wrappers"])
+    env.agents = list(saved["parallel_agents"])
+
+
+def get_pettingzoo_state(family: str, env: Any) -> dict[str, Any]:
+    """Plain-data state of one PettingZoo parallel env of ``family`` (``mpe`` or ``mamujoco``)."""
+    return get_mpe_state(env) if family == "mpe" else get_mamujoco_state(env)
+
+
+def set_pettingzoo_state(family: str, env: Any, saved: dict[str, Any]) -> None:
+    """Restore what :func:`get_pettingzoo_state` returned (after a ``restore_arrays``)."""
+    if family == "mpe":
+        set_mpe_state(env, saved)
+    else:
+        set_mamujoco_state(env, saved)

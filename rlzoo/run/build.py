@@ -1,0 +1,274 @@
+"""Building a run from its config: the env, the algorithm and the storage.
+
+This module is the one reader of ``env.kind`` (``single``: a gymnasium env id; ``multi``: a
+PettingZoo family and scenario). The loop (``rlzoo.run.loop``), the evaluator and ``load_policy``
+all build through it, so nothing imports the loop to reach a factory.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutStore
+from rlzoo.envs.base import VecEnv
+from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
+from rlzoo.envs.pettingzoo import make_multi_agent_env
+from rlzoo.errors import UserError
+from rlzoo.run.settings import TRAINER_KEYS, Settings
+from rlzoo.run.trust import check_targets
+
+EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
+ENV_KINDS = ("single", "multi")
+
+
+# --------------------------------------------------------------------------- the run dir
+
+
+def read_run_config(
+    run_dir: Path, trust: list[str] | tuple[str, ...] = ()
+) -> DictConfig:
+    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run.
+
+    A run dir may come from elsewhere, so before anything of it is built every ``_target_`` in
+    it must name an rlzoo component or a module in ``trust`` (``rlzoo.run.trust.check_targets``):
+    otherwise one ``UserError`` line naming the key, the target and how to trust it.
+    """
+    if not run_dir.is_dir():
+        raise UserError(
+            f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
+            "(runs/<env>/<algo>/<timestamp>-s<seed>)"
+        )
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        raise UserError(
+            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
+            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
+        )
+    try:
+        cfg = OmegaConf.load(path)
+        OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
+        if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
+            raise ValueError("no algo or env section")
+    except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
+        raise UserError(
+            f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
+        ) from None
+    check_targets(cfg, trust, source=str(path))
+    return cfg
+
+
+
+
+# --------------------------------------------------------------------------- the env
+
+
+def env_kind(cfg: DictConfig) -> str:
+    """``env.kind`` of ``cfg`` (``single`` by default); one line for an unknown kind."""
+    kind = str(cfg.env.get("kind", "single"))
+    if kind not in ENV_KINDS:
+        raise UserError(f"env.kind must be one of {', '.join(ENV_KINDS)}, got {kind!r}")
+    return kind
+
+
+def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``env.kwargs`` as a plain dict (passed to the env constructor)."""
+    kwargs = cfg.env.get("kwargs")
+    return dict(OmegaConf.to_container(kwargs, resolve=True)) if kwargs else {}
+
+
+def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
+    """The vector env of the ``env`` config: ``num_envs`` copies, env ``e`` seeded ``seed + e``
+    at the first reset; ``extra`` goes to each env's constructor too (e.g. ``render_mode``)."""
+    if env_kind(cfg) == "single":
+        try:
+            return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg), **extra)
+        except (ValueError, gym.error.Error) as err:
+            raise UserError(str(err)) from None
+    try:
+        return make_multi_agent_env(
+            str(cfg.env.family), str(cfg.env.scenario), num_envs, seed, **env_kwargs(cfg),
+            **extra,
+        )
+    except (ValueError, TypeError) as err:
+        raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
+
+
+def env_spec(env: VecEnv) -> EnvSpec:
+    """What an algorithm needs to know about ``env``: sizes, agents and the env's own action
+    bounds (agent-major for a multi-agent env, 0 on padding)."""
+    low = tuple(float(x) for x in env.action_low.reshape(-1))
+    high = tuple(float(x) for x in env.action_high.reshape(-1))
+    if not env.multi_agent:
+        return EnvSpec(obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1],
+                       action_low=low, action_high=high)
+    return EnvSpec(
+        obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1], n_agents=env.n_agents,
+        state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_mask.sum(axis=-1)),
+        action_low=low, action_high=high,
+    )
+
+
+def probe_spec(cfg: DictConfig) -> EnvSpec:
+    """The ``EnvSpec`` of ``cfg``'s env, from one probe env closed at once."""
+    env = make_env(cfg, 1, 0)
+    try:
+        return env_spec(env)
+    finally:
+        env.close()
+
+
+def check_spec(spec: EnvSpec, env_name: str) -> None:
+    """Refuse an env whose observations or actions have no entries, in one line."""
+    for what, size in (("observation", spec.obs_dim), ("action", spec.act_dim)):
+        if int(size) <= 0:
+            raise UserError(
+                f"env={env_name} has an empty {what} space (size {size}); rlzoo needs a Box "
+                f"{what} with at least one entry"
+            )
+
+
+
+# --------------------------------------------------------------------------- the algorithm
+
+
+def misfit_message(cfg: DictConfig, multi_agent_algo: bool) -> str:
+    """The one line for a multi-agent algorithm on a single-agent env, or the reverse."""
+    if multi_agent_algo:
+        return (f"algo={cfg.algo.name} is a multi-agent algorithm and env={cfg.env.name} is not; "
+                "use a multi-agent env (env=mpe/simple_spread, env=mamujoco/HalfCheetah-2x3, ...)"
+                " or a single-agent algo (algo=sac, algo=td3, ...)")
+    return (f"algo={cfg.algo.name} is a single-agent algorithm and env={cfg.env.name} is "
+            "multi-agent; use a multi-agent algo (algo=maddpg, algo=hasac, algo=coma) or a "
+            "single-agent env (e.g. env=Hopper)")
+
+
+def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Algorithm:
+    """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``."""
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - hydra raises several kinds here
+        raise UserError(
+            f"algo._target_ {cfg.algo._target_!r} cannot be imported; check the module path"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
+    if cls.multi_agent != spec.multi_agent:
+        raise UserError(misfit_message(cfg, cls.multi_agent))
+    algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in TRAINER_KEYS])
+    extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
+    if cfg.get("tuner"):
+        if "tuner" not in inspect.signature(cls).parameters:
+            raise UserError(
+                f"algo={cfg.algo.name} has no entropy temperature to tune; drop the tuner "
+                "override (or pass tuner=none)"
+            )
+        extra["tuner"] = cfg.tuner
+    try:
+        with torch.device(device):
+            algo = instantiate(algo_cfg, **extra)
+    except Exception as err:  # noqa: BLE001 - hydra wraps constructor errors
+        cause: BaseException = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        if isinstance(cause, (ValueError, TypeError)):
+            raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
+        if isinstance(cause, MemoryError) or (
+                isinstance(cause, RuntimeError) and "alloc" in str(cause).lower()):
+            raise UserError(
+                f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
+                "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
+            ) from None
+        raise
+    return algo.to(device)
+
+
+def check_env_config(cfg: DictConfig) -> None:
+    """Fail early, in one line, on an env id that does not exist or an algorithm that does not
+    fit the env (multi-agent algorithm on a single-agent env, or the reverse)."""
+    kind = env_kind(cfg)
+    if kind == "single":
+        try:
+            check_env_id(cfg.env.id)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - build_algorithm reports a bad _target_ in one line
+        return
+    multi_agent_env = kind == "multi"
+    if isinstance(cls, type) and issubclass(cls, Algorithm) and cls.multi_agent != multi_agent_env:
+        raise UserError(misfit_message(cfg, cls.multi_agent))
+
+
+# --------------------------------------------------------------------------- the storage
+
+
+def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm) -> ReplayBuffer | RolloutStore:
+    """Where the loop stores what it collects, as the algorithm's contract says: a rollout of
+    ``algo.rollout_steps`` vector steps for an on-policy algorithm (used once per update), a
+    replay of ``algo.buffer_size`` steps otherwise; shaped for ``spec`` (per agent when
+    multi-agent), on the training device."""
+    multi = spec.multi_agent
+    obs_shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
+    action_shape = (spec.n_agents, spec.act_dim) if multi else (spec.act_dim,)
+    agents = spec.n_agents if multi else 0
+    if s.on_policy:
+        if not callable(getattr(algo, "explore", None)):
+            raise UserError(f"{type(algo).__name__} is on-policy but has no explore(obs) -> "
+                            "(action, pre_tanh); add one (see docs/extending.md)")
+        return RolloutStore(s.rollout_steps, s.num_envs, obs_shape, action_shape,
+                            spec.state_dim, s.device, agent_rewards=agents)
+    check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, agents)
+    return ReplayBuffer(s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
+                        state_dim=spec.state_dim, agent_rewards=agents, seed=s.seed)
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes that can still be allocated on ``device`` (MemAvailable for the CPU)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def replay_bytes(
+    capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], num_envs: int,
+    state_dim: int = 0, agent_rewards: int = 0,
+) -> int:
+    """Bytes a ``ReplayBuffer`` of these sizes allocates (float32 fields, bool flags, int64
+    index), computed before allocating anything."""
+    rows = math.ceil(capacity / num_envs) * num_envs
+    per_row = 4 * (math.prod(obs_shape) + math.prod(action_shape) + 1 + state_dim + agent_rewards)
+    return rows * (per_row + 2 + 8)
+
+
+def check_buffer_memory(
+    s: Settings, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], state_dim: int = 0,
+    agent_rewards: int = 0,
+) -> None:
+    """One line, before allocating, when the replay buffer cannot fit in the device's memory
+    (it may take at most 90% of what is available now)."""
+    need = replay_bytes(s.buffer_size, obs_shape, action_shape, s.num_envs, state_dim,
+                        agent_rewards)
+    have = available_memory(s.device)
+    if need > 0.9 * have:
+        raise UserError(
+            f"algo.buffer_size={s.buffer_size} needs {need / 2**30:.2f} GiB on {s.device} but "
+            f"only {have / 2**30:.2f} GiB are available; lower algo.buffer_size"
+        )

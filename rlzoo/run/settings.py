@@ -1,0 +1,208 @@
+"""The run's settings: every key of the config that is not a component's, validated once.
+
+``read_settings(cfg)`` turns the composed config into a frozen :class:`Settings`; every mistake is
+one ``UserError`` line naming the key and a value that works. ``check_values`` refuses non-finite
+numbers anywhere and out-of-range sizes in the component groups before anything is built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from rlzoo.errors import UserError
+
+# Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
+# constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
+# ``rollout_steps``.
+TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
+# Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
+# and low enough that a typo fails at once instead of hanging or exhausting memory).
+MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
+MAX_NUM_ENVS = 1024  # training envs in one process
+MAX_EVAL_EPISODES = 1000  # one eval env per episode
+MAX_UTD = 1000.0  # gradient updates per env step
+MAX_THREADS = 1024  # torch_threads
+# Size keys of the algo/critic/tuner groups (wherever they appear) and their allowed ranges.
+SIZE_LIMITS = {
+    "hidden": (1, 65_536),  # each hidden layer's width
+    "n": (1, 1024),  # ensemble members
+    "subset": (1, 1024),  # members in a target's min
+    "horizon": (1, 1000),  # action-chunk length
+    "n_step": (1, 1000),  # n-step returns
+    "rollout_steps": (1, 1_000_000),  # on-policy rollout length
+    "policy_delay": (1, 1_000_000),  # critic steps per actor step
+    "target_delay": (1, 1_000_000),  # critic steps per target step (null = policy_delay)
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The validated run settings (see ``conf/config.yaml`` for each key's meaning).
+
+    ``on_policy`` runs collect ``rollout_steps`` vector steps per env into a rollout and update
+    once on it; off-policy runs store into a replay of ``buffer_size`` and make ``utd`` updates
+    of ``batch_size`` per env step after ``learning_starts`` random steps.
+    """
+
+    seed: int
+    device: torch.device
+    total_steps: int
+    num_envs: int
+    eval_every: int
+    eval_episodes: int
+    checkpoint_every: int
+    checkpoint_keep: int
+    log_every: int
+    progress: str | bool
+    learning_starts: int
+    batch_size: int
+    buffer_size: int
+    utd: float
+    compile: bool = False
+    cudagraphs: bool = False
+    progress_every_s: float = 300.0
+    on_policy: bool = False
+    rollout_steps: int = 0  # on-policy only
+
+
+def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
+    """The integer at dotted ``key`` of ``cfg`` in ``[minimum, maximum]`` (``1e6`` counts as an
+    integer); a one-line ``UserError`` naming the key otherwise."""
+    try:
+        value = OmegaConf.select(cfg, key)
+    except Exception as err:  # noqa: BLE001 - an interpolation that does not resolve
+        raise UserError(f"{key} cannot be read ({type(err).__name__}: {err})") from None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)  # 1e6 means 1000000
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UserError(f"{key} must be an integer, got {value!r}; e.g. {key}={max(minimum, 1)}")
+    if value < minimum:
+        raise UserError(f"{key} must be >= {minimum}, got {value}; set {key} to at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise UserError(f"{key} must be <= {maximum}, got {value}; choose a value in "
+                        f"[{minimum}, {maximum}]")
+    return value
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; ``cpu``; ``cuda`` (fails without CUDA)."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda") and not str(name).startswith("cuda:"):
+        raise UserError(f"device must be auto, cpu or cuda, got {name!r}; e.g. device=auto")
+    if str(name).startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("device=cuda but this machine has no usable CUDA device; use device=cpu")
+    return torch.device(name)
+
+
+def on_policy_config(cfg: DictConfig) -> bool:
+    """Whether ``cfg.algo._target_`` is an on-policy algorithm (False when it cannot be
+    imported: building the algorithm reports that in one line)."""
+    try:
+        return bool(get_class(cfg.algo._target_).on_policy)
+    except Exception:  # noqa: BLE001 - build_algorithm reports a bad _target_ in one line
+        return False
+
+
+def read_settings(cfg: DictConfig) -> Settings:
+    """Validate the trainer's keys; every mistake is a one-line ``UserError``.
+
+    An on-policy algorithm (``on_policy = True``, e.g. COMA) has no replay: its config needs no
+    ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; neutral values stand in.
+    """
+    check_values(cfg)
+    on_policy = on_policy_config(cfg)
+    if on_policy:
+        num_envs = OmegaConf.select(cfg, "num_envs")
+        neutral = {"learning_starts": 0, "batch_size": 1, "utd": 1,
+                   "buffer_size": 2 * num_envs if isinstance(num_envs, int) else 2}
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.algo = OmegaConf.merge(cfg.algo, neutral)
+    utd = OmegaConf.select(cfg, "algo.utd")
+    if (isinstance(utd, bool) or not isinstance(utd, (int, float)) or not math.isfinite(utd)
+            or not 0 < utd <= MAX_UTD):
+        raise UserError(f"algo.utd must be a finite number in (0, {MAX_UTD:g}], got {utd!r}; "
+                        "e.g. algo.utd=1")
+    progress = cfg.log.progress
+    if progress not in ("auto", True, False):
+        raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
+    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)  # older run configs
+    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
+            or not math.isfinite(every_s) or every_s < 0):
+        raise UserError(f"log.progress_every_s must be a number of seconds >= 0, got {every_s!r}")
+    accel = {}
+    for key in ("compile", "cudagraphs"):
+        value = cfg.get(key, False)
+        if not isinstance(value, bool):
+            raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
+        accel[key] = value
+    settings = Settings(
+        seed=int_key(cfg, "seed", 0, MAX_SEED),
+        device=resolve_device(str(cfg.device)),
+        total_steps=int_key(cfg, "total_steps", 1),
+        num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),
+        eval_every=int_key(cfg, "eval.every", 0),
+        eval_episodes=int_key(cfg, "eval.episodes", 1, MAX_EVAL_EPISODES),
+        checkpoint_every=int_key(cfg, "checkpoint.every", 0),
+        checkpoint_keep=int_key(cfg, "checkpoint.keep", 1),
+        log_every=int_key(cfg, "log.every", 1),
+        progress=progress,
+        learning_starts=int_key(cfg, "algo.learning_starts", 0),
+        batch_size=int_key(cfg, "algo.batch_size", 1),
+        buffer_size=int_key(cfg, "algo.buffer_size", 2),
+        utd=float(utd),
+        progress_every_s=float(every_s),
+        on_policy=on_policy,
+        rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
+        **accel,
+    )
+    int_key(cfg, "torch_threads", 0, MAX_THREADS)
+    if settings.batch_size > settings.buffer_size:
+        raise UserError(
+            f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
+            f"({settings.buffer_size}); lower the batch or raise the buffer"
+        )
+    if settings.buffer_size < 2 * settings.num_envs:
+        raise UserError(
+            f"algo.buffer_size ({settings.buffer_size}) must hold at least two steps of each of "
+            f"the {settings.num_envs} envs; raise algo.buffer_size"
+        )
+    return settings
+
+
+def check_values(cfg: DictConfig) -> None:
+    """Every number in the config is finite, and every size key (``SIZE_LIMITS``) of the algo,
+    critic and tuner groups is an integer in range; one line naming the key otherwise."""
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else str(key))
+            return
+        if isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+            return
+        if isinstance(node, float) and not math.isfinite(node):
+            raise UserError(f"{path} must be a finite number, got {node}")
+        key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        group = path.split(".", 1)[0]
+        if key in SIZE_LIMITS and group in ("algo", "critic", "tuner") and node is not None:
+            low, high = SIZE_LIMITS[key]
+            if isinstance(node, bool) or not isinstance(node, int) or not low <= node <= high:
+                raise UserError(f"{path} must be an integer in [{low}, {high}], got {node!r}")
+
+    try:
+        container = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as err:  # noqa: BLE001 - omegaconf raises many kinds
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"the config does not resolve ({first})") from None
+    container.pop("hydra", None)  # type: ignore[union-attr]
+    walk(container, "")

@@ -1,0 +1,86 @@
+"""What a run saves besides its components: random generators, the loop's own arrays, the summary
+it reads back, and the small ``policy.pt`` that ``rlzoo.load_policy`` rebuilds a policy from."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+POLICY_FILE = "policy.pt"  # beside checkpoints/, rewritten at every checkpoint and at the end
+POLICY_FORMAT = 1
+
+
+def rng_state(warmup: np.random.Generator) -> dict[str, Any]:
+    """The global generators (torch, CUDA, numpy, python) and the loop's warm-up generator, as
+    tensors and plain data (loadable with ``weights_only=True``)."""
+    rng = {
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(legacy=False),
+        "python": random.getstate(),
+        "warmup": warmup.bit_generator.state,
+    }
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    return rng
+
+
+def restore_rng(rng: dict[str, Any], warmup: np.random.Generator) -> None:
+    """Put back what :func:`rng_state` returned (after a checkpoint round trip)."""
+    torch.set_rng_state(rng["torch"].cpu())
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([t.cpu() for t in rng["cuda"]])
+    np.random.set_state(_legacy_numpy_state(rng["numpy"]))
+    random.setstate(_python_random_state(rng["python"]))
+    warmup.bit_generator.state = rng["warmup"]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's, numpy's and torch's global generators."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def host_array(value: Any) -> np.ndarray:
+    """A numpy copy of a checkpointed array (a tensor on any device, or an array)."""
+    if torch.is_tensor(value):
+        return value.detach().cpu().numpy().copy()
+    return np.array(value)
+
+
+def summary_step(run_dir: Path) -> int | None:
+    """``total_steps`` of ``run_dir/summary.json``, or ``None`` when it is absent or unreadable
+    (a summary left by an earlier, shorter leg of a resumed run is stale, not final)."""
+    try:
+        step = json.loads((run_dir / "summary.json").read_text()).get("total_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) else None
+
+
+def policy_record(
+    algo: torch.nn.Module, config: dict[str, Any], spec: dict[str, Any], step: int
+) -> dict[str, Any]:
+    """The contents of ``policy.pt``: the algorithm's network weights (``nn.Module`` state: no
+    optimizer, no replay), the resolved config and the env spec needed to rebuild it, and the
+    env step they were taken at. Tensors and plain data only (``weights_only`` loads it)."""
+    weights = {k: v.detach().cpu() for k, v in torch.nn.Module.state_dict(algo).items()}
+    return {"format": POLICY_FORMAT, "step": int(step), "config": config, "spec": spec,
+            "weights": weights}
+
+
+def _legacy_numpy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """numpy's global RNG state as ``np.random.set_state`` wants it (its key array as uint32)."""
+    inner = dict(state["state"])
+    inner["key"] = np.asarray(inner["key"], dtype=np.uint32)
+    return {**state, "state": inner}
+
+
+def _python_random_state(state: Any) -> tuple[Any, ...]:
+    version, internal, gauss = state
+    return version, tuple(int(x) for x in internal), gauss
