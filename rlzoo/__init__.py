@@ -1,0 +1,17 @@
+"""rlzoo: actor-critic algorithms for single- and multi-agent continuous control.
+
+``rlzoo.train(*overrides, run_dir=None, on_eval=None, on_checkpoint=None) -> Run`` trains a run
+from Python as ``python -m rlzoo.train`` does (see docs/api.md). Names are imported lazily, so
+``import rlzoo`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "train":  # the module rlzoo/train.py, which is callable as the function
+        return importlib.import_module("rlzoo.train")
+    raise AttributeError(f"module 'rlzoo' has no attribute {name!r}")

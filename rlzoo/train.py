@@ -16,7 +16,10 @@ training, the env or the weights produced NaN/inf.
 
 from __future__ import annotations
 
+import json
 import sys
+import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with
 from rlzoo.run.build import check_env_config, read_run_config
-from rlzoo.run.loop import Trainer
+from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
 from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError
 
@@ -43,44 +46,50 @@ def discard_unstarted(run_dir: Path) -> None:
         remove_if_created(run_dir)
 
 
-def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
-        resume_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Train (or continue) one run and report the outcome on stdout/stderr.
+def execute(
+    cfg: DictConfig, run_dir: Path, resume: bool = False,
+    resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None,
+) -> dict[str, Any]:
+    """Train (or continue) one run into ``run_dir`` and return its summary; raises
+    ``UserError``, ``NonFiniteError``, ``AlreadyFinished`` or ``Interrupted``.
 
     ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` once the
     checkpoint is known to continue under them, never before.
     """
+    lock = RunLock.acquire(run_dir)
     try:
-        lock = RunLock.acquire(run_dir)
-    except UserError as err:
-        exit_with(str(err))
-    try:
-        return _run(cfg, run_dir, resume, resume_overrides)
+        try:
+            check_env_config(cfg)
+            trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint)
+        except UserError:
+            if not resume:
+                discard_unstarted(run_dir)
+            raise
+        try:
+            if resume:
+                trainer.restore()
+                trainer.check_resume_budget()
+                if resume_overrides:  # a later resume continues with the new budget
+                    saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+                    for key, value in resume_overrides.items():
+                        OmegaConf.update(saved, key, value, merge=False)
+                    write_atomic(run_dir / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
+            return trainer.train(resume=resume)
+        except AlreadyFinished:
+            trainer.close_envs()
+            raise
     finally:
         lock.release()
 
 
-def _run(cfg: DictConfig, run_dir: Path, resume: bool,
-         resume_overrides: dict[str, Any] | None) -> dict[str, Any]:
+def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
+        resume_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`execute` for the command line: the outcome on stdout/stderr and the exit status
+    (see the module docstring)."""
     try:
-        check_env_config(cfg)
-        trainer = Trainer(cfg, run_dir)
-    except UserError as err:
-        if not resume:
-            discard_unstarted(run_dir)
-        exit_with(str(err))
-    try:
-        if resume:
-            trainer.restore()
-            trainer.check_resume_budget()
-            if resume_overrides:  # a later resume continues with the new budget
-                saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
-                for key, value in resume_overrides.items():
-                    OmegaConf.update(saved, key, value, merge=False)
-                write_atomic(run_dir / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
-        summary = trainer.train(resume=resume)
+        summary = execute(cfg, run_dir, resume, resume_overrides)
     except AlreadyFinished as done:
-        trainer.close_envs()
         print(f"rlzoo: {done}", file=sys.stderr, flush=True)
         sys.exit(0)
     except UserError as err:
@@ -195,6 +204,94 @@ def claim_run_dir(args: list[str]) -> list[str]:
     return [*args, f"hydra.run.dir='{quoted}'"]
 
 
+# --------------------------------------------------------------------------- the Python API
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished (or early-stopped) run made by :func:`train`.
+
+    Attributes:
+        dir: the run directory, the same as the command line makes (``.hydra/config.yaml``,
+            ``checkpoints/``, ``policy.pt``, TensorBoard events, ``summary.json``), so
+            ``resume=``, ``python -m rlzoo.evaluate`` and ``python -m rlzoo.compare`` work on it.
+    """
+
+    dir: Path
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """``summary.json``: final eval return (mean, std), steps, wall time, updates, ... and
+        ``stopped_early: true`` when a callback stopped the run."""
+        return json.loads((self.dir / "summary.json").read_text())
+
+    def load_policy(self, **kwargs: Any) -> Any:
+        """``rlzoo.load_policy(self.dir, **kwargs)``: the trained policy as an ``nn.Module``."""
+        from rlzoo.policy import load_policy
+
+        return load_policy(self.dir, **kwargs)
+
+
+def train(
+    *overrides: str, run_dir: str | Path | None = None, on_eval: EvalCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None,
+) -> Run:
+    """Train one run in this process, as ``python -m rlzoo.train OVERRIDES...`` would.
+
+    Args:
+        overrides: the command line's ``key=value`` overrides (``"algo=sac"``, ``"env=Hopper"``,
+            ``"total_steps=20000"``, ``"hydra.searchpath=[pkg://examples.conf]"``, ...).
+        run_dir: where to write the run (must not hold a run yet); default: the command line's
+            ``runs/<env>/<algo>/<timestamp>-s<seed>``, numbered when taken.
+        on_eval: called after every evaluation with an ``rlzoo.run.loop.Evaluation`` (``step``,
+            ``mean``, ``std``, ``returns``, ``run_dir``); return True to stop the run early.
+        on_checkpoint: called after every checkpoint with an ``rlzoo.run.loop.Checkpoint``
+            (``step``, ``path``, ``run_dir``); return True to stop the run early.
+
+    A run stopped early writes a checkpoint, ``policy.pt`` and ``summary.json`` at that step and
+    can be continued with ``resume=``. Raises ``rlzoo.errors.UserError`` (one line) for a
+    mistake in the overrides, ``rlzoo.run.signals.NonFiniteError`` when training produced NaN or
+    inf, and ``rlzoo.run.signals.Interrupted`` after SIGINT/SIGTERM (a checkpoint was written).
+    Seeds python's, numpy's and torch's global generators (``seed``).
+    """
+    args = [str(item) for item in overrides]
+    for item in args:
+        if item.startswith("-") or "=" not in item or item.startswith(("resume=", "hydra.run.")):
+            raise UserError(
+                f"rlzoo.train takes key=value overrides, got {item!r}; pass the run dir as "
+                "run_dir=..., and continue a run with python -m rlzoo.train resume=RUN_DIR"
+            )
+    if run_dir is not None:
+        quoted = str(Path(run_dir).expanduser()).replace("\\", "\\\\").replace("'", "\\'")
+        args.append(f"hydra.run.dir='{quoted}'")
+    args = claim_run_dir(args)
+    cfg = check_overrides(args)
+    assert cfg is not None  # a single run composes to one config
+    path = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
+    try:
+        write_hydra_files(cfg, path, [a for a in args if not a.startswith("hydra.run.dir=")])
+        task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        execute(task, path, on_eval=on_eval, on_checkpoint=on_checkpoint)
+    finally:
+        RunLock.release_held(path)  # also when the run never started
+    return Run(path)
+
+
+def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> None:
+    """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` as Hydra's command line
+    writes them (the config unresolved, as composed), so every reader of run dirs works."""
+    hydra_dir = run_dir / ".hydra"
+    hydra_dir.mkdir(parents=True, exist_ok=True)
+    task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    write_atomic(hydra_dir / "config.yaml", OmegaConf.to_yaml(task))
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None)
+    hydra_node = {"hydra": {"runtime": {"choices": OmegaConf.to_container(choices)}}} \
+        if choices is not None else {"hydra": {}}
+    write_atomic(hydra_dir / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create(hydra_node)))
+    task_overrides = [a for a in overrides if not a.startswith("hydra.")]
+    write_atomic(hydra_dir / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(task_overrides)))
+
+
 def main() -> None:
     args = sys.argv[1:]
     if any(a.startswith("resume=") and a != "resume=null" for a in args):
@@ -206,6 +303,16 @@ def main() -> None:
         exit_with(str(err))
     hydra_main()
 
+
+class _CallableModule(types.ModuleType):
+    """``rlzoo.train`` is this module (``python -m rlzoo.train``) and the function ``train``:
+    ``import rlzoo; rlzoo.train("algo=sac", ...)`` calls :func:`train`."""
+
+    def __call__(self, *overrides: str, **kwargs: Any) -> Run:
+        return train(*overrides, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 if __name__ == "__main__":
     main()

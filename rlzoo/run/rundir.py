@@ -137,6 +137,13 @@ class RunLock:
         _held[key] = lock
         return lock
 
+    @staticmethod
+    def release_held(run_dir: Path) -> None:
+        """Drop this process's lock on ``run_dir``, if it holds one."""
+        lock = _held.get(run_dir.resolve())
+        if lock is not None:
+            lock.release()
+
     def release(self) -> None:
         """Drop the lock (the file stays; it is only a name to lock)."""
         _held.pop(self.run_dir.resolve(), None)

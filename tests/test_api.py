@@ -1,0 +1,88 @@
+"""The Python API ``rlzoo.train(...) -> Run``: the CLI's overrides and run dir, callbacks that
+stop a run early, and the same one-line errors, raised instead of printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import rlzoo
+from rlzoo.errors import UserError
+from rlzoo.run.checkpoint import list_checkpoints
+from tests.conftest import read_summary, run_cli
+
+SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "eval.episodes=2",
+         "log.progress=false", "algo.actor.hidden=[16]", "critic.hidden=[16]",
+         "torch_threads=1"]
+
+
+def test_train_writes_a_cli_run_dir_and_a_callback_stops_it(tmp_path: Path) -> None:
+    seen: list[tuple[int, float]] = []
+
+    def on_eval(ev: rlzoo.run.loop.Evaluation) -> bool:
+        seen.append((ev.step, ev.mean))
+        assert ev.returns.shape == (2,) and ev.run_dir == tmp_path / "run"
+        return ev.step >= 200  # stop at the second evaluation
+
+    run = rlzoo.train(*SMALL, "total_steps=1000", "eval.every=100", run_dir=tmp_path / "run",
+                      on_eval=on_eval)
+    assert run.dir == tmp_path / "run"
+    assert [step for step, _ in seen] == [100, 200]
+    summary = run.summary
+    assert summary["total_steps"] == 200 and summary["stopped_early"] is True
+    assert summary["final_eval_return"] == pytest.approx(seen[-1][1])
+    assert [p.name for p in list_checkpoints(run.dir / "checkpoints")] == ["step_0000000200.pt"]
+    assert (run.dir / "policy.pt").is_file()
+    hydra = run.dir / ".hydra"
+    assert {p.name for p in hydra.iterdir()} >= {"config.yaml", "hydra.yaml", "overrides.yaml"}
+    assert "total_steps=1000" in (hydra / "overrides.yaml").read_text()
+    # the CLI continues it: resume, evaluate
+    proc = run_cli([f"resume={run.dir}", "total_steps=300"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = read_summary(run.dir)
+    assert after["total_steps"] == 300 and "stopped_early" not in after
+    proc = run_cli([str(run.dir), "--episodes", "2"], module="rlzoo.evaluate")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_on_checkpoint_stops_and_default_run_dir(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default run dir is relative: runs/<env>/<algo>/...
+    paths: list[Path] = []
+    run = rlzoo.train(*SMALL, "total_steps=600", "checkpoint.every=150", "eval.every=0",
+                      on_checkpoint=lambda ck: paths.append(ck.path) or True)
+    assert run.dir.parts[:3] == ("runs", "Pendulum", "sac") and run.dir.name.endswith("-s0")
+    assert [p.name for p in paths] == ["step_0000000150.pt"]
+    summary = json.loads((run.dir / "summary.json").read_text())
+    assert summary["total_steps"] == 150 and summary["stopped_early"] is True
+
+
+@pytest.mark.parametrize(("overrides", "fragment"), [
+    (["algo=nope"], "algo"),
+    (["resume=somewhere"], "key=value overrides"),
+    (["--cfg"], "key=value overrides"),
+    (["total_steps=-5"], "total_steps must be >= 1"),
+])
+def test_mistakes_raise_one_line_user_errors(tmp_path: Path, overrides: list[str],
+                                             fragment: str) -> None:
+    with pytest.raises(UserError) as info:
+        rlzoo.train(*overrides, run_dir=tmp_path / "run")
+    message = str(info.value)
+    assert fragment in message and "\n" not in message
+    assert not (tmp_path / "run").exists()  # a run that never started leaves nothing
+
+
+def test_a_dir_that_holds_a_run_is_refused(tmp_path: Path) -> None:
+    rlzoo.train(*SMALL, "total_steps=120", run_dir=tmp_path / "run")
+    before = (tmp_path / "run" / "summary.json").read_bytes()
+    with pytest.raises(UserError, match="already holds a run"):
+        rlzoo.train(*SMALL, "total_steps=120", run_dir=tmp_path / "run")
+    assert (tmp_path / "run" / "summary.json").read_bytes() == before
+
+
+def test_rlzoo_train_is_the_module_and_the_function() -> None:
+    import rlzoo.train as module
+
+    assert callable(module) and module.train.__name__ == "train"
+    assert rlzoo.train is module
