@@ -1,8 +1,10 @@
 """rlzoo: actor-critic algorithms for single- and multi-agent continuous control.
 
 ``rlzoo.train(*overrides, run_dir=None, on_eval=None, on_checkpoint=None) -> Run`` trains a run
-from Python as ``python -m rlzoo.train`` does (see docs/api.md). Names are imported lazily, so
-``import rlzoo`` stays cheap.
+from Python as ``python -m rlzoo.train`` does (see docs/api.md).
+``rlzoo.load_policy(RUN_DIR, device="cpu", deterministic=True, trust=()) -> Policy`` loads a run's
+``policy.pt`` as an ``nn.Module`` acting in the env's units (``rlzoo/policy.py``). Names are
+imported lazily, so ``import rlzoo`` stays cheap.
 """
 
 from __future__ import annotations
@@ -14,4 +16,6 @@ from typing import Any
 def __getattr__(name: str) -> Any:
     if name == "train":  # the module rlzoo/train.py, which is callable as the function
         return importlib.import_module("rlzoo.train")
+    if name == "load_policy":
+        return importlib.import_module("rlzoo.policy").load_policy
     raise AttributeError(f"module 'rlzoo' has no attribute {name!r}")
