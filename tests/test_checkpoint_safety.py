@@ -146,6 +146,8 @@ class Full:
     def __exit__(self, *exc): self.f.close()
 def full_open(path, mode="r", *args, **kwargs):
     f = open(path, mode, *args, **kwargs)
+    if ".step_" not in str(path):  # policy.pt beside the checkpoints still fits
+        return f
     saves.append(path)
     return Full(f) if len(saves) > 1 else f
 c.open = full_open

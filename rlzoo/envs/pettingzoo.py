@@ -272,7 +272,7 @@ class MultiAgentVecEnv(VecEnv):
 
         Returns:
             A dict of lists, ints, floats, bools, strs, None and numpy arrays (the RNG states are
-            nested dicts of Python ints; numpy scalars are ``gym_state.plain_scalar`` tags), which
+            nested dicts of Python ints; numpy scalars are ``snapshot.plain_scalar`` tags), which
             :meth:`set_state` accepts as is or as a checkpoint gives it back (arrays as tensors).
         """
         return {
@@ -288,7 +288,7 @@ class MultiAgentVecEnv(VecEnv):
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`get_state` returned (same family, scenario, num_envs and kwargs),
         also after a checkpoint round trip: the tensors a checkpoint stores arrays as come back
-        as numpy arrays of their saved dtype (``gym_state.restore_arrays``)."""
+        as numpy arrays of their saved dtype (``snapshot.restore_arrays``)."""
         state = restore_arrays(state)
         for key in ("family", "scenario", "num_envs"):
             if state[key] != getattr(self, key):
