@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -49,9 +48,6 @@ from rlzoo.run.trust import check_targets
 __all__ = ["Policy", "load_policy"]
 
 RECORD_KEYS = ("format", "step", "config", "spec", "weights")
-# rlzoo.run.trust's hint names the command-line ways to trust a module
-TRUST_HINT = re.compile(
-    r"pass --trust (\S+) to rlzoo\.evaluate or trust=\[\S+\] with resume=RUN_DIR")
 
 
 def _one_line(message: str, limit: int = 200) -> str:
@@ -307,11 +303,8 @@ def load_policy(
     torch_device = resolve_device(str(device))
     record = _read_record(path)
     config, weights = record["config"], record["weights"]
-    try:
-        check_targets(config, tuple(trust), source=str(path))
-    except UserError as err:  # name load_policy's own way to trust a module
-        raise UserError(TRUST_HINT.sub(r'pass trust=["\1"] to rlzoo.load_policy', str(err))) \
-            from None
+    check_targets(config, tuple(trust), source=str(path),
+                  how_to_trust='pass trust=["{module}"] to rlzoo.load_policy')
     try:
         spec = EnvSpec(**{k: tuple(v) if isinstance(v, list) else v
                           for k, v in record["spec"].items()})

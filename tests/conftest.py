@@ -9,7 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+
+# One thread per test process: the suite runs on 2 workers (pyproject.toml's addopts), and torch's
+# OpenMP threads spin-wait, so two 2-thread workers on 2 cores would slow each other down by far
+# more than 2x. Subprocesses (the CLI) inherit it.
+os.environ["OMP_NUM_THREADS"] = "1"
+
+import torch  # noqa: E402 - after OMP_NUM_THREADS, which torch reads when it loads
+
+torch.set_num_threads(1)  # also if something imported torch before this file
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["algo.actor.hidden=[32,32]", "critic.hidden=[32,32]"]

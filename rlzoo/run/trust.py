@@ -69,25 +69,29 @@ def _nodes(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from _nodes(item, f"{path}[{i}]")
 
 
-def _trust_hint(target: str) -> str:
+# How the command line trusts a module; ``{module}`` is the target's top-level package.
+CLI_TRUST = "pass --trust {module} to rlzoo.evaluate or trust=[{module}] with resume=RUN_DIR"
+
+
+def _trust_hint(target: str, how: str = CLI_TRUST) -> str:
     top = target.split(".")[0].split(":")[0] or "my_pkg"
-    return (
-        f"only if you trust that code, pass --trust {top} to rlzoo.evaluate or "
-        f"trust=[{top}] with resume=RUN_DIR"
-    )
+    return f"only if you trust that code, {how.format(module=top)}"
 
 
 def _refuse(
-    source: str, where: str, target: Any, why: str, hint: bool = True, module: str = ""
+    source: str, where: str, target: Any, why: str, hint: bool = True, module: str = "",
+    how: str = CLI_TRUST,
 ) -> UserError:
-    fix = _trust_hint(module or str(target)) if hint else (
+    fix = _trust_hint(module or str(target), how) if hint else (
         "a config read from a run dir may only build rlzoo's components and classes of modules "
         "you trust; restore the config.yaml rlzoo.train wrote"
     )
     return UserError(f"{source} asks to call {target!r} at {where}, {why}; {fix}")
 
 
-def _check_target(target: Any, where: str, trusted: tuple[str, ...], source: str) -> None:
+def _check_target(
+    target: Any, where: str, trusted: tuple[str, ...], source: str, how: str = CLI_TRUST
+) -> None:
     """Refuse one ``_target_`` value unless it is an rlzoo component or in a trusted module."""
     if not isinstance(target, str) or not _MODULE_PATH.match(target):
         raise _refuse(source, where, target, "which is not a dotted class path", hint=False)
@@ -95,7 +99,7 @@ def _check_target(target: Any, where: str, trusted: tuple[str, ...], source: str
         raise _refuse(source, where, target, "which reaches a dunder attribute", hint=False)
     by_user = any(_under(target, m) for m in trusted)
     if not by_user and not _under(target, BUILTIN_TRUST):
-        raise _refuse(source, where, target, "outside rlzoo and the modules you trust")
+        raise _refuse(source, where, target, "outside rlzoo and the modules you trust", how=how)
     try:
         from hydra._internal.utils import _locate  # what instantiate uses, minus get_object's log
 
@@ -123,12 +127,13 @@ def _check_target(target: Any, where: str, trusted: tuple[str, ...], source: str
     raise _refuse(
         source, where, target,
         f"which resolves to {module}.{getattr(obj, '__qualname__', '?')}, outside rlzoo and the "
-        "modules you trust", module=module,
+        "modules you trust", module=module, how=how,
     )
 
 
 def check_targets(
-    cfg: DictConfig | dict[str, Any], trusted: Sequence[str] = (), source: str = "the config"
+    cfg: DictConfig | dict[str, Any], trusted: Sequence[str] = (), source: str = "the config",
+    how_to_trust: str = CLI_TRUST,
 ) -> None:
     """Refuse ``cfg`` (read from a run dir) if any node would call code outside rlzoo's
     components and the ``trusted`` modules; checked for every node before anything is built.
@@ -140,6 +145,8 @@ def check_targets(
             below it, by whole dotted components). ``rlzoo`` is always trusted for its
             ``torch.nn.Module`` classes.
         source: how the message names the config (e.g. its path).
+        how_to_trust: how the caller trusts a module, with ``{module}`` for its name (default:
+            the command line's ``--trust`` / ``trust=[...]``).
 
     Raises:
         UserError: one line naming the key path, the target and how to trust its module.
@@ -152,7 +159,7 @@ def check_targets(
     for path, node in _nodes(plain, ""):
         where = f"{path}.{TARGET_KEY}" if path else TARGET_KEY
         if TARGET_KEY in node:
-            _check_target(node[TARGET_KEY], where, names, source)
+            _check_target(node[TARGET_KEY], where, names, source, how_to_trust)
     env = plain.get("env") if isinstance(plain, dict) else None
     env_id = env.get("id") if isinstance(env, dict) else None
     if isinstance(env_id, str) and ":" in env_id:
@@ -160,5 +167,5 @@ def check_targets(
         if not any(_under(module, m) for m in (*names, BUILTIN_TRUST)):
             raise UserError(
                 f"{source} sets env.id={env_id!r}, which imports module {module!r} (outside rlzoo "
-                f"and the modules you trust); {_trust_hint(module)}"
+                f"and the modules you trust); {_trust_hint(module, how_to_trust)}"
             )
