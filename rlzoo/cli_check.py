@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import itertools
 import math
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -74,6 +76,8 @@ def check_overrides(overrides: list[str]) -> DictConfig | None:
         o.key_or_group == "hydra.mode" and str(o.value()) == "MULTIRUN" for o in items
     )
     for o in items:
+        if o.key_or_group == "hydra.searchpath" and not o.is_sweep_override():
+            check_searchpath(o.value())
         if o.is_sweep_override() and not multirun:
             raise UserError(
                 f"{o.input_line} gives several values; add -m to run one job per value, or write "
@@ -89,6 +93,28 @@ def check_overrides(overrides: list[str]) -> DictConfig | None:
             if GlobalHydra.instance().is_initialized():
                 GlobalHydra.instance().clear()
     return None if multirun or len(composed) != 1 else composed[0]
+
+
+def check_searchpath(entries: Any) -> None:
+    """Refuse a ``hydra.searchpath`` entry Hydra cannot read (it only warns, and the config
+    group it was meant to add then looks missing): ``pkg://module`` must be importable from
+    here, ``file://dir`` must exist."""
+    for entry in entries if isinstance(entries, list) else [entries]:
+        entry = str(entry)
+        if entry.startswith("pkg://"):
+            module = entry[len("pkg://"):].replace("/", ".")
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise UserError(
+                    f"hydra.searchpath names {entry}, but Python cannot import {module} from "
+                    f"{Path.cwd()}; run from the directory that holds it (for rlzoo's examples: "
+                    "the repository root) or add that directory to PYTHONPATH"
+                )
+        elif entry.startswith("file://") and not Path(entry[len("file://"):]).is_dir():
+            raise UserError(f"hydra.searchpath names {entry}, which is not a directory")
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace | None:

@@ -252,7 +252,7 @@ def evaluate_run(
     if video_episodes:
         prepare_offscreen_rendering()  # before anything imports mujoco
         check_video_writer()
-    cfg = read_run_config(run_dir, trust=tuple(trust))
+    cfg = read_run_config(run_dir, trust=trust)  # a str is one name (or a comma list)
     ckpt = find_checkpoint(run_dir, checkpoint)
     algo_state, step = load_algo_state(ckpt)
     torch_device = resolve_device(device)

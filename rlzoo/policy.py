@@ -303,7 +303,7 @@ def load_policy(
     torch_device = resolve_device(str(device))
     record = _read_record(path)
     config, weights = record["config"], record["weights"]
-    check_targets(config, tuple(trust), source=str(path),
+    check_targets(config, trust, source=str(path),
                   how_to_trust='pass trust=["{module}"] to rlzoo.load_policy')
     try:
         spec = EnvSpec(**{k: tuple(v) if isinstance(v, list) else v
@@ -335,6 +335,12 @@ def _policy_path(run_dir: Path) -> Path:
             "(runs/<env>/<algo>/<timestamp>-s<seed>)"
         )
     path = run_dir / POLICY_FILE
+    if not path.exists() and not (run_dir / ".hydra" / "config.yaml").is_file():
+        raise UserError(
+            f"{run_dir} has no .hydra/config.yaml and no {POLICY_FILE}, so it is not an rlzoo run "
+            "directory; pass the directory rlzoo.train wrote (it holds .hydra/, checkpoints/ "
+            f"and {POLICY_FILE})"
+        )
     if not path.exists():
         raise UserError(
             f"{run_dir} has no {POLICY_FILE}; a run writes it at its first checkpoint and at its "

@@ -256,10 +256,17 @@ def train(
     """
     args = [str(item) for item in overrides]
     for item in args:
-        if item.startswith("-") or "=" not in item or item.startswith(("resume=", "hydra.run.")):
+        if item.startswith("resume="):
             raise UserError(
-                f"rlzoo.train takes key=value overrides, got {item!r}; pass the run dir as "
-                "run_dir=..., and continue a run with python -m rlzoo.train resume=RUN_DIR"
+                f"rlzoo.train starts new runs, so {item!r} cannot be given; continue a run from "
+                "the shell with python -m rlzoo.train resume=RUN_DIR [total_steps=N]"
+            )
+        if item.startswith("hydra.run."):
+            raise UserError(f"pass the run dir as rlzoo.train(..., run_dir=...), not {item!r}")
+        if item.startswith("-") or "=" not in item:
+            raise UserError(
+                f"rlzoo.train takes key=value overrides (as strings, e.g. \"algo=sac\"), got "
+                f"{item!r}; command-line flags such as -m or --cfg have no Python equivalent"
             )
     if run_dir is not None:
         quoted = str(Path(run_dir).expanduser()).replace("\\", "\\\\").replace("'", "\\'")

@@ -60,7 +60,8 @@ def test_on_checkpoint_stops_and_default_run_dir(tmp_path: Path, monkeypatch) ->
 
 @pytest.mark.parametrize(("overrides", "fragment"), [
     (["algo=nope"], "algo"),
-    (["resume=somewhere"], "key=value overrides"),
+    (["resume=somewhere"], "continue a run from the shell"),
+    (["hydra.run.dir=/x"], "run_dir=..."),
     (["--cfg"], "key=value overrides"),
     (["total_steps=-5"], "total_steps must be >= 1"),
 ])

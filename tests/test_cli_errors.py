@@ -132,3 +132,21 @@ def test_cli_multirun_typo_leaves_no_sweep_dir(tmp_path: Path) -> None:
     proc = run_cli(["-m", "algo=sac,tdd3", "total_steps=10"], cwd=tmp_path)
     assert_user_error(proc, "did you mean algo=td3?")
     assert not (tmp_path / "multirun").exists()
+
+
+@pytest.mark.parametrize(("entry", "fragment"), [
+    ("pkg://no_such_pkg.conf", "cannot import no_such_pkg.conf"),
+    ("pkg://examples.no_such_conf", "cannot import examples.no_such_conf"),
+    ("file:///no/such/dir", "not a directory"),
+])
+def test_a_searchpath_hydra_cannot_read_is_one_line(entry: str, fragment: str) -> None:
+    """Hydra only warns about such an entry, and the group it should add then looks missing
+    ("there is no algo config 'ppo'"); the check names the entry and the fix instead."""
+    with pytest.raises(UserError) as info:
+        check_overrides([f"hydra.searchpath=[{entry}]", "algo=sac"])
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_examples_searchpath_is_accepted() -> None:
+    cfg = check_overrides(["hydra.searchpath=[pkg://examples.conf]", "algo=ppo"])
+    assert cfg is not None and cfg.algo.name == "ppo"

@@ -252,6 +252,9 @@ def rewrite(sac_run: Path, tmp_path: Path, change: Any) -> Path:
 
 def test_missing_run_dir_or_policy_file(tmp_path: Path) -> None:
     user_error(lambda: load_policy(tmp_path / "nope"), "does not exist", "nope")
+    user_error(lambda: load_policy(tmp_path), "not an rlzoo run directory")  # an empty dir
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text("seed: 0\n")  # a run from before policy.pt
     user_error(lambda: load_policy(tmp_path), "has no policy.pt", "first checkpoint",
                "python -m rlzoo.evaluate")
 
@@ -296,6 +299,10 @@ def test_untrusted_target_is_refused(sac_run: Path, tmp_path: Path) -> None:
     user_error(lambda: load_policy(tmp_path), "algo.actor._target_", "subprocess.Popen",
                'pass trust=["subprocess"] to rlzoo.load_policy')
     user_error(lambda: load_policy(tmp_path, trust=["not a module"]), "not a module name")
+    # trust given as one string names one module (not its letters): the trust check passes,
+    # and Hydra's own target policy still refuses to build subprocess.Popen, in one line
+    user_error(lambda: load_policy(tmp_path, trust="subprocess"), "cannot build algo=sac",
+               "subprocess.Popen")
 
 
 def test_bad_observations_and_export_path(sac_run: Path, tmp_path: Path) -> None:

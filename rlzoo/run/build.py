@@ -15,6 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from hydra.errors import InstantiationException
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -36,7 +37,7 @@ ENV_KINDS = ("single", "multi")
 
 
 def read_run_config(
-    run_dir: Path, trust: list[str] | tuple[str, ...] = ()
+    run_dir: Path, trust: str | list[str] | tuple[str, ...] = ()
 ) -> DictConfig:
     """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run.
 
@@ -189,6 +190,9 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
                 f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
                 "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
             ) from None
+        if isinstance(err, InstantiationException) and cause is err:  # Hydra refused the target
+            first = " ".join(str(err).split())[:200]
+            raise UserError(f"cannot build algo={cfg.algo.name}: {first}") from None
         raise
     return algo.to(device)
 
