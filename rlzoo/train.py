@@ -189,7 +189,7 @@ def claim_run_dir(args: list[str]) -> list[str]:
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():
-            RunLock.acquire(run_dir)  # a dir in use by a live run is refused first
+            RunLock.check_free(run_dir)  # a dir in use by a live run is refused first
         if holds_a_run(run_dir):
             raise UserError(
                 f"{run_dir} already holds a run (checkpoints or summary.json); continue it with "

@@ -203,9 +203,12 @@ def test_a_fresh_run_into_a_dir_that_holds_a_run_is_refused(finished: Path,
                                                             tmp_path: Path) -> None:
     run_dir = copy_of(finished, tmp_path)
     before = snapshot(run_dir)
+    lock = run_dir / ".rlzoo.lock"
+    lock.write_text("12345\n")  # the pid of the process that trained it, long gone
     assert_user_error(run_cli([*PENDULUM, "total_steps=200"], run_dir), "already holds a run",
                       f"resume={run_dir}")
     assert snapshot(run_dir) == before
+    assert lock.read_text() == "12345\n"  # a refused launch does not even take the lock
 
 
 # --------------------------------------------------------------------------- item 7

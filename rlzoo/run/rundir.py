@@ -100,6 +100,14 @@ def holds_a_run(path: Path) -> bool:
     return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))
 
 
+def in_use(run_dir: Path, owner: str) -> UserError:
+    """The one line for a run dir whose lock the live process ``owner`` (a pid) holds."""
+    return UserError(
+        f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to finish or "
+        "stop it, or choose another hydra.run.dir"
+    )
+
+
 class RunLock:
     """An exclusive advisory lock on ``<run_dir>/.rlzoo.lock`` for the life of this process.
 
@@ -127,15 +135,30 @@ class RunLock:
                 owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             finally:
                 os.close(fd)
-            raise UserError(
-                f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to "
-                "finish or stop it, or choose another hydra.run.dir"
-            ) from None
+            raise in_use(run_dir, owner) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         lock = cls(run_dir, fd)
         _held[key] = lock
         return lock
+
+    @staticmethod
+    def check_free(run_dir: Path) -> None:
+        """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
+        nothing (a launch refused afterwards leaves the dir as it was)."""
+        if run_dir.resolve() in _held:
+            return
+        try:
+            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY)
+        except OSError:
+            return  # no lock file: nobody holds it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise in_use(run_dir, owner) from None
+        finally:
+            os.close(fd)  # closing drops the shared lock taken to test
 
     @staticmethod
     def release_held(run_dir: Path) -> None:
