@@ -6,6 +6,12 @@ import sys
 from typing import NoReturn
 
 
+def one_line(message: object, limit: int = 200) -> str:
+    """``message`` on one line (whitespace runs become one space), cut to ``limit`` characters."""
+    line = " ".join(str(message).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 class UserError(Exception):
     """A mistake the user can fix; the message reads ``<what>; <how to fix>``."""
 

@@ -40,7 +40,7 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm
 from rlzoo.envs.base import run_episodes
-from rlzoo.errors import UserError, exit_with
+from rlzoo.errors import UserError, exit_with, one_line
 from rlzoo.run.build import (
     EVAL_SEED_OFFSET,
     build_algorithm,
@@ -126,7 +126,7 @@ def load_algo_state(path: Path) -> tuple[dict[str, Any], int]:
         state = load_checkpoint(path, map_location="cpu", mmap=True)
         algo_state, step = state["algo"], int(state.get("counters", {}).get("step", -1))
     except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file
-        reason = shorten(f"{type(err).__name__}: {err}")
+        reason = one_line(f"{type(err).__name__}: {err}")
         raise UserError(
             f"cannot read checkpoint {path} ({reason}); pass an intact one with "
             "--checkpoint PATH (checkpoints/ keeps the newest checkpoint.keep files)"
@@ -141,12 +141,6 @@ def load_algo_state(path: Path) -> tuple[dict[str, Any], int]:
     return algo_state, step
 
 
-def shorten(message: str, limit: int = 200) -> str:
-    """``message`` on one line, cut to ``limit`` characters."""
-    line = " ".join(message.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 # --------------------------------------------------------------------------- running episodes
 
 
@@ -154,7 +148,7 @@ def rendering_unavailable(what: str, err: Exception) -> UserError:
     """The one-line error for an env that cannot be built with ``render_mode='rgb_array'``."""
     return UserError(
         f"cannot render {what} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-        f"{shorten(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
+        f"{one_line(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
     )
 
 
@@ -263,7 +257,7 @@ def evaluate_run(
     try:
         algo.load_state_dict(algo_state)
     except (RuntimeError, ValueError, KeyError) as err:
-        reason = shorten(str(err))
+        reason = one_line(str(err))
         raise UserError(
             f"checkpoint {ckpt} does not fit the run's config ({reason}); pass a checkpoint of "
             "this run with --checkpoint PATH"

@@ -33,7 +33,7 @@ from torch import nn
 from torch.export.graph_signature import InputKind
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.errors import UserError
+from rlzoo.errors import UserError, one_line
 from rlzoo.run.build import build_algorithm
 from rlzoo.run.checkpoint import (
     CheckpointError,
@@ -48,11 +48,6 @@ from rlzoo.run.trust import check_targets
 __all__ = ["Policy", "load_policy"]
 
 RECORD_KEYS = ("format", "step", "config", "spec", "weights")
-
-
-def _one_line(message: str, limit: int = 200) -> str:
-    line = " ".join(str(message).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 class Policy(nn.Module):
@@ -216,7 +211,7 @@ def _export(module: nn.Module, example: torch.Tensor, name: str) -> torch.export
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UserError(
             f"{name}.act cannot be exported with torch.export ({type(err).__name__}: "
-            f"{_one_line(first)}); its act() must be traceable (no Python branching on tensor "
+            f"{one_line(first)}); its act() must be traceable (no Python branching on tensor "
             "values, no .item() or .numpy())"
         ) from None
 
@@ -313,7 +308,7 @@ def load_policy(
             raise ValueError("no algo._target_")
     except Exception as err:  # noqa: BLE001 - omegaconf and the dataclass raise many kinds
         raise UserError(f"{path} holds a config or env spec rlzoo cannot read "
-                        f"({type(err).__name__}: {_one_line(str(err))}); it is not a policy "
+                        f"({type(err).__name__}: {one_line(str(err))}); it is not a policy "
                         "file written by rlzoo.train") from None
     algo = build_algorithm(cfg, spec, torch_device)
     try:
@@ -321,7 +316,7 @@ def load_policy(
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
         raise UserError(
             f"the weights in {path} do not fit the config saved with them "
-            f"({_one_line(str(err))}); the file was altered or written by another rlzoo version"
+            f"({one_line(str(err))}); the file was altered or written by another rlzoo version"
         ) from None
     return Policy(algo, spec, step=record["step"], config=config, deterministic=deterministic)
 
@@ -355,7 +350,7 @@ def _read_record(path: Path) -> dict[str, Any]:
     try:
         record = load_checkpoint(path, map_location="cpu")
     except CheckpointError as err:
-        raise UserError(f"{_one_line(str(err))}; the file is damaged or was not written by "
+        raise UserError(f"{one_line(str(err))}; the file is damaged or was not written by "
                         "rlzoo.train (a run rewrites it at every checkpoint; python -m "
                         "rlzoo.evaluate RUN_DIR reads the checkpoints instead)") from None
     fmt = record.get("format")

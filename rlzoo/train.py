@@ -183,9 +183,16 @@ def claim_run_dir(args: list[str]) -> list[str]:
     Launches with Hydra flags (``-m``, ``--cfg``, ``--help``, ...) are checked but their dirs are
     left to Hydra: a multirun job locks its own dir in :func:`run`.
     """
+    _, run_dir = claim(args)
+    return args if run_dir is None else [*args, run_dir_override(run_dir)]
+
+
+def claim(args: list[str]) -> tuple[DictConfig | None, Path | None]:
+    """:func:`claim_run_dir`'s work: the composed config (with its ``hydra`` node) and the run
+    dir claimed and locked for it; ``(None, None)`` for a multirun or Hydra's own flags."""
     cfg = check_overrides(args)
     if cfg is None or any(a.startswith("-") for a in args):
-        return args
+        return None, None
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():
@@ -200,8 +207,13 @@ def claim_run_dir(args: list[str]) -> list[str]:
     else:  # the default name: numbered when another launch has it
         run_dir = claim_new_dir(run_dir)
     RunLock.acquire(run_dir)
+    return cfg, run_dir
+
+
+def run_dir_override(run_dir: Path) -> str:
+    """``hydra.run.dir='<run_dir>'``, quoted for Hydra's override grammar."""
     quoted = str(run_dir).replace("\\", "\\\\").replace("'", "\\'")
-    return [*args, f"hydra.run.dir='{quoted}'"]
+    return f"hydra.run.dir='{quoted}'"
 
 
 # --------------------------------------------------------------------------- the Python API
@@ -269,24 +281,22 @@ def train(
                 f"{item!r}; command-line flags such as -m or --cfg have no Python equivalent"
             )
     if run_dir is not None:
-        quoted = str(Path(run_dir).expanduser()).replace("\\", "\\\\").replace("'", "\\'")
-        args.append(f"hydra.run.dir='{quoted}'")
-    args = claim_run_dir(args)
-    cfg = check_overrides(args)
-    assert cfg is not None  # a single run composes to one config
-    path = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
+        args.append(run_dir_override(Path(run_dir).expanduser()))
+    cfg, path = claim(args)
+    assert cfg is not None and path is not None  # key=value overrides: one run, one config
     try:
-        write_hydra_files(cfg, path, [a for a in args if not a.startswith("hydra.run.dir=")])
-        task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        task = write_hydra_files(cfg, path, [a for a in args
+                                             if not a.startswith("hydra.run.dir=")])
         execute(task, path, on_eval=on_eval, on_checkpoint=on_checkpoint)
     finally:
         RunLock.release_held(path)  # also when the run never started
     return Run(path)
 
 
-def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> None:
+def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> DictConfig:
     """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` as Hydra's command line
-    writes them (the config unresolved, as composed), so every reader of run dirs works."""
+    writes them (the config unresolved, as composed), so every reader of run dirs works.
+    Returns the run's config: ``cfg`` without its ``hydra`` node."""
     hydra_dir = run_dir / ".hydra"
     hydra_dir.mkdir(parents=True, exist_ok=True)
     task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
@@ -297,6 +307,7 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> N
     write_atomic(hydra_dir / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create(hydra_node)))
     task_overrides = [a for a in overrides if not a.startswith("hydra.")]
     write_atomic(hydra_dir / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(task_overrides)))
+    return task
 
 
 def main() -> None:

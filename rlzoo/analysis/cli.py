@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlzoo.analysis import stats
+import rlzoo.analysis.stats as stats
 from rlzoo.analysis.curves import CURVE_TAG
 from rlzoo.analysis.messages import CompareError
 from rlzoo.analysis.render import write_report

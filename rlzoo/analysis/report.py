@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.analysis import stats
+import rlzoo.analysis.stats as stats
 from rlzoo.analysis.config import IGNORED_KEYS, MEASUREMENT_KEYS, MISSING, is_measurement
 from rlzoo.analysis.curves import CURVE_TAG, Curve, group_curve
 from rlzoo.analysis.grouping import group_runs

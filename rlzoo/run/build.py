@@ -25,7 +25,7 @@ from rlzoo.buffers.rollout import RolloutStore
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.pettingzoo import make_multi_agent_env
-from rlzoo.errors import UserError
+from rlzoo.errors import UserError, one_line
 from rlzoo.run.settings import TRAINER_KEYS, Settings
 from rlzoo.run.trust import check_targets
 
@@ -191,8 +191,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
                 "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
             ) from None
         if isinstance(err, InstantiationException) and cause is err:  # Hydra refused the target
-            first = " ".join(str(err).split())[:200]
-            raise UserError(f"cannot build algo={cfg.algo.name}: {first}") from None
+            raise UserError(f"cannot build algo={cfg.algo.name}: {one_line(err)}") from None
         raise
     return algo.to(device)
 
