@@ -100,9 +100,9 @@ def test_sac_critic_target_actor_and_alpha_use_env_units(tuner: type) -> None:
 
     recorded = {}
     for name, algo in (("normalized", norm), ("env", env)):
-        update = algo.tuner.update
-        algo.tuner.update = lambda lp, name=name, update=update: (
-            recorded.setdefault(name, lp.detach().clone()), update(lp))[1]
+        loss = algo.tuner.loss
+        algo.tuner.loss = lambda lp, name=name, loss=loss: (
+            recorded.setdefault(name, lp.detach().clone()), loss(lp))[1]
         del algo.critic.td_loss  # the real loss again
         torch.manual_seed(3)
         metrics[name] = algo.update(data)

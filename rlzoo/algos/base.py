@@ -11,13 +11,14 @@ host).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
+from rlzoo.algos.seeds import clip_grad_norm_per_seed, run_per_seed
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
@@ -120,6 +121,7 @@ class Algorithm(nn.Module):
         self.spec, self.gamma, self.n_step = spec, gamma, n_step
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.updates = 0  # number of update() calls so far
+        self.seeds = 1  # K: independent seeds trained as one group (``rlzoo.algos.seeds``)
 
     @property
     def name(self) -> str:
@@ -150,6 +152,26 @@ class Algorithm(nn.Module):
                 f"{self.name} cannot train a {type(critic).__name__}; it supports: {kinds}"
             )
 
+    def forward(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``: how ``per_seed`` calls a method with one seed's weights swapped in
+        (``torch.func.functional_call`` calls ``forward``)."""
+        return fn(*args)
+
+    def per_seed(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` once per seed: a plain call for a single run; for a group of K seeds
+        (``rlzoo.algos.seeds.stack_seeds``) one vmapped call in which ``fn`` sees one seed's
+        weights and one seed's slice of every tensor argument, and whose outputs gain a leading
+        ``[K]`` axis. Every method that reads the weights goes through here, so an algorithm's
+        loss code is written once, for one seed."""
+        if self.seeds == 1:
+            return fn(*args)
+        return run_per_seed(self, fn, args)
+
+    def seed_mean(self, x: torch.Tensor) -> torch.Tensor:
+        """The mean of ``x`` for a single run; for a group, each seed's own mean ``[K]`` (``x``
+        has the seed axis first). For statistics computed outside ``per_seed``."""
+        return x.mean() if self.seeds == 1 else x.reshape(self.seeds, -1).mean(1)
+
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """``obs [B, O]`` -> action ``[B, H * A]`` in ``[-1, 1]``, without gradient."""
         raise NotImplementedError
@@ -158,17 +180,23 @@ class Algorithm(nn.Module):
         """One gradient update; returns scalar tensors keyed ``loss/...`` and ``stats/...``."""
         raise NotImplementedError
 
-    @staticmethod
     def step(
-        optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float | None = None
+        self, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
+        max_grad_norm: float | None = None,
     ) -> None:
         """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step``.
+
+        ``loss`` is a scalar, or ``[K]`` per-seed losses of a group: their sum is differentiated
+        (seed k's slice gets exactly seed k's gradient) and the clip is applied per seed.
         """
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss.sum() if loss.dim() else loss).backward()
         if max_grad_norm is not None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            if self.seeds > 1:
+                clip_grad_norm_per_seed(params, max_grad_norm)
+            else:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]

@@ -51,13 +51,17 @@ def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
 
 @contextlib.contextmanager
 def frozen(module: nn.Module) -> Iterator[nn.Module]:
-    """Within the block ``module``'s parameters get no gradient (inputs still do)."""
-    params = _tensors(module)[0]
-    flags = [p.requires_grad for p in params]
-    for p in params:
-        p.requires_grad_(False)
+    """Within the block ``module``'s parameters get no gradient (inputs still do).
+
+    Each parameter is swapped for a detached alias of itself and put back after, so it works
+    the same on a seed group's vmapped weights (``rlzoo.algos.seeds``), where ``requires_grad``
+    cannot be toggled."""
+    swapped = [(m, name, p) for m in module.modules()
+               for name, p in m._parameters.items() if p is not None]
+    for m, name, p in swapped:
+        m._parameters[name] = p.detach()  # type: ignore[assignment]
     try:
         yield module
     finally:
-        for p, flag in zip(params, flags):
-            p.requires_grad_(flag)
+        for m, name, p in swapped:
+            m._parameters[name] = p

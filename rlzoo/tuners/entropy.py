@@ -85,9 +85,20 @@ class Tuner(nn.Module):
     def alpha(self) -> torch.Tensor:
         raise NotImplementedError
 
+    def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """The temperature loss of ``log_prob`` (in ``entropy_units``, detached): a scalar tensor
+        (0 for a fixed temperature). The algorithm steps ``optimizer`` on it (``update`` does
+        both)."""
+        raise NotImplementedError
+
     def update(self, log_prob: torch.Tensor) -> torch.Tensor:
         """One step from ``log_prob`` (already in ``entropy_units``); returns the loss."""
-        raise NotImplementedError
+        loss = self.loss(log_prob)
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+        return loss.detach()
 
 
 class FixedAlpha(Tuner):
@@ -115,7 +126,7 @@ class FixedAlpha(Tuner):
     def alpha(self) -> torch.Tensor:
         return self.alpha_value
 
-    def update(self, log_prob: torch.Tensor) -> torch.Tensor:
+    def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
         return torch.zeros((), device=log_prob.device)
 
 
@@ -161,11 +172,6 @@ class AutoAlpha(Tuner):
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.detach().exp()
 
-    def update(self, log_prob: torch.Tensor) -> torch.Tensor:
-        """One Adam step on ``log_alpha`` from ``log_prob`` (in ``entropy_units``, detached);
-        returns the loss."""
-        loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean(-1).sum()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return loss.detach()
+    def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
+        """``-mean(log_alpha * (log pi + target_entropy))`` (summed over temperatures)."""
+        return -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean(-1).sum()

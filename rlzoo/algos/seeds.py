@@ -1,0 +1,139 @@
+"""Seeds as a batch axis: K independent runs of one algorithm trained as one module.
+
+``stack_seeds([algo_0, ..., algo_{K-1}])`` takes K copies of an algorithm, each built (and so
+initialised) under its own seed, and turns the first into the group: every parameter, buffer and
+(lazily created) optimizer moment gets a leading seed axis ``[K, ...]``. The algorithm's own code
+stays single-seed: ``Algorithm.per_seed(fn, *args)`` runs ``fn`` on every seed's slice at once
+(``torch.vmap`` over ``torch.func.functional_call``), so one batched kernel does the work of K and
+each seed sees exactly the shapes it would see alone. What crosses seeds is only what is
+elementwise: the optimizer step (Adam is elementwise, so seed k's step reads only seed k's
+gradient and moments), the polyak average of the targets, and the sum of the K per-seed losses,
+whose gradient on seed k's slice is seed k's own loss gradient. Gradient clipping is per seed
+(``Algorithm.step``).
+
+Randomness inside ``per_seed`` (policy samples, target smoothing noise, REDQ's subsets) is drawn
+as one ``[K, ...]`` tensor per call from the process's generator (``randomness="different"``):
+every seed gets its own draws, and they never depend on another seed's data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+if TYPE_CHECKING:
+    from rlzoo.algos.base import Algorithm
+
+# The group's {name: stacked tensor} handed to functional_call, built once per group.
+_STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:
+    owner, _, leaf = name.rpartition(".")
+    target = module.get_submodule(owner) if owner else module
+    target._buffers[leaf] = value
+
+
+def stack_seeds(members: Sequence[Algorithm]) -> Algorithm:
+    """Turn K algorithms (same class and config, built under K seeds) into one group of K seeds.
+
+    Returns ``members[0]``, changed in place: each parameter keeps its identity (so the
+    optimizers built in ``__init__`` still hold it) and now holds ``[K, *shape]``, slice k being
+    member k's tensor; each buffer likewise. Call before the first update (optimizer state is
+    created at the first step, already stacked). One member is returned unchanged.
+    """
+    group = members[0]
+    if len(members) == 1:
+        return group
+    if group.updates or any(opt.state for opt in group.optimizers.values()):
+        raise ValueError("stack_seeds needs algorithms that have not been updated yet")
+    with torch.no_grad():
+        for name, param in group.named_parameters():
+            param.data = torch.stack([m.get_parameter(name).detach() for m in members])
+        for name, _ in list(group.named_buffers()):
+            _set_buffer(group, name, torch.stack([m.get_buffer(name) for m in members]))
+    group.seeds = len(members)
+    _STATE.pop(group, None)
+    return group
+
+
+def group_state(group: nn.Module) -> dict[str, torch.Tensor]:
+    """``{name: tensor}`` of every parameter and buffer of ``group`` (cached: parameters change in
+    place, and a module whose buffers are reassigned must not be a group)."""
+    state = _STATE.get(group)
+    if state is None:
+        state = {**dict(group.named_parameters()), **dict(group.named_buffers())}
+        _STATE[group] = state
+    return state
+
+
+def forget_state(group: nn.Module) -> None:
+    """Drop the cached state of ``group`` (after ``.to(device)`` or a load that replaced
+    tensors)."""
+    _STATE.pop(group, None)
+
+
+def _is_record(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _flatten(value: Any) -> tuple[Any, Any]:
+    """(what vmap receives, its in_dim): tensors along dim 0; a dataclass of tensors (``Batch``,
+    ``Rollout``) as a dict of its tensor fields; anything else is shared by all seeds."""
+    if torch.is_tensor(value):
+        return value, 0
+    if _is_record(value):
+        tensors = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
+                   if torch.is_tensor(getattr(value, f.name))}
+        return tensors, 0
+    return value, None
+
+
+def _unflatten(template: Any, value: Any) -> Any:
+    if _is_record(template):
+        others = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)
+                  if f.name not in value and f.init}
+        return type(template)(**value, **others)
+    return value
+
+
+def run_per_seed(group: Algorithm, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``fn(*args)`` for every seed of ``group`` in one vmapped call; see the module docstring.
+
+    Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;
+    other arguments are shared. Returns ``fn``'s outputs (tensors, or dicts/tuples of tensors)
+    with the seed axis first."""
+    flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
+
+    def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
+        rebuilt = [_unflatten(t, v) for t, v in zip(args, values)]
+        return torch.func.functional_call(group, state, (fn, *rebuilt))
+
+    return torch.vmap(one, in_dims=(0, *dims), randomness="different")(group_state(group), *flat)
+
+
+def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> None:
+    """``torch.nn.utils.clip_grad_norm_`` applied to each seed's slice on its own: seed k's
+    gradients are scaled by ``min(1, max_norm / (||g_k|| + 1e-6))``, ``||g_k||`` the 2-norm of
+    all of seed k's gradients (parameters ``[K, ...]``)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return
+    k = grads[0].shape[0]
+    norms = torch.stack([g.reshape(k, -1).norm(dim=1) for g in grads], dim=1)  # [K, P]
+    total = norms.norm(dim=1)  # [K]
+    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.view(k, *([1] * (g.dim() - 1))))
+
+
+def seed_weights(weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
+    """Seed k's slice of a group's module state: a single run's state dict."""
+    return {name: value[k] for name, value in weights.items()}
