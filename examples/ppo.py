@@ -21,6 +21,9 @@ network before the update (both evaluated once at its start):
   ``num_minibatches`` shuffled minibatches; each step clips the global gradient norm of actor and
   critic together to ``max_grad_norm``; ``A`` is normalized per minibatch (as CleanRL).
 
+A seed group (``rlzoo.algos.seeds``) runs all of this per seed: each seed shuffles its own rows,
+normalizes its own minibatch advantages and clips its own gradient norm.
+
 Rows with ``valid = 0`` (calls that only reset an env) are masked out of every loss and statistic.
 Unlike CleanRL: actions are tanh-squashed (not clipped), a truncation bootstraps ``V(s_{t+1})``,
 there is no observation/reward normalization, no value clipping and no learning-rate annealing.
@@ -143,12 +146,12 @@ class PPO(Algorithm):
         """``obs [B, O]`` -> action ``[B, A]`` in [-1, 1]: ``tanh(mean)`` or a sample."""
         return self.actor.mode(obs) if deterministic else self.explore(obs)[0]
 
-    def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
-        """``epochs x num_minibatches`` gradient steps on one fresh rollout; mean metrics."""
+    def update_inputs(self, rollout: Rollout) -> tuple[torch.Tensor, ...]:
+        """For one seed, the rows every minibatch draws from (``T E`` of them, row-major in
+        ``(t, e)``): ``obs [T E, O]``, ``pre_tanh [T E, A]``, and without gradient the old
+        log-probs, advantages, returns and valid flags (each ``[T E]``); then the mean value and
+        the mean advantage over valid rows (scalars)."""
         T, E = rollout.reward.shape
-        if T * E < self.num_minibatches:
-            raise ValueError(f"algo.num_minibatches ({self.num_minibatches}) exceeds the "
-                             f"rollout's {T * E} rows (rollout_steps x num_envs)")
         obs = rollout.obs[:-1].reshape(T * E, -1)  # [T E, O], row-major in (t, e)
         pre_tanh = rollout.pre_tanh.reshape(T * E, -1)  # [T E, A]
         with torch.no_grad():
@@ -157,33 +160,68 @@ class PPO(Algorithm):
             advantage, returns = gae(rollout.reward, value, rollout.terminated, rollout.ended,
                                      rollout.valid, self.gamma, self.gae_lambda)
         advantage, returns, valid = (x.reshape(-1) for x in (advantage, returns, rollout.valid))
-        totals = torch.zeros(6, device=obs.device)
+        return (obs, pre_tanh, old_log_prob, advantage, returns, valid,
+                masked_mean(value[:-1], rollout.valid), masked_mean(advantage, valid))
+
+    def minibatch_terms(
+        self, obs: torch.Tensor, pre_tanh: torch.Tensor, old_log_prob: torch.Tensor,
+        advantage: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor, idx: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One seed's loss ``L`` (a scalar) on the minibatch rows ``idx [b]`` of
+        ``update_inputs``' rows, and its statistics ``[6]`` (no gradient): policy loss, value
+        loss, entropy, approximate KL, clip fraction, mean ratio. The advantages are normalized
+        over this minibatch (of this seed)."""
+        w = valid[idx]
+        mean, log_std = self.actor(obs[idx])
+        log_ratio = log_prob(mean, log_std, pre_tanh[idx]) - old_log_prob[idx]
+        ratio = log_ratio.exp()
+        adv = advantage[idx] - masked_mean(advantage[idx], w)
+        adv = adv / (masked_mean(adv.pow(2), w).sqrt() + 1e-8)
+        policy_loss = masked_mean(clipped_surrogate(ratio, adv, self.clip), w)
+        v = self.critic(obs[idx], obs.new_zeros(len(idx), 0))  # [M, B]
+        value_loss = masked_mean((v - returns[idx]).pow(2).sum(0), w)
+        entropy = masked_mean((log_std + HALF_LOG_2PI_E).sum(-1), w)
+        loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
+        with torch.no_grad():
+            stats = torch.stack([
+                policy_loss, value_loss, entropy,
+                masked_mean((ratio - 1.0) - log_ratio, w),  # approx. KL(old || new)
+                masked_mean(((ratio - 1.0).abs() > self.clip).float(), w),
+                masked_mean(ratio, w)])
+        return loss, stats
+
+    def shuffle(self, rows: int, device: torch.device) -> torch.Tensor:
+        """A random order of the rollout's rows for one epoch: ``[rows]``, or ``[K, rows]`` for
+        a seed group, where every seed draws its own permutation."""
+        if self.seeds == 1:
+            return torch.randperm(rows, device=device)
+        return torch.stack([torch.randperm(rows, device=device) for _ in range(self.seeds)])
+
+    def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        """``epochs x num_minibatches`` gradient steps on one fresh rollout; mean metrics.
+
+        ``rollout`` as the store gives it (``obs [T + 1, E, O]``, ``reward [T, E]``, ...), with a
+        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
+        ``[K]`` (one per seed) for a group.
+        """
+        T, E = rollout.reward.shape[-2:]
+        if T * E < self.num_minibatches:
+            raise ValueError(f"algo.num_minibatches ({self.num_minibatches}) exceeds the "
+                             f"rollout's {T * E} rows (rollout_steps x num_envs)")
+        *rows, value_mean, advantage_mean = self.per_seed(self.update_inputs, rollout)
+        lead = (self.seeds,) if self.seeds > 1 else ()
+        totals = torch.zeros(*lead, 6, device=rows[0].device)
         for _ in range(self.epochs):
-            for idx in torch.randperm(len(obs), device=obs.device).tensor_split(
-                    self.num_minibatches):
-                w = valid[idx]
-                mean, log_std = self.actor(obs[idx])
-                log_ratio = log_prob(mean, log_std, pre_tanh[idx]) - old_log_prob[idx]
-                ratio = log_ratio.exp()
-                adv = advantage[idx] - masked_mean(advantage[idx], w)
-                adv = adv / (masked_mean(adv.pow(2), w).sqrt() + 1e-8)
-                policy_loss = masked_mean(clipped_surrogate(ratio, adv, self.clip), w)
-                v = self.critic(obs[idx], obs.new_zeros(len(idx), 0))  # [M, B]
-                value_loss = masked_mean((v - returns[idx]).pow(2).sum(0), w)
-                entropy = masked_mean((log_std + HALF_LOG_2PI_E).sum(-1), w)
-                loss = policy_loss + self.value_coef * value_loss - self.entropy_coef * entropy
+            order = self.shuffle(T * E, rows[0].device)
+            for idx in order.tensor_split(self.num_minibatches, dim=-1):
+                loss, stats = self.per_seed(self.minibatch_terms, *rows, idx)
                 self.step(self.optimizer, loss, self.max_grad_norm)
-                with torch.no_grad():
-                    totals += torch.stack([
-                        policy_loss, value_loss, entropy,
-                        masked_mean((ratio - 1.0) - log_ratio, w),  # approx. KL(old || new)
-                        masked_mean(((ratio - 1.0).abs() > self.clip).float(), w),
-                        masked_mean(ratio, w)])
+                totals += stats
         self.updates += 1
         totals = totals / (self.epochs * self.num_minibatches)
         names = ("loss/actor", "loss/critic", "stats/entropy", "stats/approx_kl",
                  "stats/clip_fraction", "stats/ratio_mean")
-        metrics = dict(zip(names, totals.unbind()))
-        metrics["stats/value_mean"] = masked_mean(value[:-1], rollout.valid)
-        metrics["stats/advantage_mean"] = masked_mean(advantage, valid)
+        metrics = dict(zip(names, totals.unbind(-1)))
+        metrics["stats/value_mean"] = value_mean
+        metrics["stats/advantage_mean"] = advantage_mean
         return metrics

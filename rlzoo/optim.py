@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -96,6 +96,11 @@ class MemberAdam(torch.optim.Optimizer):
     leaves the other members untouched (a shared Adam would move them by their momentum even with
     a zero gradient). Used for HASAC's sequential per-agent actor updates.
 
+    In a seed group (``rlzoo.algos.seeds.stack_seeds``) every parameter gains a leading seed axis,
+    ``[K, M, ...]``. The optimizer tells from a parameter having one dimension more than when it
+    was built, and then steps slice ``[k, member_k]`` of every seed ``k`` with seed ``k``'s own
+    moments and step count (``state["step"]`` is ``[K, M]``), so no seed reads another's state.
+
     Args:
         params: parameters, each ``[M, ...]``.
         members: M.
@@ -121,10 +126,21 @@ class MemberAdam(torch.optim.Optimizer):
                         f"MemberAdam needs parameters with {members} members first, got "
                         f"{tuple(p.shape)}"
                     )
+        # Each parameter's number of dimensions as built ([M, ...]): one more later means a
+        # seed group's leading seed axis [K, M, ...].
+        self.built_dims = {p: p.dim() for group in self.param_groups for p in group["params"]}
+
+    def seeds_of(self, p: torch.Tensor) -> int:
+        """K, the size of ``p``'s leading seed axis in a seed group; 0 for a single run."""
+        return p.shape[0] if p.dim() > self.built_dims.get(p, p.dim()) else 0
 
     @torch.no_grad()
-    def step(self, member: int = 0) -> None:  # type: ignore[override]
-        """One Adam step on slice ``[member]`` of every parameter that has a gradient."""
+    def step(self, member: int | Sequence[int] = 0) -> None:  # type: ignore[override]
+        """One Adam step on slice ``[member]`` of every parameter that has a gradient.
+
+        In a seed group (parameters ``[K, M, ...]``), slice ``[k, member[k]]`` for every seed
+        ``k``: ``member`` is a sequence of K members (one per seed), or one int for all seeds.
+        """
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             # Parameters grouped by their step count (equal unless some had no gradient once),
@@ -133,18 +149,23 @@ class MemberAdam(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                seeds = self.seeds_of(p)
                 state = self.state[p]
                 if not state:
                     # Step counts on the host: bias corrections need no device read.
-                    state["step"] = torch.zeros(self.members, dtype=torch.float64, device="cpu")
+                    lead = (seeds,) if seeds else ()
+                    state["step"] = torch.zeros(
+                        *lead, self.members, dtype=torch.float64, device="cpu"
+                    )
                     state["exp_avg"] = torch.zeros_like(p)
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
-                state["step"][member] += 1
-                slices = by_step.setdefault(float(state["step"][member]), [[], [], [], []])
-                for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
-                    slices[i].append(x[member])
+                for index in self._slices(member, seeds):
+                    state["step"][index] += 1
+                    slices = by_step.setdefault(float(state["step"][index]), [[], [], [], []])
+                    for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
+                        slices[i].append(x[index])
             for t, (params, grads, exp_avgs, exp_avg_sqs) in by_step.items():
                 torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
                 torch._foreach_mul_(exp_avg_sqs, beta2)
@@ -154,3 +175,15 @@ class MemberAdam(torch.optim.Optimizer):
                 torch._foreach_add_(denom, group["eps"])
                 step_size = group["lr"] / (1.0 - beta1**t)
                 torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)
+
+    @staticmethod
+    def _slices(member: int | Sequence[int], seeds: int) -> list[tuple[int, ...]]:
+        """The indices stepped: ``(member,)`` for a single run, ``(k, member_k)`` per seed."""
+        if not seeds:
+            if not isinstance(member, int):
+                raise ValueError("MemberAdam.step takes one member for a single run")
+            return [(member,)]
+        members = [member] * seeds if isinstance(member, int) else [int(m) for m in member]
+        if len(members) != seeds:
+            raise ValueError(f"MemberAdam.step got {len(members)} members for {seeds} seeds")
+        return list(enumerate(members))

@@ -38,9 +38,9 @@ def test_critic_temperature_uses_pre_update_log_probs() -> None:
 
     seen: dict[str, torch.Tensor] = {}
     for name, tuner in (("agents", algo.tuner), ("critic", algo.critic_tuner)):
-        update = tuner.update
-        tuner.update = lambda lp, name=name, update=update: (
-            seen.setdefault(name, lp.detach().clone()), update(lp))[1]
+        loss = tuner.loss  # the temperature loss HASAC steps on
+        tuner.loss = lambda lp, name=name, loss=loss: (
+            seen.setdefault(name, lp.detach().clone()), loss(lp))[1]
     algo.actor.sample = record
     algo.update(batch)
     order = algo.update_order

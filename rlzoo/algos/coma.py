@@ -23,7 +23,8 @@ rollout of ``T`` steps (team reward ``r_t``, the mean over agents):
   tanh-corrected log-density at the executed action (from the stored pre-tanh sample) and
   ``H`` is estimated by ``-log pi_i(a~|o_i)`` of a fresh reparameterized sample
 
-Both networks' gradients are clipped to ``max_grad_norm`` (pymarl: 10).
+Both networks' gradients are clipped to ``max_grad_norm`` (pymarl: 10); in a seed group each
+seed's own gradients are clipped (``Algorithm.step``).
 """
 
 from __future__ import annotations
@@ -195,36 +196,69 @@ class COMA(MultiAgentAlgorithm):
         return targets
 
     # ------------------------------------------------------------------ the update
-    def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
-        """Critic steps on TD(lambda) targets, then one actor step, on a fresh rollout."""
-        obs, state = rollout.obs[:-1], rollout.state[:-1]
+    def update_inputs(self, rollout: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For one seed: the taken actions with padding zeroed ``[T, E, N, A]``, the weight
+        ``[T, E, 1]`` of each transition in a mean over the valid ones, and the TD(lambda)
+        targets ``[T, E, N]``."""
         action = rollout.action * self.act_mask
-        weight = rollout.valid[..., None] / rollout.valid.sum().clamp(min=1.0)  # [T, E, 1]
-        targets = self.td_lambda_targets(rollout)
+        weight = rollout.valid[..., None] / rollout.valid.sum().clamp(min=1.0)
+        return action, weight, self.td_lambda_targets(rollout)
+
+    def critic_terms(self, rollout: Rollout, action: torch.Tensor, targets: torch.Tensor,
+                     weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One seed's critic loss ``J_Q`` on ``targets [T, E, N]`` and its mean Q (both
+        scalars, weighted by ``weight [T, E, 1]``); ``action [T, E, N, A]``."""
         taken = self.same_joint(action)
+        q = self.agent_values(self.critic, rollout.state[:-1], taken, reduce="none")  # [M, T, E, N]
+        loss = ((q - targets).pow(2) * weight).sum() / self.n_agents
+        return loss, (q.detach().mean(0) * weight).sum() / self.n_agents
+
+    @torch.no_grad()
+    def advantages(self, rollout: Rollout, action: torch.Tensor, weight: torch.Tensor
+                   ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One seed's advantages ``A_i = Q(s, a, i) - b_i`` ``[T, E, N]`` and their weighted mean
+        and mean absolute value (scalars)."""
+        obs, state = rollout.obs[:-1], rollout.state[:-1]
+        advantage = self.agent_values(self.critic, state, self.same_joint(action)) \
+            - self.counterfactual_baseline(obs, state, action)  # [T, E, N]
+        valid_advantage = advantage * weight * self.n_agents
+        return advantage, {
+            "stats/advantage_mean": valid_advantage.sum() / self.n_agents,
+            "stats/advantage_abs": valid_advantage.abs().sum() / self.n_agents,
+        }
+
+    def actor_terms(self, rollout: Rollout, advantage: torch.Tensor, weight: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``actor_losses`` on the rollout, for one seed: losses and entropies, both ``[N]``."""
+        return self.actor_losses(rollout.obs[:-1], rollout.pre_tanh, advantage, weight)
+
+    def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        """Critic steps on TD(lambda) targets, then one actor step, on a fresh rollout.
+
+        ``rollout`` as the store gives it (``obs [T + 1, E, N, O]``, ...), with a leading seed
+        axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or ``[K]`` (one
+        per seed) for a group.
+        """
+        action, weight, targets = self.per_seed(self.update_inputs, rollout)
         for k in range(self.critic_steps):
-            q = self.agent_values(self.critic, state, taken, reduce="none")  # [M, T, E, N]
-            critic_loss = ((q - targets).pow(2) * weight).sum() / self.n_agents
+            critic_loss, q_mean = self.per_seed(self.critic_terms, rollout, action, targets,
+                                                weight)
             self.step(self.critic_optimizer, critic_loss, self.max_grad_norm)
             if (self.critic_updates + k + 1) % self.target_update_every == 0:
                 polyak_update(self.target_critic, self.critic, 1.0)  # a hard copy
-        with torch.no_grad():
-            advantage = self.agent_values(self.critic, state, taken) \
-                - self.counterfactual_baseline(obs, state, action)  # [T, E, N]
-        actor_losses, entropy = self.actor_losses(obs, rollout.pre_tanh, advantage, weight)
-        self.step(self.actor_optimizer, actor_losses.sum(), self.max_grad_norm)
+        advantage, advantage_stats = self.per_seed(self.advantages, rollout, action, weight)
+        actor_losses, entropy = self.per_seed(self.actor_terms, rollout, advantage, weight)
+        self.step(self.actor_optimizer, actor_losses.sum(-1), self.max_grad_norm)
         self.updates += 1
-        valid_advantage = advantage * weight * self.n_agents
         metrics = {
             "loss/critic": critic_loss.detach(),
-            "loss/actor": actor_losses.detach().sum(),
-            "stats/q_mean": (q.detach().mean(0) * weight).sum() / self.n_agents,
-            "stats/advantage_mean": valid_advantage.sum() / self.n_agents,
-            "stats/advantage_abs": valid_advantage.abs().sum() / self.n_agents,
-            "stats/entropy": entropy.detach().mean(),
+            "loss/actor": actor_losses.detach().sum(-1),
+            "stats/q_mean": q_mean,
+            **advantage_stats,
+            "stats/entropy": self.seed_mean(entropy.detach()),
         }
         for i in range(self.n_agents):
-            metrics[f"loss/actor/agent_{i}"] = actor_losses[i].detach()
+            metrics[f"loss/actor/agent_{i}"] = actor_losses[..., i].detach()
         return metrics
 
     def actor_losses(self, obs: torch.Tensor, pre_tanh: torch.Tensor, advantage: torch.Tensor,

@@ -64,7 +64,8 @@ class HASAC(MultiAgentAlgorithm):
         n_step: n-step returns (20, HARL MPE).
 
     The agent permutations come from torch's default CPU generator (seeded by the trainer and
-    saved in checkpoints), so they cost no device synchronisation.
+    saved in checkpoints), so they cost no device synchronisation. In a seed group every seed
+    draws its own permutation each update (``update_order`` is then one list per seed).
     """
 
     supported_critics = (EnsembleCritic,)
@@ -110,7 +111,8 @@ class HASAC(MultiAgentAlgorithm):
             self.optimizers["alpha"] = self.tuner.optimizer
         if self.critic_tuner.optimizer is not None:
             self.optimizers["critic_alpha"] = self.critic_tuner.optimizer
-        self.update_order: list[int] = []  # agent order of the last sequential actor update
+        # Agent order of the last sequential actor update (a seed group: one order per seed).
+        self.update_order: list[int] | list[list[int]] = []
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -128,61 +130,128 @@ class HASAC(MultiAgentAlgorithm):
         soft_value = next_value - self.critic_tuner.alpha * joint_log_prob
         return batch.reward + batch.discount * soft_value
 
+    def critic_terms(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J_Q`` against ``critic_target`` and the mean Q (scalars), for one seed."""
+        assert batch.state is not None
+        target = self.critic_target(batch)
+        loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
+        return loss, q.detach().mean()
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """The critic step, the sequential actor steps, the temperatures, the target critic.
+
+        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...), with a
+        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
+        ``[K]`` (one per seed) for a group.
+        """
         assert batch.state is not None
         alpha_c = self.critic_tuner.alpha
-        target = self.critic_target(batch)
-        critic_loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
+        critic_loss, q_mean = self.per_seed(self.critic_terms, batch)
         self.step(self.critic_optimizer, critic_loss)
         metrics = self.update_actors(batch.obs, batch.state)
         polyak_update(self.target_critic, self.critic, self.tau)
         self.updates += 1
         metrics.update({
             "loss/critic": critic_loss.detach(),
-            "stats/q_mean": q.detach().mean(),
+            "stats/q_mean": q_mean,
             "stats/critic_alpha": alpha_c,
         })
         return metrics
 
-    def update_actors(self, obs: torch.Tensor, state: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The sequential update (module docstring); then the temperatures."""
-        alpha = self.tuner.alpha.reshape(-1)
-        alpha = alpha.expand(self.n_agents) if alpha.numel() == 1 else alpha
+    def draw_orders(self) -> torch.Tensor:
+        """The agent order of this update's sequential actor steps, from torch's default CPU
+        generator (no device synchronisation): ``[N]``, or ``[K, N]`` for a seed group, where
+        every seed draws its own permutation."""
+        if self.seeds == 1:
+            return torch.randperm(self.n_agents, device="cpu")
+        return torch.stack([torch.randperm(self.n_agents, device="cpu")
+                            for _ in range(self.seeds)])
+
+    @torch.no_grad()
+    def old_joint_sample(self, obs: torch.Tensor) -> torch.Tensor:
+        """``a_i ~ pi_i(.|o_i)`` of every agent from the policies before the actor steps:
+        ``obs [B, N, O]`` -> ``[B, N, A]``, for one seed."""
+        return self.actor.sample(obs)[0]
+
+    def agent_terms(
+        self, obs: torch.Tensor, state: torch.Tensor, joint_sample: torch.Tensor,
+        agent: torch.Tensor, previous: torch.Tensor | None, alpha: torch.Tensor,
+        losses: torch.Tensor, pre_update: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Agent ``agent``'s actor loss at its place in the sequential update, for one seed.
+
+        One pass of every (current) policy: ``agent``'s sample carries the gradient; the
+        ``previous`` agent's, drawn from its just-updated policy, replaces its old sample in
+        ``joint_sample``. Agents are 0-d index tensors (so each seed of a group may follow its
+        own order); ``previous`` is None for the first agent.
+
+        Args:
+            obs: ``[B, N, O]``. state: ``[B, S]``.
+            joint_sample: ``[B, N, A]``, each agent's latest sample (no gradient).
+            alpha: ``[N]``, the agents' temperatures.
+            losses: ``[N]``, the actor losses so far (this agent's entry is replaced).
+            pre_update: ``[N, B]``, the pre-update log-probs so far, in entropy units (likewise).
+
+        Returns the loss (a scalar, with gradient) and the new ``joint_sample``, ``losses`` and
+        ``pre_update``.
+        """
+        agents = torch.arange(self.n_agents, device=obs.device)
+        action, log_prob, _ = self.actor.sample(obs)
+        if previous is not None:
+            joint_sample = torch.where((agents == previous)[:, None], action.detach(),
+                                       joint_sample)
+        own = (agents == agent)[:, None]  # [N, 1]
+        mixed = torch.where(own, action, joint_sample)
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(state, self.joint(mixed)))
         shift = self.tuner.log_prob_shift.reshape(-1).expand(self.n_agents)  # entropy units
-        with torch.no_grad():
-            joint_sample = self.actor.sample(obs)[0]  # [B, N, A]: old policies
-        order = torch.randperm(self.n_agents, device="cpu").tolist()
-        self.update_order = order
-        actor_losses: list[torch.Tensor] = [torch.zeros(())] * self.n_agents
-        log_probs: list[torch.Tensor] = [torch.zeros(())] * self.n_agents  # pre-update samples
-        for position, agent in enumerate(order):
-            # One pass of every (current) policy: agent's sample carries the gradient; the
-            # previous agent's, drawn from its just-updated policy, replaces its old sample.
-            action, log_prob, _ = self.actor.sample(obs)
-            if position > 0:
-                previous = order[position - 1]
-                joint_sample[:, previous] = action[:, previous].detach()
-            mixed = joint_sample.clone()
-            mixed[:, agent] = action[:, agent]
-            with frozen(self.critic):
-                q_pi = self.critic.actor_value(self.critic(state, self.joint(mixed)))
-            agent_log_prob = log_prob[:, agent] + shift[agent]
-            loss = (alpha[agent] * agent_log_prob - q_pi).mean()
+        agent_log_prob = log_prob[:, agent] + shift[agent]  # [B]
+        loss = (alpha[agent] * agent_log_prob - q_pi).mean()
+        losses = torch.where(own[:, 0], loss.detach(), losses)
+        pre_update = torch.where(own, agent_log_prob.detach()[None], pre_update)
+        return loss, joint_sample, losses, pre_update
+
+    def update_actors(self, obs: torch.Tensor, state: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The sequential update (module docstring); then the temperatures.
+
+        ``obs [B, N, O]``, ``state [B, S]`` (``[K, B, ...]`` for a seed group, every seed in
+        its own agent order). Each agent's step moves only its own member (``MemberAdam``).
+        """
+        lead = (self.seeds,) if self.seeds > 1 else ()
+        n, batch_size = self.n_agents, obs.shape[-3]
+        # The temperatures before this update's steps: [N] ([K, N]).
+        alpha = self.tuner.alpha.reshape(*lead, -1).expand(*lead, n)
+        joint_sample = self.per_seed(self.old_joint_sample, obs)  # [B, N, A]: old policies
+        orders = self.draw_orders()  # [N] ([K, N]), on the host
+        self.update_order = orders.tolist()
+        on_device = orders.to(obs.device)
+        losses = obs.new_zeros(*lead, n)
+        pre_update = obs.new_zeros(*lead, n, batch_size)  # log-probs, in entropy units
+        for position in range(n):
+            previous = on_device[..., position - 1] if position > 0 else None
+            loss, joint_sample, losses, pre_update = self.per_seed(
+                self.agent_terms, obs, state, joint_sample, on_device[..., position], previous,
+                alpha, losses, pre_update,
+            )
             self.actor_optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.actor_optimizer.step(self.actor.member_of(agent))
-            actor_losses[agent] = loss.detach()
-            log_probs[agent] = agent_log_prob.detach()
-        pre_update = torch.stack(log_probs)  # [N, B], in entropy units
-        alpha_loss = self.tuner.update(pre_update)
-        critic_alpha_loss = self.critic_tuner.update(pre_update.sum(0))
+            (loss.sum() if loss.dim() else loss).backward()
+            agents = orders[..., position].tolist()
+            members = ([self.actor.member_of(a) for a in agents] if isinstance(agents, list)
+                       else self.actor.member_of(agents))
+            self.actor_optimizer.step(members)
+        alpha_loss = self.per_seed(self.tuner.loss, pre_update)
+        if self.tuner.optimizer is not None:
+            self.step(self.tuner.optimizer, alpha_loss)
+        critic_alpha_loss = self.per_seed(self.critic_tuner.loss, pre_update.sum(-2))
+        if self.critic_tuner.optimizer is not None:
+            self.step(self.critic_tuner.optimizer, critic_alpha_loss)
         metrics = {
-            "loss/actor": torch.stack(actor_losses).sum(),
-            "loss/alpha": alpha_loss,
-            "loss/critic_alpha": critic_alpha_loss,
-            "stats/entropy": -pre_update.mean(),
+            "loss/actor": losses.sum(-1),
+            "loss/alpha": alpha_loss.detach(),
+            "loss/critic_alpha": critic_alpha_loss.detach(),
+            "stats/entropy": -self.seed_mean(pre_update),
         }
-        for i in range(self.n_agents):
-            metrics[f"loss/actor/agent_{i}"] = actor_losses[i]
-            metrics[f"stats/alpha/agent_{i}"] = alpha[i]
+        for i in range(n):
+            metrics[f"loss/actor/agent_{i}"] = losses[..., i]
+            metrics[f"stats/alpha/agent_{i}"] = alpha[..., i]
         return metrics

@@ -124,22 +124,33 @@ class MADDPG(MultiAgentAlgorithm):
             q_pi = self.critic(states, self.joint(joint_per_agent))  # [N, B]
         return -q_pi.mean(dim=1)
 
+    def critic_terms(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-agent TD losses ``[N]`` and the mean Q (a scalar), for one seed."""
+        losses, q = self.critic_losses(batch)
+        return losses, q.detach().mean()
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """One critic and one actor step of every agent, then the targets' polyak step.
+
+        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...), with a
+        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
+        ``[K]`` (one per seed) for a group.
+        """
         assert batch.state is not None
-        critic_losses, q = self.critic_losses(batch)
-        critic_loss = critic_losses.sum()
+        critic_losses, q_mean = self.per_seed(self.critic_terms, batch)  # [N] ([K, N])
+        critic_loss = critic_losses.sum(-1)
         self.step(self.critic_optimizer, critic_loss)
-        actor_losses = self.actor_losses(batch.obs, batch.state, batch.action)
-        self.step(self.actor_optimizer, actor_losses.sum())
+        actor_losses = self.per_seed(self.actor_losses, batch.obs, batch.state, batch.action)
+        self.step(self.actor_optimizer, actor_losses.sum(-1))
         polyak_update(self.target_actor, self.actor, self.tau)
         polyak_update(self.target_critic, self.critic, self.tau)
         self.updates += 1
         metrics = {
             "loss/critic": critic_loss.detach(),
-            "loss/actor": actor_losses.detach().sum(),
-            "stats/q_mean": q.detach().mean(),
+            "loss/actor": actor_losses.detach().sum(-1),
+            "stats/q_mean": q_mean,
         }
         for i in range(self.n_agents):
-            metrics[f"loss/critic/agent_{i}"] = critic_losses[i].detach()
-            metrics[f"loss/actor/agent_{i}"] = actor_losses[i].detach()
+            metrics[f"loss/critic/agent_{i}"] = critic_losses[..., i].detach()
+            metrics[f"loss/actor/agent_{i}"] = actor_losses[..., i].detach()
         return metrics
