@@ -39,6 +39,7 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm
+from rlzoo.algos.seeds import seed_weights
 from rlzoo.envs.base import run_episodes
 from rlzoo.errors import UserError, exit_with, one_line
 from rlzoo.run.build import (
@@ -54,6 +55,7 @@ from rlzoo.run.checkpoint import (
     load_checkpoint,
     nonfinite_entries,
 )
+from rlzoo.run.group import read_group
 from rlzoo.run.settings import resolve_device
 from rlzoo.video import (
     RENDER_HELP,
@@ -247,8 +249,11 @@ def evaluate_run(
         prepare_offscreen_rendering()  # before anything imports mujoco
         check_video_writer()
     cfg = read_run_config(run_dir, trust=trust)  # a str is one name (or a comma list)
-    ckpt = find_checkpoint(run_dir, checkpoint)
+    group = read_group(run_dir)  # seeds=K: the checkpoints are the first seed's dir's
+    ckpt = find_checkpoint(group.home if group else run_dir, checkpoint)
     algo_state, step = load_algo_state(ckpt)
+    if group is not None:  # this seed's slice of the group's weights
+        algo_state = seed_weights(algo_state["modules"], group.index(run_dir))
     torch_device = resolve_device(device)
     if video_episodes:
         probe_rendering(cfg)

@@ -30,8 +30,10 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with
 from rlzoo.run.build import check_env_config, read_run_config
+from rlzoo.run.group import Group, member_dir, read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
 from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
+from rlzoo.run.settings import MAX_SEEDS, int_key
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
@@ -46,40 +48,94 @@ def discard_unstarted(run_dir: Path) -> None:
         remove_if_created(run_dir)
 
 
+def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool) -> list[Path]:
+    """The run dir of each seed (``seeds=K``), locked; for a new group, made beside ``run_dir``
+    (the first seed's) with their own ``.hydra`` files and ``group.json``
+    (``rlzoo.run.group``)."""
+    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1
+    if seeds == 1:
+        return [run_dir]
+    if resume:
+        group = read_group(run_dir)
+        if group is None or len(group.dirs) != seeds:
+            raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
+                            "restore group.json from one of the group's other run dirs")
+        for d in group.dirs:
+            RunLock.acquire(d)
+        return list(group.dirs)
+    seed0 = int_key(cfg, "seed", 0)
+    dirs = [run_dir]
+    try:
+        for k in range(1, seeds):
+            wanted = member_dir(run_dir, seed0, seed0 + k)
+            if wanted.exists():
+                RunLock.check_free(wanted)
+            dirs.append(claim_new_dir(wanted))
+            RunLock.acquire(dirs[-1])
+        saved = run_dir / ".hydra"
+        for k, d in enumerate(dirs[1:], start=1):
+            (d / ".hydra").mkdir(parents=True, exist_ok=True)
+            config = OmegaConf.load(saved / "config.yaml")
+            OmegaConf.update(config, "seed", seed0 + k, merge=False)
+            write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
+            for name in ("hydra.yaml", "overrides.yaml"):
+                if (saved / name).is_file():
+                    write_atomic(d / ".hydra" / name, (saved / name).read_text())
+        Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds))).write()
+    except BaseException:
+        release_members(dirs[1:], discard=True)
+        raise
+    return dirs
+
+
+def release_members(dirs: list[Path], discard: bool = False) -> None:
+    """Unlock the other seeds' dirs (and remove them when they hold no run, if ``discard``)."""
+    for d in dirs:
+        RunLock.release_held(d)
+        if discard:
+            discard_unstarted(d)
+
+
 def execute(
     cfg: DictConfig, run_dir: Path, resume: bool = False,
     resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
 ) -> dict[str, Any]:
-    """Train (or continue) one run into ``run_dir`` and return its summary; raises
-    ``UserError``, ``NonFiniteError``, ``AlreadyFinished`` or ``Interrupted``.
+    """Train (or continue) one run into ``run_dir`` and return its summary (the first seed's,
+    for ``seeds=K``); raises ``UserError``, ``NonFiniteError``, ``AlreadyFinished`` or
+    ``Interrupted``.
 
-    ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` once the
-    checkpoint is known to continue under them, never before.
+    ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` (every
+    seed's) once the checkpoint is known to continue under them, never before.
     """
     lock = RunLock.acquire(run_dir)
+    dirs: list[Path] = []
     try:
         try:
             check_env_config(cfg)
-            trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint)
+            dirs = group_dirs(cfg, run_dir, resume)
+            trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint,
+                              dirs=dirs)
         except UserError:
             if not resume:
+                release_members(dirs[1:], discard=True)
                 discard_unstarted(run_dir)
             raise
         try:
             if resume:
                 trainer.restore()
                 trainer.check_resume_budget()
-                if resume_overrides:  # a later resume continues with the new budget
-                    saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
-                    for key, value in resume_overrides.items():
+                for d in dirs if resume_overrides else []:  # later resumes use the new budget
+                    saved = OmegaConf.load(d / ".hydra" / "config.yaml")
+                    for key, value in resume_overrides.items():  # type: ignore[union-attr]
                         OmegaConf.update(saved, key, value, merge=False)
-                    write_atomic(run_dir / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
+                    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
             return trainer.train(resume=resume)
         except AlreadyFinished:
             trainer.close_envs()
             raise
     finally:
+        release_members(dirs[1:])
         lock.release()
 
 
@@ -131,6 +187,12 @@ def resume(args: list[str]) -> None:
     saved.
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
+    try:
+        group = read_group(run_dir) if run_dir.is_dir() else None
+    except UserError as err:
+        exit_with(str(err))
+    if group is not None:  # any seed's dir continues the whole group, from the first seed's
+        run_dir = group.home
     trust = parse_trust([a for a in args if a.startswith("trust=")])
     overrides = [a for a in args if not a.startswith(("resume=", "trust="))]
     for item in overrides:
@@ -230,6 +292,12 @@ class Run:
     """
 
     dir: Path
+
+    @property
+    def seeds(self) -> list[Run]:
+        """Every seed's run of a ``seeds=K`` group (in seed order; ``[self]`` for one seed)."""
+        group = read_group(self.dir)
+        return [self] if group is None else [Run(d) for d in group.dirs]
 
     @property
     def summary(self) -> dict[str, Any]:

@@ -106,3 +106,42 @@ def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, 
     for key in ("total_steps", "updates", "episodes", "final_eval_return"):
         assert s_want[key] == s_got[key], (key, s_want[key], s_got[key])
     assert s_want["episodes"] > 0
+
+
+# ----------------------------------------------------------------------------- seed groups
+# seeds=2: the group's one checkpoint (both seeds' weights, optimizers, replays, envs, loops)
+# after a split at K equals the straight run's, and so does each seed's summary.
+GROUP_CASES = {
+    "sac-seeds2": (["algo=sac", "seeds=2", *PENDULUM], 137, 260),
+    "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
+    "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
+                        130, 250),
+}
+
+
+@pytest.mark.parametrize(("args", "k", "n"), list(GROUP_CASES.values()), ids=list(GROUP_CASES))
+def test_split_resume_of_a_seed_group_is_bit_identical(
+    tmp_path: Path, args: list[str], k: int, n: int
+) -> None:
+    straight, split = tmp_path / "straight-s5", tmp_path / "split-s5"
+    proc = run_cli([*args, f"total_steps={n}"], straight)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([*args, f"total_steps={k}"], split)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # resume through the second seed's dir: it continues the whole group
+    proc = run_cli([f"resume={tmp_path / 'split-s6'}", f"total_steps={n}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"resuming {split}" in proc.stderr
+
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    assert want["algo"]["updates"] > 0
+    for key in ("algo", "members", "counters", "rng"):
+        assert_identical(want[key], got[key], key)
+    seeds = int(next(a for a in args if a.startswith("seeds=")).split("=")[1])
+    assert len(want["members"]) == seeds
+    for i in range(seeds):
+        s_want = read_summary(tmp_path / f"straight-s{5 + i}")
+        s_got = read_summary(tmp_path / f"split-s{5 + i}")
+        assert s_want["seed"] == s_got["seed"] == 5 + i
+        for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+            assert s_want[key] == s_got[key], (i, key, s_want[key], s_got[key])

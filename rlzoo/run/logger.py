@@ -70,6 +70,8 @@ class Logger:
         purge_step: see above (``None`` for a fresh run).
         progress_every_s: seconds between time-based progress lines (``log.progress_every_s``,
             default 300); 0 = progress lines only at evaluations.
+        text: route the ``rlzoo`` log lines to stderr and ``train.log`` (default); the other
+            members of a seed group write only their event files, so each line appears once.
     """
 
     def __init__(
@@ -80,9 +82,10 @@ class Logger:
         initial_step: int = 0,
         purge_step: int | None = None,
         progress_every_s: float = PROGRESS_EVERY_S,
+        text: bool = True,
     ) -> None:
         self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
-        show = sys.stderr.isatty() if progress == "auto" else bool(progress)
+        show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text
         self.bar = tqdm(
             total=total_steps, initial=initial_step, disable=not show, unit="step",
             dynamic_ncols=True, smoothing=0.05,
@@ -97,7 +100,9 @@ class Logger:
         self._handlers: list[logging.Handler] = []
         self._owned: list[logging.Handler] = []
         self._saved = (LOG.propagate, LOG.level)
-        self._attach(Path(run_dir))
+        self.text = text
+        if text:
+            self._attach(Path(run_dir))
 
     # ------------------------------------------------------------------ text lines
     def _attach(self, run_dir: Path) -> None:
@@ -127,6 +132,8 @@ class Logger:
         LOG.setLevel(logging.INFO)
 
     def _detach(self) -> None:
+        if not self._handlers and not self._owned:  # never attached (text=False)
+            return
         for handler in self._handlers:
             LOG.removeHandler(handler)
         for handler in self._owned:
@@ -162,6 +169,8 @@ class Logger:
         return " | ".join(parts)
 
     def _progress(self) -> None:
+        if not self.text:
+            return
         self._last_line = time.monotonic()
         LOG.info(self.progress_line(), extra={"progress": True})
 

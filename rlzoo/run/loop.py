@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.buffers.rollout import RolloutStore
-from rlzoo.envs.base import VecEnv, run_episodes
+from rlzoo.algos.seeds import seed_weights, stack_seeds
+from rlzoo.envs.base import run_episodes
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel, update_fn
 from rlzoo.run.build import (
@@ -58,12 +58,12 @@ from rlzoo.run.checkpoint import (
     save_checkpoint,
 )
 from rlzoo.run.logger import Logger
+from rlzoo.run.member import Member
 from rlzoo.run.rundir import write_atomic
 from rlzoo.run.settings import read_settings
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError, StopSignals
 from rlzoo.run.state import (
     POLICY_FILE,
-    host_array,
     policy_record,
     restore_rng,
     rng_state,
@@ -115,60 +115,86 @@ class Trainer:
 
     Args:
         cfg: the composed config (``rlzoo/conf/config.yaml`` and its groups).
-        run_dir: where checkpoints, ``policy.pt``, TensorBoard events and ``summary.json`` go.
-        on_eval: called after every evaluation with an :class:`Evaluation`; return True to stop.
+        run_dir: where checkpoints, ``policy.pt``, TensorBoard events and ``summary.json`` go;
+            with ``seeds=K`` the first seed's dir, the group's home (``rlzoo.run.group``).
+        on_eval: called after every evaluation with an :class:`Evaluation` (once per seed);
+            return True to stop.
         on_checkpoint: called after every checkpoint with a :class:`Checkpoint`; return True to
             stop.
+        dirs: the run dir of each seed (``seeds=K``; default: ``run_dir`` alone).
+
+    With ``seeds=K`` the K seeds ``seed .. seed + K - 1`` are K members (``rlzoo.run.member``):
+    each has its own envs, storage, warm-up generator and outputs, and one algorithm group holds
+    all their weights with a leading seed axis. The loop's clock (``step``: schedules, updates)
+    is the slowest member's step; a member that reaches ``total_steps`` first stops collecting.
     """
 
     def __init__(self, cfg: DictConfig, run_dir: Path, on_eval: EvalCallback | None = None,
-                 on_checkpoint: CheckpointCallback | None = None) -> None:
+                 on_checkpoint: CheckpointCallback | None = None,
+                 dirs: list[Path] | None = None) -> None:
         self.cfg, self.run_dir = cfg, run_dir
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
         if s.device.type == "cpu" and cfg.get("torch_threads", 0):
             torch.set_num_threads(int(cfg.torch_threads))
+        dirs = dirs or [run_dir]
+        if len(dirs) != s.seeds:
+            raise ValueError(f"{s.seeds} seeds need {s.seeds} run dirs, got {len(dirs)}")
         seed_everything(s.seed)
-        self.env: VecEnv = make_env(cfg, s.num_envs, s.seed)
-        self.spec = env_spec(self.env)
-        self.eval_env: VecEnv | None = None
+        self.members: list[Member] = []
         try:
-            check_spec(self.spec, str(cfg.env.name))
-            self.algo = build_algorithm(cfg, self.spec, s.device)
+            algos = []
+            for k, member_dir in enumerate(dirs):
+                seed = s.seed + k
+                member_cfg = with_seed(cfg, seed)
+                if k:
+                    seed_everything(seed)  # each seed's weights start as its single run's
+                env = make_env(member_cfg, s.num_envs, seed)
+                member = Member(seed, member_cfg, member_dir, env, None,  # type: ignore[arg-type]
+                                np.random.default_rng(seed))
+                self.members.append(member)
+                self.spec = env_spec(env)
+                check_spec(self.spec, str(cfg.env.name))
+                algos.append(build_algorithm(member_cfg, self.spec, s.device))
+            self.algo = stack_seeds(algos)
             self.horizon = self.algo.action_horizon
             if s.on_policy and self.horizon != 1:
                 raise UserError(f"algo={cfg.algo.name} is on-policy and acts in chunks of "
                                 f"{self.horizon} actions; on-policy rollouts need single actions")
             check_accel(s.compile, s.cudagraphs, s.device, type(self.algo), str(cfg.algo.name))
-            self.storage = make_storage(s, self.spec, self.algo)
+            for member in self.members:
+                member.storage = make_storage(dataclasses.replace(s, seed=member.seed),
+                                              self.spec, self.algo)
         except BaseException:
-            self.env.close()
+            for member in self.members:
+                member.env.close()
             raise
         self.update = update_fn(self.algo, s.compile, s.cudagraphs)  # algo.update, accelerated
-        self.rng = np.random.default_rng(s.seed)  # warm-up actions
-        self.step = 0  # env steps collected
+        self.step = 0  # env steps collected by the slowest member
         self.update_credit = 0.0
-        self.episodes = 0
-        self.last_eval: tuple[float, float] | None = None
-        self.last_eval_agents: np.ndarray | None = None
         self.checkpoint_dir = run_dir / "checkpoints"
-        self.obs: Any = None  # the observation the next action is taken from
-        self.env_state: Any = None  # the global state beside it (multi-agent), else None
         self.wall_time = 0.0  # seconds spent in train(), summed over resumes
         self.restored: Path | None = None  # the checkpoint restore() loaded
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
         self.warnings = self.schedule_warnings()
 
+    # A single run's state, as the loop has always named it (member 0 of a group).
+    env = property(lambda self: self.members[0].env)
+    storage = property(lambda self: self.members[0].storage)
+    buffer = storage
+    obs = property(lambda self: self.members[0].obs)
+    last_eval = property(lambda self: self.members[0].last_eval)
+
+    @property
+    def group(self) -> bool:
+        """Whether this run trains several seeds at once."""
+        return len(self.members) > 1
+
     @property
     def updates(self) -> int:
         """Gradient updates so far: the algorithm's own counter (its update phases use it)."""
         return self.algo.updates
-
-    @property
-    def buffer(self) -> Any:
-        """The storage (replay or rollout); the name the trainer has always used."""
-        return self.storage
 
     def to_device(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, dtype=torch.float32).to(self.settings.device, non_blocking=True)
@@ -189,22 +215,28 @@ class Trainer:
     def train(self, resume: bool = False) -> dict[str, Any]:
         """Run to ``total_steps`` (or until a callback stops it); with ``resume`` first restore
         the newest valid checkpoint of ``run_dir`` (unless :meth:`restore` already did) and
-        continue from it exactly."""
+        continue from it exactly. Returns the (first seed's) summary."""
         s = self.settings
         purge_step = None
         if resume:
             path = self.restored or self.restore()
             purge_step = self.step + 1  # drop events a crashed run logged after its checkpoint
         else:
-            self.reset_envs()
-            self.check_env_output(obs=self.obs, state=self.env_state)
-        logger = Logger(self.run_dir, s.total_steps, s.progress, self.step, purge_step,
-                        progress_every_s=s.progress_every_s)
-        self.logger = logger
+            for member in self.members:
+                member.reset_envs(self.horizon)
+                self.check_env_output(member, obs=member.obs, state=member.env_state)
+        for k, member in enumerate(self.members):
+            member.logger = Logger(member.run_dir, s.total_steps, s.progress, member.step,
+                                   purge_step, progress_every_s=s.progress_every_s, text=k == 0)
+        logger = self.logger = self.members[0].logger
+        assert logger is not None
         if resume:
             logger.announce(f"resuming {self.run_dir} from {path.name} at step {self.step}")
         else:
             logger.announce(f"run dir {self.run_dir}")
+        if self.group:
+            logger.announce(f"seeds {', '.join(str(m.seed) for m in self.members)} train together"
+                            f"; their run dirs: {', '.join(m.run_dir.name for m in self.members)}")
         for line in self.warnings:
             logger.announce(f"warning: {line}")
         start = time.perf_counter() - self.wall_time
@@ -218,10 +250,11 @@ class Trainer:
             metrics.update(self.learn(0))
             while self.step < s.total_steps and not self.stop_requested:
                 # --- act, step the envs, store the step, count finished episodes
-                n_new = self.collect()
-                past_warmup = self.step + n_new - max(self.step, s.learning_starts)
-                self.step += n_new
-                logger.advance(n_new)
+                self.collect()
+                step = min(m.step for m in self.members)
+                past_warmup = step - max(self.step, s.learning_starts)
+                logger.advance(step - self.step)
+                self.step = step
                 # --- update (stops early, owing the rest, when a signal arrives)
                 metrics.update(self.learn(past_warmup))
                 # --- log, evaluate, checkpoint
@@ -233,7 +266,7 @@ class Trainer:
                         "perf/sps": (self.step - window_step) / seconds,
                         "perf/updates_per_sec": (self.updates - window_updates) / seconds,
                     }
-                    logger.scalars({**metrics, **perf}, self.step)
+                    self.log_scalars(metrics, perf)
                     logger.postfix(sps=perf["perf/sps"])
                     window_start, window_step, window_updates = now, self.step, self.updates
                     next_log = self.next_multiple(s.log_every)
@@ -247,17 +280,32 @@ class Trainer:
                     path = self.save()
                     next_ckpt = self.next_multiple(s.checkpoint_every)
                     if stop.signum and not last:
-                        logger.close()
+                        self.close_loggers()
                         self.close_envs()
                         raise Interrupted(stop.signum, path, self.run_dir, self.step)
             if self.last_eval is None:  # resumed at the end from a checkpoint without one
                 self.evaluate_and_log()
         self.wall_time = time.perf_counter() - start
-        summary = self.write_summary(self.wall_time)
-        logger.hparams(self.hparams(), {"hparam/final_eval_return": summary["final_eval_return"]})
-        logger.close()
+        summaries = [self.write_summary(member, self.wall_time) for member in self.members]
+        for member, summary in zip(self.members, summaries):
+            assert member.logger is not None
+            member.logger.hparams(self.hparams(member.cfg),
+                                  {"hparam/final_eval_return": summary["final_eval_return"]})
+        self.close_loggers()
         self.close_envs()
-        return summary
+        return summaries[0]
+
+    def log_scalars(self, metrics: dict[str, torch.Tensor], perf: dict[str, float]) -> None:
+        """The update's metrics (``[K]`` for a group: seed k's go to member k) and ``perf``."""
+        if not self.group:
+            self.logger.scalars({**metrics, **perf}, self.step)
+            return
+        names = list(metrics)
+        values = torch.stack([metrics[n].float() for n in names], 1).cpu().tolist() \
+            if names else [[] for _ in self.members]
+        for member, row in zip(self.members, values):
+            assert member.logger is not None
+            member.logger.scalars({**dict(zip(names, row)), **perf}, self.step)
 
     def next_multiple(self, every: int) -> int:
         """The next step at which a schedule with period ``every`` fires (0 = only at the end)."""
@@ -266,72 +314,103 @@ class Trainer:
         return (self.step // every + 1) * every
 
     def close_envs(self) -> None:
-        self.env.close()
-        if self.eval_env is not None:
-            self.eval_env.close()
+        for member in self.members:
+            member.close()
+
+    def close_loggers(self) -> None:
+        for member in reversed(self.members):  # the first member's text handlers last
+            if member.logger is not None:
+                member.logger.close()
 
     # ------------------------------------------------------------------ collect and learn
     def reset_envs(self) -> None:
-        """First reset of the training envs; starts the loop's per-env state."""
-        E, H = self.settings.num_envs, self.horizon
-        self.chunk = np.zeros((E, H, *self.env.act_shape), dtype=np.float32)
-        self.chunk_pos = np.full(E, H)  # H = this env needs a fresh chunk
-        self.episode_return = np.zeros(E)
-        self.agent_return = np.zeros((E, self.env.n_agents)) if self.env.multi_agent else None
-        self.obs, self.env_state = self.env.reset()
+        """First reset of every member's training envs."""
+        for member in self.members:
+            member.reset_envs(self.horizon)
 
-    def choose_action(self) -> tuple[np.ndarray, torch.Tensor | None]:
-        """The action ``[E, *act_shape]`` in ``[-1, 1]`` for ``self.obs`` (and the policy's
-        pre-tanh sample for an on-policy rollout): uniform random during the warm-up, then the
-        policy; action chunks run open-loop."""
-        s, E, H = self.settings, self.settings.num_envs, self.horizon
+    def policy_actions(self, members: list[Member], explore: bool = False) -> Any:
+        """The policy's actions for ``members``' observations: ``act`` (or on-policy ``explore``,
+        which also returns the pre-tanh sample), one call for all seeds. Returns per member."""
+        fn = self.algo.explore if explore else self.algo.act  # type: ignore[attr-defined]
+        if not self.group:
+            return [fn(self.to_device(members[0].obs))]
+        obs = self.to_device(np.stack([np.asarray(m.obs) for m in self.members]))
+        out = self.algo.per_seed(fn, obs)
+        index = {id(m): k for k, m in enumerate(self.members)}
+        if explore:
+            return [(out[0][index[id(m)]], out[1][index[id(m)]]) for m in members]
+        return [out[index[id(m)]] for m in members]
+
+    def choose_actions(self, members: list[Member]) -> list[tuple[np.ndarray, Any]]:
+        """Each member's action ``[E, *act_shape]`` in ``[-1, 1]`` (and the policy's pre-tanh
+        sample for an on-policy rollout): uniform random during its warm-up, then the policy;
+        action chunks run open-loop."""
+        s, H = self.settings, self.horizon
         if s.on_policy:
-            explore = self.algo.explore  # type: ignore[attr-defined]
-            action, pre_tanh = explore(self.to_device(self.obs))
-            return action.cpu().numpy(), pre_tanh
-        if self.step < s.learning_starts:
-            random = self.rng.uniform(-1.0, 1.0, size=(E, *self.env.act_shape))
-            return random.astype(np.float32) * self.env.act_mask, None  # padding stays 0
-        need = self.chunk_pos >= H
-        if need.any():
-            fresh = self.algo.act(self.to_device(self.obs)).reshape(E, H, *self.env.act_shape)
-            self.chunk[need] = fresh.cpu().numpy()[need]
-            self.chunk_pos[need] = 0
-        action = self.chunk[np.arange(E), self.chunk_pos]
-        self.chunk_pos += 1
-        return action, None
+            return [(a.cpu().numpy(), pre) for a, pre in self.policy_actions(members, True)]
+        need = [m for m in members if m.step >= s.learning_starts and (m.chunk_pos >= H).any()]
+        fresh = dict(zip(map(id, need), self.policy_actions(need))) if need else {}
+        chosen = []
+        for m in members:
+            E = m.env.num_envs
+            if m.step < s.learning_starts:
+                random = m.rng.uniform(-1.0, 1.0, size=(E, *m.env.act_shape))
+                chosen.append((random.astype(np.float32) * m.env.act_mask, None))  # padding 0
+                continue
+            if id(m) in fresh:
+                new = fresh[id(m)].reshape(E, H, *m.env.act_shape).cpu().numpy()
+                renew = m.chunk_pos >= H
+                m.chunk[renew] = new[renew]
+                m.chunk_pos[renew] = 0
+            chosen.append((m.chunk[np.arange(E), m.chunk_pos], None))
+            m.chunk_pos += 1
+        return chosen
 
-    def collect(self) -> int:
-        """Act, step the envs, store the step, log finished episodes. Returns the number of
-        transitions collected (reset calls are not transitions)."""
-        action, pre_tanh = self.choose_action()
-        result = self.env.step(action)
-        self.check_env_output(reward=result.reward, agent_reward=result.agent_reward,
+    def collect(self) -> None:
+        """Act, step the envs, store the step, log finished episodes, for every member that has
+        not reached ``total_steps`` (reset calls of next-step autoreset are not transitions)."""
+        active = [m for m in self.members if m.step < self.settings.total_steps]
+        for m, (action, pre_tanh) in zip(active, self.choose_actions(active)):
+            self.collect_member(m, action, pre_tanh)
+
+    def collect_member(self, m: Member, action: np.ndarray, pre_tanh: Any) -> None:
+        result = m.env.step(action)
+        self.check_env_output(m, reward=result.reward, agent_reward=result.agent_reward,
                               obs=result.obs, state=result.state, action=action)
         extra = {} if pre_tanh is None else {"pre_tanh": pre_tanh}
-        self.storage.add(
-            self.obs, action, result.reward, result.obs, result.terminated, result.truncated,
-            result.reset_step, state=self.env_state, next_state=result.state,
+        m.storage.add(
+            m.obs, action, result.reward, result.obs, result.terminated, result.truncated,
+            result.reset_step, state=m.env_state, next_state=result.state,
             agent_reward=result.agent_reward, **extra,
         )
-        self.chunk_pos[result.reset_step] = self.horizon
+        m.chunk_pos[result.reset_step] = self.horizon
         # --- episode bookkeeping
         valid = ~result.reset_step
         n_new = int(valid.sum())
-        self.episode_return += np.where(valid, result.reward, 0.0)
-        if self.agent_return is not None:
-            self.agent_return += np.where(valid[:, None], result.agent_reward, 0.0)
+        m.episode_return += np.where(valid, result.reward, 0.0)
+        if m.agent_return is not None:
+            m.agent_return += np.where(valid[:, None], result.agent_reward, 0.0)
+        assert m.logger is not None
         for e in np.flatnonzero((result.terminated | result.truncated) & valid):
-            self.episodes += 1
-            step = self.step + n_new
-            self.logger.episode(float(self.episode_return[e]), step)
-            self.episode_return[e] = 0.0
-            if self.agent_return is not None:
-                self.logger.scalars({f"train/episode_return/agent_{i}": float(r)
-                                     for i, r in enumerate(self.agent_return[e])}, step)
-                self.agent_return[e] = 0.0
-        self.obs, self.env_state = result.obs, result.state
-        return n_new
+            m.episodes += 1
+            step = m.step + n_new
+            m.logger.episode(float(m.episode_return[e]), step)
+            m.episode_return[e] = 0.0
+            if m.agent_return is not None:
+                m.logger.scalars({f"train/episode_return/agent_{i}": float(r)
+                                  for i, r in enumerate(m.agent_return[e])}, step)
+                m.agent_return[e] = 0.0
+        m.obs, m.env_state = result.obs, result.state
+        m.step += n_new
+
+    def sample(self) -> Any:
+        """One update's batch: the storage's (a single run), or every member's stacked along a
+        leading seed axis."""
+        s = self.settings
+        sampling = self.algo.sampling
+        if not self.group:
+            return self.storage.sample(s.batch_size, sampling)
+        return stack_records([m.storage.sample(s.batch_size, sampling) for m in self.members])
 
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
         """The updates owed after ``past_warmup`` new env steps beyond the warm-up; returns the
@@ -341,21 +420,23 @@ class Trainer:
         updates per env step; a signal ends them early and the rest stay owed in
         ``update_credit`` (checkpointed), made before the next env step of the resumed run.
         """
-        if isinstance(self.storage, RolloutStore):
-            if not self.storage.full:
+        if self.settings.on_policy:
+            stores = [m.storage for m in self.members]
+            if not all(store.full for store in stores):  # type: ignore[union-attr]
                 return {}
-            metrics = self.update(self.storage.rollout())
-            self.storage.clear()
+            rollouts = [store.rollout() for store in stores]  # type: ignore[union-attr]
+            metrics = self.update(rollouts[0] if not self.group else stack_records(rollouts))
+            for store in stores:
+                store.clear()  # type: ignore[union-attr]
             return metrics
         s, E, H = self.settings, self.settings.num_envs, self.horizon
         metrics: dict[str, torch.Tensor] = {}
         # an H-step window needs H - 1 newer rows: none can start in the newest H - 1
-        ready = len(self.storage) > (H - 1) * E
+        ready = all(len(m.storage) > (H - 1) * E for m in self.members)
         if past_warmup > 0 and ready:
             self.update_credit += s.utd * past_warmup
-        sampling = self.algo.sampling
         while ready and self.update_credit >= 1.0 and not self.stop.signum:
-            metrics.update(self.update(self.storage.sample(s.batch_size, sampling)))
+            metrics.update(self.update(self.sample()))
             self.update_credit -= 1.0
         return metrics
 
@@ -380,7 +461,7 @@ class Trainer:
                     "(lower the learning rates or check the env's rewards and observations)"
                 )
 
-    def check_env_output(self, **arrays: Any) -> None:
+    def check_env_output(self, member: Member, **arrays: Any) -> None:
         """Stop before storing a NaN/inf reward, observation, state or action (``[E, ...]``
         arrays), with one line naming the quantity, the env, the training env index and the
         step, so poisoned data never reaches the storage or a checkpoint."""
@@ -394,58 +475,68 @@ class Trainer:
             e = int(np.flatnonzero(bad)[0])
             source = "the policy" if name == "action" else f"env={self.cfg.env.name}"
             where = self.last_good_checkpoint_note()
+            of_seed = f" of seed {member.seed}" if self.group else ""
             raise NonFiniteError(
                 f"{source} produced a non-finite {name.replace('_', ' ')} (NaN or inf) in "
-                f"training env {e} at step {self.step + 1}; training stopped before storing it "
-                f"and {where} (check the env's rewards and observations)"
+                f"training env {e}{of_seed} at step {member.step + 1}; training stopped before "
+                f"storing it and {where} (check the env's rewards and observations)"
             )
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
-        """Run ``eval.episodes`` episodes on a separate eval env; returns their (team) returns
-        ``[episodes]`` and keeps each agent's mean return in ``last_eval_agents [N]``
-        (multi-agent). Episode ``i`` of every evaluation starts from seed ``seed + 10_000 + i``:
-        evaluations differ only by the policy, keep no state between them (so resuming cannot
-        shift them), and ``rlzoo.evaluate`` reproduces the last one exactly."""
+    def evaluate(self, episodes: int | None = None, deterministic: bool = True,
+                 member: Member | None = None) -> np.ndarray:
+        """Run ``eval.episodes`` episodes of ``member`` (default: the first) on a separate eval
+        env; returns their (team) returns ``[episodes]`` and keeps each agent's mean return in
+        ``member.last_eval_agents [N]`` (multi-agent). Episode ``i`` of every evaluation starts
+        from seed ``seed + 10_000 + i``: evaluations differ only by the policy, keep no state
+        between them (so resuming cannot shift them), and ``rlzoo.evaluate`` reproduces the last
+        one exactly."""
+        m = member or self.members[0]
         episodes = episodes or self.settings.eval_episodes
-        seed0 = self.settings.seed + EVAL_SEED_OFFSET
-        if self.eval_env is None or self.eval_env.num_envs != episodes:
-            if self.eval_env is not None:
-                self.eval_env.close()
-            self.eval_env = make_env(self.cfg, episodes, seed0)
-        obs, _ = self.eval_env.reset(seed=seed0)  # the same seeds at every evaluation
+        seed0 = m.seed + EVAL_SEED_OFFSET
+        if m.eval_env is None or m.eval_env.num_envs != episodes:
+            if m.eval_env is not None:
+                m.eval_env.close()
+            m.eval_env = make_env(m.cfg, episodes, seed0)
+        obs, _ = m.eval_env.reset(seed=seed0)  # the same seeds at every evaluation
+        k = self.members.index(m)
 
         def policy(batch: np.ndarray) -> np.ndarray:
-            action = self.algo.act(self.to_device(batch), deterministic=deterministic)
-            return action.cpu().numpy()
+            obs = self.to_device(batch)
+            if not self.group:
+                return self.algo.act(obs, deterministic=deterministic).cpu().numpy()
+            every = obs.unsqueeze(0).expand(len(self.members), *obs.shape)  # seed k's row used
+            return self.algo.per_seed(self.algo.act, every, deterministic)[k].cpu().numpy()
 
-        result = run_episodes(self.eval_env, obs, policy, self.horizon)
+        result = run_episodes(m.eval_env, obs, policy, self.horizon)
         if result.agent_returns is not None:
-            self.last_eval_agents = result.agent_returns.mean(axis=0)
+            m.last_eval_agents = result.agent_returns.mean(axis=0)
         return result.returns
 
     def evaluate_and_log(self) -> None:
-        returns = self.evaluate()
-        if not np.isfinite(returns).all():
-            raise NonFiniteError(
-                f"evaluation at step {self.step} returned a non-finite return (NaN or inf) on "
-                f"env={self.cfg.env.name}; check the env's rewards"
-            )
-        self.last_eval = (float(returns.mean()), float(returns.std()))
-        scalars = {"eval/return": self.last_eval[0], "eval/return_std": self.last_eval[1]}
-        if self.last_eval_agents is not None:
-            scalars.update({f"eval/return/agent_{i}": float(r)
-                            for i, r in enumerate(self.last_eval_agents)})
-        self.logger.scalars(scalars, self.step)
-        self.logger.flush()
-        if self.on_eval is not None and self.on_eval(
-                Evaluation(self.step, *self.last_eval, returns, self.run_dir)):
-            self.stop_requested = True
+        for m in self.members:
+            returns = self.evaluate(member=m)
+            if not np.isfinite(returns).all():
+                raise NonFiniteError(
+                    f"evaluation at step {self.step} returned a non-finite return (NaN or inf) on "
+                    f"env={self.cfg.env.name}; check the env's rewards"
+                )
+            m.last_eval = (float(returns.mean()), float(returns.std()))
+            scalars = {"eval/return": m.last_eval[0], "eval/return_std": m.last_eval[1]}
+            if m.last_eval_agents is not None:
+                scalars.update({f"eval/return/agent_{i}": float(r)
+                                for i, r in enumerate(m.last_eval_agents)})
+            assert m.logger is not None
+            m.logger.scalars(scalars, self.step)
+            m.logger.flush()
+            if self.on_eval is not None and self.on_eval(
+                    Evaluation(self.step, *m.last_eval, returns, m.run_dir)):
+                self.stop_requested = True
 
     # ------------------------------------------------------------------ outputs
     def save(self) -> Path:
-        """Write a checkpoint of this step and ``policy.pt``, only if everything in them is
-        finite (so every checkpoint kept is one to go back to), and keep the newest
+        """Write a checkpoint of this step and each seed's ``policy.pt``, only if everything in
+        them is finite (so every checkpoint kept is one to go back to), and keep the newest
         ``checkpoint.keep`` checkpoints."""
         path = checkpoint_path(self.checkpoint_dir, self.step)
         state = self.state_dict()
@@ -457,8 +548,14 @@ class Trainer:
                 f"was written and {where} (lower the learning rates or check the env)"
             )
         save_checkpoint(path, state)
-        save_checkpoint(self.run_dir / POLICY_FILE, policy_record(
-            self.algo, state["config"], dataclasses.asdict(self.spec), self.step))
+        spec = dataclasses.asdict(self.spec)
+        for k, m in enumerate(self.members):
+            config = state["config"] if not self.group else OmegaConf.to_container(
+                m.cfg, resolve=True)
+            record = policy_record(self.algo, config, spec, m.step)
+            if self.group:
+                record["weights"] = seed_weights(record["weights"], k)
+            save_checkpoint(m.run_dir / POLICY_FILE, record)
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
         if self.on_checkpoint is not None and self.on_checkpoint(
                 Checkpoint(self.step, path, self.run_dir)):
@@ -467,49 +564,52 @@ class Trainer:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically, as tensors and plain data only
-        (loadable with ``weights_only=True``)."""
-        return {
+        (loadable with ``weights_only=True``). A group's per-seed parts are in ``members``."""
+        state: dict[str, Any] = {
             "format": 1,
             "algo_name": str(self.cfg.algo.name),
             "env_name": str(self.cfg.env.name),
             "config": OmegaConf.to_container(self.cfg, resolve=True),
             "algo": self.algo.state_dict(),
-            "buffer": self.storage.state_dict(),
-            "env": self.env.get_state(),
-            "loop": self.loop_state(),
             "counters": {
-                "step": self.step, "episodes": self.episodes,
-                "update_credit": self.update_credit, "wall_time": self.wall_time,
-                "last_eval": list(self.last_eval) if self.last_eval else None,
+                "step": self.step, "update_credit": self.update_credit,
+                "wall_time": self.wall_time,
             },
-            "rng": rng_state(self.rng),
+        }
+        parts = [self.member_state(m) for m in self.members]
+        if self.group:
+            state["members"] = parts
+            state["rng"] = rng_state(np.random.default_rng(0))  # global generators only
+        else:
+            part = parts[0]
+            state.update(buffer=part["buffer"], env=part["env"], loop=part["loop"])
+            state["counters"].update(part["counters"])
+            state["rng"] = rng_state(self.members[0].rng)
+        return state
+
+    @staticmethod
+    def member_state(m: Member) -> dict[str, Any]:
+        return {
+            "seed": m.seed,
+            "buffer": m.storage.state_dict(),
+            "env": m.env.get_state(),
+            "loop": m.loop_state(),
+            "counters": {"step": m.step, "episodes": m.episodes,
+                         "last_eval": list(m.last_eval) if m.last_eval else None},
+            "warmup": m.rng.bit_generator.state,
         }
 
-    def loop_state(self) -> dict[str, Any]:
-        """The loop's own state: the current observation (and global state), the open
-        episodes' returns and the action chunks in flight."""
-        loop = {"obs": np.asarray(self.obs), "episode_return": self.episode_return,
-                "chunk": self.chunk, "chunk_pos": self.chunk_pos}
-        if self.env_state is not None:
-            loop["env_state"] = np.asarray(self.env_state)
-        if self.agent_return is not None:
-            loop["agent_return"] = self.agent_return
-        return loop
-
-    def load_loop_state(self, loop: dict[str, Any]) -> None:
-        """Put back :meth:`loop_state` (also as checkpoints before the one loop wrote it: the
-        multi-agent trainer kept per-agent returns in ``episode_return`` and had no chunks)."""
-        self.obs = host_array(loop["obs"])
-        self.env_state = host_array(loop["env_state"]) if "env_state" in loop else None
-        episode_return = host_array(loop["episode_return"])
-        if episode_return.ndim == 2:  # [E, N] per agent, written by the multi-agent trainer
-            loop = {**loop, "agent_return": episode_return}
-            episode_return = episode_return.mean(axis=1)
-        self.episode_return = episode_return
-        if self.agent_return is not None:
-            self.agent_return = host_array(loop["agent_return"])
-        if "chunk" in loop:
-            self.chunk, self.chunk_pos = host_array(loop["chunk"]), host_array(loop["chunk_pos"])
+    def load_member_state(self, m: Member, part: dict[str, Any]) -> None:
+        m.storage.load_state_dict(part["buffer"])
+        m.env.set_state(part["env"])
+        m.load_loop_state(part["loop"])
+        counters = part["counters"]
+        m.step = int(counters["step"])
+        m.episodes = int(counters["episodes"])
+        last_eval = counters.get("last_eval")
+        m.last_eval = (float(last_eval[0]), float(last_eval[1])) if last_eval else None
+        if "warmup" in part:
+            m.rng.bit_generator.state = part["warmup"]
 
     def restore(self) -> Path:
         """Load the newest valid checkpoint of ``run_dir`` (older ones on failure, with a
@@ -530,24 +630,31 @@ class Trainer:
                     f"cannot resume: {path} was written by {key.split('_')[0]}={state.get(key)}, "
                     f"but this run is {key.split('_')[0]}={mine}; point resume= at its own run dir"
                 )
+        saved_seeds = len(state.get("members", [None]))
+        if saved_seeds != len(self.members):
+            raise UserError(f"cannot resume: {path} holds {saved_seeds} seeds, this run has "
+                            f"{len(self.members)}; point resume= at its own run dir")
         self.reset_envs()  # builds the loop's arrays and gives every env its first reset
         try:
             self.algo.load_state_dict(state["algo"])
-            self.storage.load_state_dict(state["buffer"])
-            self.env.set_state(state["env"])
-            self.load_loop_state(state["loop"])
+            if self.group:
+                for m, part in zip(self.members, state["members"]):
+                    self.load_member_state(m, part)
+            else:
+                counters = state["counters"]
+                self.load_member_state(self.members[0], {
+                    "buffer": state["buffer"], "env": state["env"], "loop": state["loop"],
+                    "counters": counters})
         except (KeyError, ValueError, RuntimeError) as err:
             raise UserError(
                 f"cannot resume from {path}: it does not match this run's config ({err})"
             ) from None
         counters = state["counters"]
         self.step = int(counters["step"])  # the update count comes back with the algorithm
-        self.episodes = int(counters["episodes"])
         self.update_credit = float(counters["update_credit"])
         self.wall_time = float(counters["wall_time"])
-        last_eval = counters.get("last_eval")
-        self.last_eval = (float(last_eval[0]), float(last_eval[1])) if last_eval else None
-        restore_rng(state["rng"], self.rng)
+        restore_rng(state["rng"], self.members[0].rng if not self.group
+                    else np.random.default_rng(0))
         self.restored = path
         return path
 
@@ -577,7 +684,7 @@ class Trainer:
         last = self.latest_checkpoint()
         return f"the last good checkpoint is {last}" if last else "no checkpoint was saved"
 
-    def hparams(self) -> dict[str, Any]:
+    def hparams(self, cfg: DictConfig | None = None) -> dict[str, Any]:
         flat: dict[str, Any] = {}
 
         def walk(node: Any, prefix: str) -> None:
@@ -590,28 +697,53 @@ class Trainer:
             elif isinstance(node, list):
                 flat[prefix[:-1]] = str(node)
 
-        walk(OmegaConf.to_container(self.cfg, resolve=True), "")
+        walk(OmegaConf.to_container(cfg or self.cfg, resolve=True), "")
         return flat
 
-    def write_summary(self, wall_time: float) -> dict[str, Any]:
-        mean, std = self.last_eval if self.last_eval else (float("nan"), float("nan"))
+    def write_summary(self, m: Member, wall_time: float) -> dict[str, Any]:
+        mean, std = m.last_eval if m.last_eval else (float("nan"), float("nan"))
         summary = {
             "algo": str(self.cfg.algo.name),
             "env": str(self.cfg.env.name),
-            "seed": self.settings.seed,
-            "total_steps": self.step,
+            "seed": m.seed,
+            "total_steps": m.step,
             "final_eval_return": mean,
             "final_eval_return_std": std,
             "wall_time_s": wall_time,
-            "steps_per_sec": self.step / wall_time if wall_time > 0 else 0.0,
-            "buffer_bytes": self.storage.nbytes,
+            "steps_per_sec": m.step / wall_time if wall_time > 0 else 0.0,
+            "buffer_bytes": m.storage.nbytes,
             "updates": self.updates,
-            "episodes": self.episodes,
+            "episodes": m.episodes,
         }
-        if self.last_eval_agents is not None:
-            summary["final_eval_agent_returns"] = [float(r) for r in self.last_eval_agents]
+        if m.last_eval_agents is not None:
+            summary["final_eval_agent_returns"] = [float(r) for r in m.last_eval_agents]
         if self.stop_requested:
             summary["stopped_early"] = True  # a callback stopped the run before total_steps
+        if self.group:
+            summary["group_seeds"] = [member.seed for member in self.members]
         summary["warnings"] = list(self.warnings)
-        write_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         return summary
+
+
+def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
+    """``cfg`` with its ``seed`` set to ``seed`` (a copy; ``cfg`` itself when equal)."""
+    if cfg.get("seed") == seed:
+        return cfg
+    copy = cfg.copy()
+    OmegaConf.update(copy, "seed", seed, merge=False)
+    return copy
+
+
+def stack_records(records: list[Any]) -> Any:
+    """Dataclasses of tensors (``Batch``, ``Rollout``), one per seed -> one with every tensor
+    field stacked along a new leading seed axis."""
+    first = records[0]
+    values = {}
+    for f in dataclasses.fields(first):
+        value = getattr(first, f.name)
+        if torch.is_tensor(value):
+            value = torch.stack([getattr(r, f.name) for r in records])
+        values[f.name] = value
+    return type(first)(**{k: v for k, v in values.items()
+                          if next(f for f in dataclasses.fields(first) if f.name == k).init})

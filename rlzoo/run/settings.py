@@ -28,6 +28,7 @@ MAX_NUM_ENVS = 1024  # training envs in one process
 MAX_EVAL_EPISODES = 1000  # one eval env per episode
 MAX_UTD = 1000.0  # gradient updates per env step
 MAX_THREADS = 1024  # torch_threads
+MAX_SEEDS = 1024  # seeds trained together in one process
 # Size keys of the algo/critic/tuner groups (wherever they appear) and their allowed ranges.
 SIZE_LIMITS = {
     "hidden": (1, 65_536),  # each hidden layer's width
@@ -69,6 +70,7 @@ class Settings:
     progress_every_s: float = 300.0
     on_policy: bool = False
     rollout_steps: int = 0  # on-policy only
+    seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -161,6 +163,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         progress_every_s=float(every_s),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
+        seeds=int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1,
         **accel,
     )
     int_key(cfg, "torch_threads", 0, MAX_THREADS)

@@ -1,0 +1,94 @@
+"""One seed's share of a run: its envs, its storage, its warm-up generator, its open episodes and
+its outputs (run dir, logger, summary). A single run has one member; ``seeds=K`` has K, all
+updated together by one algorithm group (``rlzoo.algos.seeds``) while everything here stays
+separate per seed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig
+
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutStore
+from rlzoo.envs.base import VecEnv
+from rlzoo.run.logger import Logger
+from rlzoo.run.state import host_array
+
+
+@dataclass(eq=False)
+class Member:
+    """Per-seed state of the loop.
+
+    Attributes:
+        seed: this member's seed (its envs are seeded ``seed + e``, its evaluations
+            ``seed + 10_000 + i``, its replay and warm-up draws from generators of ``seed``).
+        cfg: the run config with this member's ``seed``.
+        run_dir: where its events, ``summary.json`` and ``policy.pt`` go.
+        env: its ``num_envs`` training envs.
+        storage: its replay buffer or rollout store.
+        rng: its warm-up action generator.
+        step: env steps (transitions) it has collected.
+    """
+
+    seed: int
+    cfg: DictConfig
+    run_dir: Path
+    env: VecEnv
+    storage: ReplayBuffer | RolloutStore
+    rng: np.random.Generator
+    step: int = 0
+    episodes: int = 0
+    eval_env: VecEnv | None = None
+    last_eval: tuple[float, float] | None = None
+    last_eval_agents: np.ndarray | None = None
+    logger: Logger | None = None
+    obs: Any = None  # the observation the next action is taken from
+    env_state: Any = None  # the global state beside it (multi-agent), else None
+    chunk: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    chunk_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    episode_return: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    agent_return: np.ndarray | None = None
+
+    def reset_envs(self, horizon: int) -> None:
+        """First reset of the training envs; starts the per-env arrays."""
+        n = self.env.num_envs
+        self.chunk = np.zeros((n, horizon, *self.env.act_shape), dtype=np.float32)
+        self.chunk_pos = np.full(n, horizon)  # horizon = this env needs a fresh chunk
+        self.episode_return = np.zeros(n)
+        self.agent_return = np.zeros((n, self.env.n_agents)) if self.env.multi_agent else None
+        self.obs, self.env_state = self.env.reset()
+
+    def loop_state(self) -> dict[str, Any]:
+        """The current observation (and global state), the open episodes' returns and the
+        action chunks in flight."""
+        loop = {"obs": np.asarray(self.obs), "episode_return": self.episode_return,
+                "chunk": self.chunk, "chunk_pos": self.chunk_pos}
+        if self.env_state is not None:
+            loop["env_state"] = np.asarray(self.env_state)
+        if self.agent_return is not None:
+            loop["agent_return"] = self.agent_return
+        return loop
+
+    def load_loop_state(self, loop: dict[str, Any]) -> None:
+        """Put back :meth:`loop_state` (also as checkpoints before the one loop wrote it: the
+        multi-agent trainer kept per-agent returns in ``episode_return`` and had no chunks)."""
+        self.obs = host_array(loop["obs"])
+        self.env_state = host_array(loop["env_state"]) if "env_state" in loop else None
+        episode_return = host_array(loop["episode_return"])
+        if episode_return.ndim == 2:  # [E, N] per agent, written by the multi-agent trainer
+            loop = {**loop, "agent_return": episode_return}
+            episode_return = episode_return.mean(axis=1)
+        self.episode_return = episode_return
+        if self.agent_return is not None:
+            self.agent_return = host_array(loop["agent_return"])
+        if "chunk" in loop:
+            self.chunk, self.chunk_pos = host_array(loop["chunk"]), host_array(loop["chunk_pos"])
+
+    def close(self) -> None:
+        self.env.close()
+        if self.eval_env is not None:
+            self.eval_env.close()

@@ -1,0 +1,127 @@
+"""``seeds=K`` end to end: one process, one ordinary run dir per seed, readable by every tool.
+
+Also: ``seeds=1`` (the default) is bit-identical to a single run of the code before seed groups
+existed (``fixtures/single_seed_reference.pt``, written by commit 2a3fe34 with the same
+arguments; exact on the CPU kind that wrote it, else to 1e-5).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TINY, assert_user_error, read_summary, run_cli
+
+import rlzoo
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.run.state import POLICY_FILE
+
+FIXTURE = Path(__file__).parent / "fixtures" / "single_seed_reference.pt"
+REFERENCE = torch.load(FIXTURE, weights_only=True)
+SAME_CPU = REFERENCE["meta"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+SMALL = ["env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32", "eval.every=150",
+         "eval.episodes=2", "checkpoint.every=150", "log.every=50", "log.progress=false",
+         "torch_threads=1", *TINY]
+
+
+@pytest.mark.parametrize("name", list(REFERENCE["runs"]))
+def test_one_seed_is_bit_identical_to_the_run_before_seed_groups(
+    tmp_path: Path, name: str
+) -> None:
+    ref = REFERENCE["runs"][name]
+    proc = run_cli(ref["args"], tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = load_checkpoint(list_checkpoints(tmp_path / "run" / "checkpoints")[-1])
+    assert state["algo"]["updates"] == ref["updates"] > 0
+    weights = state["algo"]["modules"]
+    assert weights.keys() == ref["weights"].keys()
+    for key, want in ref["weights"].items():
+        if SAME_CPU:
+            assert torch.equal(weights[key], want), key
+        else:
+            torch.testing.assert_close(weights[key], want, rtol=0, atol=1e-5, msg=key)
+    summary = read_summary(tmp_path / "run")
+    assert summary["episodes"] == ref["episodes"]
+    if SAME_CPU:
+        assert summary["final_eval_return"] == ref["final_eval_return"]
+
+
+def test_a_group_writes_one_ordinary_run_dir_per_seed(tmp_path: Path) -> None:
+    seen = []
+    run = rlzoo.train("algo=sac", "seeds=3", "seed=4", "total_steps=300", *SMALL,
+                      run_dir=tmp_path / "g-s4", on_eval=lambda e: seen.append(e.run_dir.name))
+    members = run.seeds
+    assert [m.dir.name for m in members] == ["g-s4", "g-s5", "g-s6"]
+    assert sorted(set(seen)) == ["g-s4", "g-s5", "g-s6"] and len(seen) == 6  # 2 evals each
+    finals = []
+    for i, member in enumerate(members):
+        summary = member.summary
+        assert summary["seed"] == 4 + i and summary["total_steps"] == 300
+        assert summary["group_seeds"] == [4, 5, 6]
+        config = (member.dir / ".hydra" / "config.yaml").read_text()
+        assert f"seed: {4 + i}\n" in config and "seeds: 3\n" in config
+        assert list(member.dir.glob("events.out.tfevents.*")), "no TensorBoard events"
+        assert (member.dir / POLICY_FILE).is_file()
+        assert json.loads((member.dir / "group.json").read_text())["home"] == "g-s4"
+        finals.append(summary["final_eval_return"])
+        # the policy of each seed, as a single run's would load
+        policy = member.load_policy()
+        obs = torch.zeros(1, 3)
+        assert policy(obs).shape == (1, 1)
+    assert len(set(finals)) == 3, "three seeds, three different results"
+    assert not (members[1].dir / "checkpoints").exists()  # the group's checkpoint: the home's
+    ckpt = load_checkpoint(list_checkpoints(members[0].dir / "checkpoints")[-1])
+    assert [m["seed"] for m in ckpt["members"]] == [4, 5, 6]
+    assert ckpt["algo"]["modules"]["actor.net.layers.0.weight"].shape[0] == 3
+
+    # rlzoo.evaluate on a non-first seed reproduces that seed's last evaluation (to float
+    # rounding: the loop evaluated with the group's batched kernels, evaluate with one seed's)
+    proc = run_cli([str(members[2].dir), "--episodes", "2"], module="rlzoo.evaluate")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads(next(members[2].dir.glob("eval_*.json")).read_text())
+    assert record["mean"] == pytest.approx(finals[2], rel=1e-6)
+    assert record["step"] == 300
+
+    # rlzoo.compare groups the three seeds as one variant
+    proc = run_cli([str(tmp_path), "--out", str(tmp_path / "report")], module="rlzoo.compare")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = (tmp_path / "report" / "comparison.md").read_text()
+    assert "| sac | 3 (4, 5, 6) |" in report, report[-2000:]
+
+
+def test_seeds_policies_equal_the_groups_slices(tmp_path: Path) -> None:
+    run = rlzoo.train("algo=td3", "seeds=2", "total_steps=200", *SMALL, run_dir=tmp_path / "r-s0")
+    ckpt = load_checkpoint(list_checkpoints(run.dir / "checkpoints")[-1])
+    for k, member in enumerate(run.seeds):
+        weights = torch.load(member.dir / POLICY_FILE, weights_only=True)["weights"]
+        for key, value in weights.items():
+            assert torch.equal(value, ckpt["algo"]["modules"][key][k]), key
+
+
+def test_a_multirun_trains_a_group_per_job(tmp_path: Path) -> None:
+    proc = run_cli(["-m", "algo=sac,td3", "seeds=2", "total_steps=150", *SMALL,
+                    f"hydra.sweep.dir={tmp_path}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = sorted(tmp_path.rglob("summary.json"))
+    assert len(summaries) == 4
+    got = sorted((json.loads(p.read_text())["algo"], json.loads(p.read_text())["seed"])
+                 for p in summaries)
+    assert got == [("sac", 0), ("sac", 1), ("td3", 0), ("td3", 1)]
+
+
+@pytest.mark.parametrize(("value", "fragment"), [("0", "seeds must be"), ("two", "seeds")])
+def test_a_bad_seeds_value_is_one_line(tmp_path: Path, value: str, fragment: str) -> None:
+    proc = run_cli(["algo=sac", f"seeds={value}", *SMALL], tmp_path / "bad")
+    assert_user_error(proc, fragment)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_resume_without_group_json_is_one_line(tmp_path: Path) -> None:
+    run = rlzoo.train("algo=sac", "seeds=2", "total_steps=150", *SMALL, run_dir=tmp_path / "x-s0")
+    (run.dir / "group.json").unlink()
+    before = sorted(p.name for p in run.dir.iterdir())
+    proc = run_cli([f"resume={run.dir}", "total_steps=300"])
+    assert_user_error(proc, "group.json")
+    assert sorted(p.name for p in run.dir.iterdir()) == before
