@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
@@ -110,6 +111,7 @@ def execute(
     """
     lock = RunLock.acquire(run_dir)
     dirs: list[Path] = []
+    threads = torch.get_num_threads()  # torch_threads applies to this run only
     try:
         try:
             check_env_config(cfg)
@@ -135,6 +137,7 @@ def execute(
             trainer.close_envs()
             raise
     finally:
+        torch.set_num_threads(threads)
         release_members(dirs[1:])
         lock.release()
 

@@ -23,7 +23,7 @@ evaluator and the storage see only this contract.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,3 +224,40 @@ def run_episodes(
             if not active[idx].any():
                 break
     return Episodes(returns, lengths, agent_returns)
+
+
+def run_group_episodes(
+    envs: Sequence[VecEnv],
+    obs: Sequence[np.ndarray],
+    policy: Callable[[np.ndarray], np.ndarray],
+    horizon: int = 1,
+) -> list[Episodes]:
+    """:func:`run_episodes` for K env groups at once (a seed group's evaluation): one episode in
+    each env of each ``envs[k]`` (all with the same number of envs, already reset; first
+    observations ``obs[k]``). ``policy`` maps ``[K, E, *obs_shape]`` (every env, finished ones
+    included, so the shape never changes) to chunks ``[K, E, horizon * A]``; group k's envs
+    act on slice k. Returns one :class:`Episodes` per group."""
+    K, E = len(envs), envs[0].num_envs
+    act_shape = envs[0].act_shape
+    returns, lengths = np.zeros((K, E)), np.zeros((K, E), dtype=np.int64)
+    agent_returns = np.zeros((K, E, envs[0].n_agents)) if envs[0].multi_agent else None
+    active = np.ones((K, E), dtype=bool)
+    current = np.stack([np.asarray(o) for o in obs])
+    action = np.zeros((E, *act_shape), dtype=np.float32)
+    while active.any():
+        chunk = np.asarray(policy(current)).reshape(K, E, horizon, *act_shape)
+        for h in range(horizon):
+            for k, env in enumerate(envs):
+                if not active[k].any():
+                    continue
+                action[:] = chunk[k, :, h]
+                result = env.step(action, active=active[k])
+                live = active[k].copy()
+                current[k][live] = result.obs[live]
+                returns[k][live] += result.reward[live]
+                if agent_returns is not None:
+                    agent_returns[k][live] += result.agent_reward[live]  # type: ignore[index]
+                lengths[k][live] += 1
+                active[k] &= ~(result.terminated | result.truncated)
+    return [Episodes(returns[k], lengths[k], None if agent_returns is None else agent_returns[k])
+            for k in range(K)]

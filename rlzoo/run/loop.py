@@ -36,7 +36,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.seeds import seed_weights, stack_seeds
-from rlzoo.envs.base import run_episodes
+from rlzoo.envs.base import run_episodes, run_group_episodes
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel, update_fn
 from rlzoo.run.build import (
@@ -513,9 +513,34 @@ class Trainer:
             m.last_eval_agents = result.agent_returns.mean(axis=0)
         return result.returns
 
-    def evaluate_and_log(self) -> None:
+    def evaluate_group(self, deterministic: bool = True) -> list[np.ndarray]:
+        """Every member's evaluation at once (a seed group): each on its own eval envs with its
+        own seeds, all acting through one ``per_seed`` call per step. Returns each member's
+        (team) returns ``[eval.episodes]``, as :meth:`evaluate` would one by one."""
+        episodes = self.settings.eval_episodes
+        obs = []
         for m in self.members:
-            returns = self.evaluate(member=m)
+            seed0 = m.seed + EVAL_SEED_OFFSET
+            if m.eval_env is None or m.eval_env.num_envs != episodes:
+                if m.eval_env is not None:
+                    m.eval_env.close()
+                m.eval_env = make_env(m.cfg, episodes, seed0)
+            obs.append(m.eval_env.reset(seed=seed0)[0])
+
+        def policy(batch: np.ndarray) -> np.ndarray:
+            action = self.algo.per_seed(self.algo.act, self.to_device(batch), deterministic)
+            return action.cpu().numpy()
+
+        results = run_group_episodes([m.eval_env for m in self.members],  # type: ignore[misc]
+                                     obs, policy, self.horizon)
+        for m, result in zip(self.members, results):
+            if result.agent_returns is not None:
+                m.last_eval_agents = result.agent_returns.mean(axis=0)
+        return [result.returns for result in results]
+
+    def evaluate_and_log(self) -> None:
+        every = self.evaluate_group() if self.group else [self.evaluate()]
+        for m, returns in zip(self.members, every):
             if not np.isfinite(returns).all():
                 raise NonFiniteError(
                     f"evaluation at step {self.step} returned a non-finite return (NaN or inf) on "
