@@ -96,6 +96,7 @@ class PPO(Algorithm):
         policy_init_scale: scales the actor's output layer at init (0.01: mean ~ 0, std ~ 1).
     """
 
+    seed_groups = True
     supported_critics = (EnsembleCritic,)
     on_policy: ClassVar[bool] = True
 

@@ -61,6 +61,10 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool) -> list[Path]:
         if group is None or len(group.dirs) != seeds:
             raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
                             "restore group.json from one of the group's other run dirs")
+        missing = [str(d) for d in group.dirs if not (d / ".hydra" / "config.yaml").is_file()]
+        if missing:
+            raise UserError(f"the seed group's run dirs {', '.join(missing)} are missing; keep a "
+                            "group's run dirs together, under their names, to resume it")
         for d in group.dirs:
             RunLock.acquire(d)
         return list(group.dirs)

@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "api.md"
 # train, callbacks, resume + evaluate, load_policy + gymnasium, multi-agent, chunks, export
-MIN_BLOCKS = 7
+MIN_BLOCKS = 8
 TIMEOUT_S = 180
 
 

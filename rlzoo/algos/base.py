@@ -102,6 +102,8 @@ class Algorithm(nn.Module):
         on_policy: trains from fresh rollouts (``explore`` to act, ``update(Rollout)`` on each
             rollout of ``algo.rollout_steps`` vector steps per env) rather than from replay.
         multi_agent: expects multi-agent envs (``[B, N, ...]`` observations).
+        seed_groups: ``update`` and ``act`` read the weights only through ``per_seed``, so K
+            seeds can train as one group (``seeds=K``; ``rlzoo.algos.seeds``).
         graph_safe: ``update`` branches only as ``update_phase()`` says, draws its randomness
             on the device and changes no host-side state but ``self.updates``, so
             ``cudagraphs=true`` can capture it (see ``rlzoo/run/accel.py``).
@@ -111,6 +113,7 @@ class Algorithm(nn.Module):
     on_policy: ClassVar[bool] = False
     multi_agent: ClassVar[bool] = False
     graph_safe: ClassVar[bool] = False
+    seed_groups: ClassVar[bool] = False
 
     def __init__(self, spec: EnvSpec, gamma: float = 0.99, n_step: int = 1) -> None:
         super().__init__()

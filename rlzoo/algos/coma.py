@@ -62,6 +62,7 @@ class COMA(MultiAgentAlgorithm):
         share_actor: one actor for all agents with the agent id appended (False).
     """
 
+    seed_groups = True
     supported_critics = (EnsembleCritic,)
     on_policy: ClassVar[bool] = True
 

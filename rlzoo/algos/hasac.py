@@ -68,6 +68,7 @@ class HASAC(MultiAgentAlgorithm):
     draws its own permutation each update (``update_order`` is then one list per seed).
     """
 
+    seed_groups = True
     supported_critics = (EnsembleCritic,)
 
     def __init__(

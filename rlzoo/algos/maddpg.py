@@ -51,6 +51,7 @@ class MADDPG(MultiAgentAlgorithm):
         n_step: n-step returns (1).
     """
 
+    seed_groups = True
     supported_critics = (AgentCritics,)
 
     def __init__(

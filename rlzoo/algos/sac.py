@@ -57,6 +57,7 @@ class SAC(Algorithm):
 
     supported_critics = (TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic)
     graph_safe = True
+    seed_groups = True
 
     def __init__(
         self,

@@ -45,6 +45,7 @@ class TD3(Algorithm):
 
     supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic)
     graph_safe = True
+    seed_groups = True
 
     def __init__(
         self,

@@ -156,6 +156,12 @@ class Trainer:
                 self.spec = env_spec(env)
                 check_spec(self.spec, str(cfg.env.name))
                 algos.append(build_algorithm(member_cfg, self.spec, s.device))
+            if len(algos) > 1 and not type(algos[0]).seed_groups:
+                raise UserError(
+                    f"algo={cfg.algo.name} ({type(algos[0]).__name__}) cannot train seeds as a "
+                    "batch (its class does not set seed_groups = True: its update must read the "
+                    "weights through per_seed, docs/seeds.md); use seeds=1 with seed=0,1,2,... "
+                    "in a multirun instead")
             self.algo = stack_seeds(algos)
             self.horizon = self.algo.action_horizon
             if s.on_policy and self.horizon != 1:
@@ -369,7 +375,11 @@ class Trainer:
     def collect(self) -> None:
         """Act, step the envs, store the step, log finished episodes, for every member that has
         not reached ``total_steps`` (reset calls of next-step autoreset are not transitions)."""
-        active = [m for m in self.members if m.step < self.settings.total_steps]
+        s = self.settings
+        # on-policy rollouts must fill together: every member keeps stepping until the last one
+        # is done (a faster seed may pass total_steps by a few steps)
+        active = self.members if s.on_policy else [m for m in self.members
+                                                    if m.step < s.total_steps]
         for m, (action, pre_tanh) in zip(active, self.choose_actions(active)):
             self.collect_member(m, action, pre_tanh)
 
