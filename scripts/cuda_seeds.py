@@ -52,19 +52,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_seeds import cpu_model  # scripts/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parents[1]
 PROG = "cuda_seeds"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def overrides(args: argparse.Namespace) -> list[str]:

@@ -21,13 +21,10 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
-
-if TYPE_CHECKING:
-    from rlzoo.algos.base import Algorithm
 
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
@@ -41,8 +38,9 @@ def _set_buffer(module: nn.Module, name: str, value: torch.Tensor) -> None:
     target._buffers[leaf] = value
 
 
-def stack_seeds(members: Sequence[Algorithm]) -> Algorithm:
-    """Turn K algorithms (same class and config, built under K seeds) into one group of K seeds.
+def stack_seeds(members: Sequence[Any]) -> Any:
+    """Turn K algorithms (``rlzoo.algos.base.Algorithm``s of the same class and config, built
+    under K seeds) into one group of K seeds.
 
     Returns ``members[0]``, changed in place: each parameter keeps its identity (so the
     optimizers built in ``__init__`` still hold it) and now holds ``[K, *shape]``, slice k being
@@ -74,12 +72,6 @@ def group_state(group: nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
-def forget_state(group: nn.Module) -> None:
-    """Drop the cached state of ``group`` (after ``.to(device)`` or a load that replaced
-    tensors)."""
-    _STATE.pop(group, None)
-
-
 def _is_record(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
@@ -97,14 +89,10 @@ def _flatten(value: Any) -> tuple[Any, Any]:
 
 
 def _unflatten(template: Any, value: Any) -> Any:
-    if _is_record(template):
-        others = {f.name: getattr(template, f.name) for f in dataclasses.fields(template)
-                  if f.name not in value and f.init}
-        return type(template)(**value, **others)
-    return value
+    return dataclasses.replace(template, **value) if _is_record(template) else value
 
 
-def run_per_seed(group: Algorithm, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     """``fn(*args)`` for every seed of ``group`` in one vmapped call; see the module docstring.
 
     Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;

@@ -2,9 +2,9 @@
 
 ``seeds=K`` trains seeds ``seed .. seed + K - 1`` in one process (``rlzoo.algos.seeds``). Each seed
 gets its own run dir, named like a single run of that seed (``<stamp>-s<seed>``), holding its
-own ``.hydra/config.yaml`` (with its own ``seed``), TensorBoard events, ``train.log``,
-``summary.json`` and ``policy.pt``, so every reader of run dirs treats it as a run. The group's
-checkpoints (every seed's weights, optimizers, replay and envs: one file) live in the first
+own ``.hydra/config.yaml`` (with its own ``seed``), TensorBoard events, ``summary.json`` and
+``policy.pt``, so every reader of run dirs treats it as a run. The group's checkpoints (every
+seed's weights, optimizers, replay and envs: one file) and its ``train.log`` live in the first
 seed's dir, the group's *home*; every member's ``group.json`` names the home and the members
 (paths relative to the parent folder), so ``resume=`` on any member continues the whole group.
 """
@@ -12,7 +12,6 @@ seed's dir, the group's *home*; every member's ``group.json`` names the home and
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +81,3 @@ def read_group(run_dir: Path) -> Group | None:
         raise UserError(f"cannot read {path} ({err}); it ties this run to its seed group: "
                         "restore it from the group's other run dirs") from None
     return Group(home, dirs, seeds)
-
-
-def is_member_name(name: str) -> bool:
-    """Whether ``name`` ends like a run dir of one seed (``-s<seed>``)."""
-    return re.search(r"-s\d+$", name) is not None

@@ -493,32 +493,31 @@ class Trainer:
             )
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, episodes: int | None = None, deterministic: bool = True,
-                 member: Member | None = None) -> np.ndarray:
-        """Run ``eval.episodes`` episodes of ``member`` (default: the first) on a separate eval
-        env; returns their (team) returns ``[episodes]`` and keeps each agent's mean return in
-        ``member.last_eval_agents [N]`` (multi-agent). Episode ``i`` of every evaluation starts
-        from seed ``seed + 10_000 + i``: evaluations differ only by the policy, keep no state
-        between them (so resuming cannot shift them), and ``rlzoo.evaluate`` reproduces the last
-        one exactly."""
-        m = member or self.members[0]
-        episodes = episodes or self.settings.eval_episodes
+    def reset_eval_env(self, m: Member, episodes: int) -> np.ndarray:
+        """``m``'s eval envs (``episodes`` of them, made once) reset to seeds
+        ``m.seed + 10_000 + i``; returns their first observations ``[episodes, ...]``."""
         seed0 = m.seed + EVAL_SEED_OFFSET
         if m.eval_env is None or m.eval_env.num_envs != episodes:
             if m.eval_env is not None:
                 m.eval_env.close()
             m.eval_env = make_env(m.cfg, episodes, seed0)
-        obs, _ = m.eval_env.reset(seed=seed0)  # the same seeds at every evaluation
-        k = self.members.index(m)
+        return m.eval_env.reset(seed=seed0)[0]  # the same seeds at every evaluation
+
+    def evaluate(self, episodes: int | None = None, deterministic: bool = True) -> np.ndarray:
+        """Run ``eval.episodes`` episodes on a separate eval env (a single run; a group uses
+        :meth:`evaluate_group`); returns their (team) returns ``[episodes]`` and keeps each
+        agent's mean return in ``last_eval_agents [N]`` (multi-agent). Episode ``i`` of every
+        evaluation starts from seed ``seed + 10_000 + i``: evaluations differ only by the policy,
+        keep no state between them (so resuming cannot shift them), and ``rlzoo.evaluate``
+        reproduces the last one exactly."""
+        m = self.members[0]
+        obs = self.reset_eval_env(m, episodes or self.settings.eval_episodes)
 
         def policy(batch: np.ndarray) -> np.ndarray:
-            obs = self.to_device(batch)
-            if not self.group:
-                return self.algo.act(obs, deterministic=deterministic).cpu().numpy()
-            every = obs.unsqueeze(0).expand(len(self.members), *obs.shape)  # seed k's row used
-            return self.algo.per_seed(self.algo.act, every, deterministic)[k].cpu().numpy()
+            action = self.algo.act(self.to_device(batch), deterministic=deterministic)
+            return action.cpu().numpy()
 
-        result = run_episodes(m.eval_env, obs, policy, self.horizon)
+        result = run_episodes(m.eval_env, obs, policy, self.horizon)  # type: ignore[arg-type]
         if result.agent_returns is not None:
             m.last_eval_agents = result.agent_returns.mean(axis=0)
         return result.returns
@@ -527,15 +526,7 @@ class Trainer:
         """Every member's evaluation at once (a seed group): each on its own eval envs with its
         own seeds, all acting through one ``per_seed`` call per step. Returns each member's
         (team) returns ``[eval.episodes]``, as :meth:`evaluate` would one by one."""
-        episodes = self.settings.eval_episodes
-        obs = []
-        for m in self.members:
-            seed0 = m.seed + EVAL_SEED_OFFSET
-            if m.eval_env is None or m.eval_env.num_envs != episodes:
-                if m.eval_env is not None:
-                    m.eval_env.close()
-                m.eval_env = make_env(m.cfg, episodes, seed0)
-            obs.append(m.eval_env.reset(seed=seed0)[0])
+        obs = [self.reset_eval_env(m, self.settings.eval_episodes) for m in self.members]
 
         def policy(batch: np.ndarray) -> np.ndarray:
             action = self.algo.per_seed(self.algo.act, self.to_device(batch), deterministic)
@@ -583,14 +574,13 @@ class Trainer:
                 f"was written and {where} (lower the learning rates or check the env)"
             )
         save_checkpoint(path, state)
-        spec = dataclasses.asdict(self.spec)
+        record = policy_record(self.algo, state["config"], dataclasses.asdict(self.spec),
+                               self.step)  # the group's weights, copied to the host once
         for k, m in enumerate(self.members):
-            config = state["config"] if not self.group else OmegaConf.to_container(
-                m.cfg, resolve=True)
-            record = policy_record(self.algo, config, spec, m.step)
-            if self.group:
-                record["weights"] = seed_weights(record["weights"], k)
-            save_checkpoint(m.run_dir / POLICY_FILE, record)
+            mine = record if not self.group else {  # seed k's slice, config and step
+                **record, "step": m.step, "weights": seed_weights(record["weights"], k),
+                "config": OmegaConf.to_container(m.cfg, resolve=True)}
+            save_checkpoint(m.run_dir / POLICY_FILE, mine)
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
         if self.on_checkpoint is not None and self.on_checkpoint(
                 Checkpoint(self.step, path, self.run_dir)):
@@ -774,11 +764,6 @@ def stack_records(records: list[Any]) -> Any:
     """Dataclasses of tensors (``Batch``, ``Rollout``), one per seed -> one with every tensor
     field stacked along a new leading seed axis."""
     first = records[0]
-    values = {}
-    for f in dataclasses.fields(first):
-        value = getattr(first, f.name)
-        if torch.is_tensor(value):
-            value = torch.stack([getattr(r, f.name) for r in records])
-        values[f.name] = value
-    return type(first)(**{k: v for k, v in values.items()
-                          if next(f for f in dataclasses.fields(first) if f.name == k).init})
+    return dataclasses.replace(first, **{
+        f.name: torch.stack([getattr(r, f.name) for r in records])
+        for f in dataclasses.fields(first) if torch.is_tensor(getattr(first, f.name))})
