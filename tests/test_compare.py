@@ -291,7 +291,7 @@ VARIANTS: dict[str, tuple[list[str], list[float]]] = {
     "td3": (["algo=td3", "env=Pendulum"], [-300.0, -320.0]),
 }
 BOOKKEEPING = {
-    1: ["torch_threads=1", "log.every=500", "log.progress=false", "device=cpu"],
+    1: ["torch_threads=2", "log.every=500", "log.progress=false", "device=cpu"],
     2: ["checkpoint.every=1000", "checkpoint.keep=1", "compile=false"],
 }
 
@@ -366,7 +366,7 @@ def test_ignored_keys_do_not_split_but_measurement_keys_do(
     runs = tmp_path / "runs"
     # same experiment, different bookkeeping and output dirs: one group
     write_composed_run(runs / "a", PLAIN, 0, -100.0)
-    write_composed_run(runs / "b", [*PLAIN, "torch_threads=1", "log.every=10"], 1, -110.0,
+    write_composed_run(runs / "b", [*PLAIN, "torch_threads=2", "log.every=10"], 1, -110.0,
                        hydra_dir="/somewhere/else")
     write_composed_run(runs / "c", [*PLAIN, "checkpoint.keep=1", "device=cpu"], 2, -120.0)
     data, _ = _compare(capsys, tmp_path, tmp_path / "one")
