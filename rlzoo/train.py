@@ -72,10 +72,8 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool) -> list[Path]:
     dirs = [run_dir]
     try:
         for k in range(1, seeds):
-            wanted = member_dir(run_dir, seed0, seed0 + k)
-            if wanted.exists():
-                RunLock.check_free(wanted)
-            dirs.append(claim_new_dir(wanted))
+            # a name another launch took (a live run included) is numbered: group.json says
+            dirs.append(claim_new_dir(member_dir(run_dir, seed0, seed0 + k)))
             RunLock.acquire(dirs[-1])
         saved = run_dir / ".hydra"
         for k, d in enumerate(dirs[1:], start=1):
@@ -105,10 +103,10 @@ def execute(
     cfg: DictConfig, run_dir: Path, resume: bool = False,
     resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
     on_checkpoint: CheckpointCallback | None = None,
-) -> dict[str, Any]:
-    """Train (or continue) one run into ``run_dir`` and return its summary (the first seed's,
-    for ``seeds=K``); raises ``UserError``, ``NonFiniteError``, ``AlreadyFinished`` or
-    ``Interrupted``.
+) -> list[dict[str, Any]]:
+    """Train (or continue) one run into ``run_dir`` and return its summaries (one per seed,
+    first seed first: ``seeds=K`` gives K); raises ``UserError``, ``NonFiniteError``,
+    ``AlreadyFinished`` or ``Interrupted``.
 
     ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` (every
     seed's) once the checkpoint is known to continue under them, never before.
@@ -147,11 +145,11 @@ def execute(
 
 
 def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
-        resume_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        resume_overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """:func:`execute` for the command line: the outcome on stdout/stderr and the exit status
-    (see the module docstring)."""
+    (see the module docstring); one line per seed."""
     try:
-        summary = execute(cfg, run_dir, resume, resume_overrides)
+        summaries = execute(cfg, run_dir, resume, resume_overrides)
     except AlreadyFinished as done:
         print(f"rlzoo: {done}", file=sys.stderr, flush=True)
         sys.exit(0)
@@ -166,22 +164,25 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
             file=sys.stderr, flush=True,
         )
         sys.exit(0)
-    print(
-        f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
-        f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
-        f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
-        f"; run dir {run_dir}"
-    )
-    return summary
+    group = read_group(run_dir) if len(summaries) > 1 else None
+    for summary, d in zip(summaries, group.dirs if group else [run_dir]):
+        print(
+            f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
+            f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
+            f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
+            f"; run dir {d}"
+        )
+    return summaries
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def hydra_main(cfg: DictConfig) -> float:
-    """Train one run into Hydra's run dir; returns the final eval return (for sweepers)."""
+    """Train one run into Hydra's run dir; returns the final eval return (for sweepers), the
+    mean over seeds for ``seeds=K``."""
     if cfg.get("resume"):
         exit_with("resume=RUN_DIR cannot be part of a multirun (-m); resume one run at a time")
-    summary = run(cfg, Path(HydraConfig.get().runtime.output_dir))
-    return float(summary["final_eval_return"])
+    summaries = run(cfg, Path(HydraConfig.get().runtime.output_dir))
+    return sum(float(s["final_eval_return"]) for s in summaries) / len(summaries)
 
 
 def resume(args: list[str]) -> None:

@@ -109,6 +109,13 @@ def test_a_multirun_trains_a_group_per_job(tmp_path: Path) -> None:
     got = sorted((json.loads(p.read_text())["algo"], json.loads(p.read_text())["seed"])
                  for p in summaries)
     assert got == [("sac", 0), ("sac", 1), ("td3", 0), ("td3", 1)]
+    # one result line per seed, each naming its own run dir and that dir's return
+    lines = [line for line in proc.stdout.splitlines() if "final eval return" in line]
+    assert len(lines) == 4
+    for path in summaries:
+        ret = json.loads(path.read_text())["final_eval_return"]
+        line = next(line for line in lines if line.endswith(f"run dir {path.parent}"))
+        assert f"final eval return {ret:.2f}" in line
 
 
 @pytest.mark.parametrize(("value", "fragment"), [("0", "seeds must be"), ("two", "seeds")])
@@ -125,3 +132,97 @@ def test_resume_without_group_json_is_one_line(tmp_path: Path) -> None:
     proc = run_cli([f"resume={run.dir}", "total_steps=300"])
     assert_user_error(proc, "group.json")
     assert sorted(p.name for p in run.dir.iterdir()) == before
+
+
+@pytest.mark.parametrize("where", ["actor", "check"])
+def test_a_nan_in_one_seed_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Seed 8's actor turns NaN (after the first checkpoint, or just before the check at the log
+    of step 200): the run stops with one message naming seed 8 only, and what went NaN first,
+    the last good checkpoint kept."""
+    from rlzoo.run.loop import Trainer
+    from rlzoo.run.signals import NonFiniteError
+
+    def poison(trainer: Trainer) -> None:
+        with torch.no_grad():
+            next(trainer.algo.actor.parameters())[1].fill_(float("nan"))  # seed 8's slice
+
+    save, check = Trainer.save, Trainer.check_finite
+
+    def save_then_poison(self: Trainer) -> Path:
+        path = save(self)
+        poison(self)
+        return path
+
+    def poison_then_check(self: Trainer, metrics: dict[str, torch.Tensor]) -> None:
+        if self.step >= 200:
+            poison(self)
+        check(self, metrics)
+
+    if where == "actor":
+        monkeypatch.setattr(Trainer, "save", save_then_poison)
+        want = "the policy produced a non-finite action (NaN or inf) in training env 0 of seed 8"
+    else:
+        monkeypatch.setattr(Trainer, "check_finite", poison_then_check)
+        want = "parameter actor.net.layers.0.weight became NaN or inf in seed 8 by step 200"
+    with pytest.raises(NonFiniteError) as err:
+        rlzoo.train("algo=sac", "seeds=3", "seed=7", "total_steps=450", *SMALL,
+                    run_dir=tmp_path / "n-s7")
+    message = str(err.value)
+    assert want in message and "seed 7" not in message, message
+    assert "step_0000000150.pt" in message  # saved before the NaN
+
+
+def episode_events(run_dir: Path) -> list[tuple[int, float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [(e.step, e.value) for e in acc.Scalars("train/episode_return")]
+
+
+def test_a_resumed_group_keeps_every_seeds_episode_events(tmp_path: Path) -> None:
+    """InvertedPendulum's episodes end at different steps per seed, so the seeds drift apart (the
+    group's clock is the slowest seed's). A group stopped at a mid-run checkpoint and resumed
+    keeps each seed's TensorBoard episode returns exactly as an uninterrupted group logs them:
+    the seed that was ahead at the checkpoint loses none of its events to the resume's purge."""
+    args = [*SMALL, "algo=sac", "env=InvertedPendulum", "seeds=2", "seed=3", "total_steps=400",
+            "checkpoint.every=173", "algo.learning_starts=300"]  # random (CPU-independent) to 300
+    rlzoo.train(*args, run_dir=tmp_path / "straight-s3")
+    run = rlzoo.train(*args, run_dir=tmp_path / "split-s3", on_checkpoint=lambda c: True)
+    steps = [json.loads((tmp_path / f"split-s{s}" / "summary.json").read_text())["total_steps"]
+             for s in (3, 4)]
+    assert steps == [173, 175], steps  # stopped at the group's step 173 with seed 4 ahead...
+    assert episode_events(tmp_path / "split-s4")[-1][0] == 175  # ...and an episode logged there
+    proc = run_cli([f"resume={run.dir}", "total_steps=400"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for seed in (3, 4):
+        want = episode_events(tmp_path / f"straight-s{seed}")
+        assert len(want) > 10
+        assert episode_events(tmp_path / f"split-s{seed}") == want, seed
+
+
+def test_a_member_name_a_live_run_holds_is_numbered(tmp_path: Path) -> None:
+    """Seed 1's default name is held by another live process: the group numbers its dir
+    instead of failing, records it in group.json, and leaves the other run's dir untouched."""
+    import subprocess
+    import sys
+
+    taken = tmp_path / "g-s1"
+    taken.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time; "
+         f"fd = os.open({str(taken / '.rlzoo.lock')!r}, os.O_CREAT | os.O_RDWR); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        run = rlzoo.train("algo=sac", "seeds=2", "total_steps=150", *SMALL,
+                          run_dir=tmp_path / "g-s0")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [m.dir.name for m in run.seeds] == ["g-s0", "g-2-s1"]
+    assert read_summary(tmp_path / "g-2-s1")["seed"] == 1
+    assert sorted(p.name for p in taken.iterdir()) == [".rlzoo.lock"]

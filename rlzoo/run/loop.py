@@ -70,6 +70,7 @@ from rlzoo.run.state import (
     seed_everything,
     summary_step,
 )
+from rlzoo.threads import run_threads
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,9 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
-        if s.device.type == "cpu" and cfg.get("torch_threads", 0):
-            torch.set_num_threads(int(cfg.torch_threads))
+        threads = run_threads(cfg.get("torch_threads", "auto"), s.seeds)
+        if s.device.type == "cpu" and threads:
+            torch.set_num_threads(threads)
         dirs = dirs or [run_dir]
         if len(dirs) != s.seeds:
             raise ValueError(f"{s.seeds} seeds need {s.seeds} run dirs, got {len(dirs)}")
@@ -218,20 +220,21 @@ class Trainer:
         ]
 
     # ------------------------------------------------------------------ the loop
-    def train(self, resume: bool = False) -> dict[str, Any]:
+    def train(self, resume: bool = False) -> list[dict[str, Any]]:
         """Run to ``total_steps`` (or until a callback stops it); with ``resume`` first restore
         the newest valid checkpoint of ``run_dir`` (unless :meth:`restore` already did) and
-        continue from it exactly. Returns the (first seed's) summary."""
+        continue from it exactly. Returns every seed's summary, first seed first."""
         s = self.settings
-        purge_step = None
         if resume:
             path = self.restored or self.restore()
-            purge_step = self.step + 1  # drop events a crashed run logged after its checkpoint
         else:
             for member in self.members:
                 member.reset_envs(self.horizon)
                 self.check_env_output(member, obs=member.obs, state=member.env_state)
         for k, member in enumerate(self.members):
+            # resumed: drop the events a crashed run logged after its checkpoint, from this
+            # member's own step (a seed ahead of the group's clock keeps its episodes)
+            purge_step = member.step + 1 if resume else None
             member.logger = Logger(member.run_dir, s.total_steps, s.progress, member.step,
                                    purge_step, progress_every_s=s.progress_every_s, text=k == 0)
         logger = self.logger = self.members[0].logger
@@ -299,7 +302,7 @@ class Trainer:
                                   {"hparam/final_eval_return": summary["final_eval_return"]})
         self.close_loggers()
         self.close_envs()
-        return summaries[0]
+        return summaries
 
     def log_scalars(self, metrics: dict[str, torch.Tensor], perf: dict[str, float]) -> None:
         """The update's metrics (``[K]`` for a group: seed k's go to member k) and ``perf``."""
@@ -385,8 +388,10 @@ class Trainer:
 
     def collect_member(self, m: Member, action: np.ndarray, pre_tanh: Any) -> None:
         result = m.env.step(action)
-        self.check_env_output(m, reward=result.reward, agent_reward=result.agent_reward,
-                              obs=result.obs, state=result.state, action=action)
+        # the action first: a policy gone NaN is the cause of the NaN it then gets back
+        self.check_env_output(m, action=action, reward=result.reward,
+                              agent_reward=result.agent_reward, obs=result.obs,
+                              state=result.state)
         extra = {} if pre_tanh is None else {"pre_tanh": pre_tanh}
         m.storage.add(
             m.obs, action, result.reward, result.obs, result.terminated, result.truncated,
@@ -459,16 +464,24 @@ class Trainer:
         """
         names = [k for k, v in metrics.items() if torch.is_tensor(v)]
         params = dict(self.algo.named_parameters())
+        k = len(self.members)  # a group's metrics are [K] and its parameters [K, ...]
+
+        def finite(v: torch.Tensor) -> torch.Tensor:  # [K] (or [1]): is each seed's slice finite
+            return torch.isfinite(v).reshape(k, -1).all(1) if self.group \
+                else torch.isfinite(v).all().reshape(1)
+
         flags = torch.stack(
-            [torch.isfinite(metrics[k]).all() for k in names]
-            + [torch.isfinite(p).all() for p in params.values()]
+            [finite(metrics[n]) for n in names] + [finite(p) for p in params.values()]
         ).tolist() if names or params else []
-        for name, ok in zip([*names, *(f"parameter {p}" for p in params)], flags):
-            if not ok:
+        for name, row in zip([*names, *(f"parameter {p}" for p in params)], flags):
+            if not all(row):
                 where = self.last_good_checkpoint_note()
+                seeds = ", ".join(str(m.seed) for m, ok in zip(self.members, row) if not ok)
+                of_seed = f" in seed {seeds}" if self.group else ""
                 raise NonFiniteError(
-                    f"{name} became NaN or inf by step {self.step}; training stopped and {where} "
-                    "(lower the learning rates or check the env's rewards and observations)"
+                    f"{name} became NaN or inf{of_seed} by step {self.step}; training stopped and "
+                    f"{where} (lower the learning rates or check the env's rewards and "
+                    "observations)"
                 )
 
     def check_env_output(self, member: Member, **arrays: Any) -> None:

@@ -166,7 +166,12 @@ def read_settings(cfg: DictConfig) -> Settings:
         seeds=int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1,
         **accel,
     )
-    int_key(cfg, "torch_threads", 0, MAX_THREADS)
+    threads = cfg.get("torch_threads", "auto")  # rlzoo.threads.run_threads reads it
+    if isinstance(threads, str) and threads != "auto":
+        raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
+                        "torch_threads=auto or torch_threads=2")
+    if threads != "auto":
+        int_key(cfg, "torch_threads", 0, MAX_THREADS)
     if settings.batch_size > settings.buffer_size:
         raise UserError(
             f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
