@@ -5,7 +5,8 @@ compare them with ``rlzoo.compare`` (IQM over seeds with 95% bootstrap CIs).
         --learning-starts 1000 --out /tmp/seeds-vs-separate
 
 The group is one process (``seeds=K``); the separate runs are K processes of ``seeds=1``, run two
-at a time with one torch thread each. Both use the same seeds ``0 .. K-1`` and the same config;
+at a time with one torch thread each. Both use the same seeds (``--seed`` .. ``--seed`` + K - 1;
+``--seed K`` into the same ``--out`` adds K more of each) and the same config;
 they differ only in ``seeds``, which is how ``rlzoo.compare`` tells them apart. The report is
 ``OUT/report/comparison.md``; wall times are printed.
 """
@@ -34,6 +35,8 @@ def main() -> None:
     parser.add_argument("--algo", default="sac")
     parser.add_argument("--env", default="Pendulum")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="first seed; rerun with --seed K into the same --out for K more")
     parser.add_argument("--steps", type=int, default=6000)
     parser.add_argument("--learning-starts", type=int, default=1000)
     parser.add_argument("--eval-every", type=int, default=1000)
@@ -46,11 +49,13 @@ def main() -> None:
               "checkpoint.every=0", *a.overrides]
     root = a.out / a.env / a.algo
     start = time.perf_counter()
-    if not (root / "group-s0" / "summary.json").exists():
-        train([*common, f"seeds={a.seeds}", "seed=0", f"hydra.run.dir={root / 'group-s0'}"])
+    home = root / f"group-s{a.seed}"
+    if not (home / "summary.json").exists():
+        train([*common, f"seeds={a.seeds}", f"seed={a.seed}", f"hydra.run.dir={home}"])
     group_s = time.perf_counter() - start
     start = time.perf_counter()
-    todo = [s for s in range(a.seeds) if not (root / f"separate-s{s}" / "summary.json").exists()]
+    todo = [s for s in range(a.seed, a.seed + a.seeds)
+            if not (root / f"separate-s{s}" / "summary.json").exists()]
     with ThreadPoolExecutor(a.jobs) as pool:
         list(pool.map(lambda s: train([*common, f"seed={s}",
                                        f"hydra.run.dir={root / f'separate-s{s}'}"], threads=1),
