@@ -12,7 +12,8 @@ Modules, each importing only those listed after it:
 - :mod:`.grouping` -- ``group_runs``: which runs pool into a group (automatic or ``--group-by``)
 - :mod:`.labels` -- group labels: automatic (``sac critic=ensemble``) and ``--label`` rules
 - :mod:`.groups` -- ``Group``: the runs pooled into one row
-- :mod:`.curves` -- ``load_scalars``, ``event_files`` (TensorBoard), ``align_curves``
+- :mod:`.curves` -- ``load_scalars``, ``event_files`` (TensorBoard), ``eval.csv``
+  (``write_scalars_csv``), ``align_curves``
 - :mod:`.runs` -- ``find_runs``, ``Run``, ``read_config`` (summary.json and ``.hydra/``)
 - :mod:`.config` -- config values: ``IGNORED_KEYS``, ``MEASUREMENT_KEYS``, ``format_value``
 - :mod:`.messages` -- ``CompareError`` (a ``rlzoo.errors.UserError``) and one-line notes
@@ -23,7 +24,15 @@ The names below are the public ones; import them from here or from their modules
 
 from rlzoo.analysis.cli import compare, main
 from rlzoo.analysis.config import IGNORED_KEYS, MEASUREMENT_KEYS
-from rlzoo.analysis.curves import CURVE_TAG, Curve, align_curves, event_files, load_scalars
+from rlzoo.analysis.curves import (
+    CURVE_TAG,
+    SCALARS_CSV,
+    Curve,
+    align_curves,
+    event_files,
+    load_scalars,
+    write_scalars_csv,
+)
 from rlzoo.analysis.grouping import group_runs
 from rlzoo.analysis.groups import Group
 from rlzoo.analysis.messages import CompareError
@@ -35,6 +44,7 @@ __all__ = [
     "CURVE_TAG",
     "IGNORED_KEYS",
     "MEASUREMENT_KEYS",
+    "SCALARS_CSV",
     "CompareError",
     "Comparison",
     "Curve",
@@ -49,4 +59,5 @@ __all__ = [
     "load_scalars",
     "main",
     "write_report",
+    "write_scalars_csv",
 ]

@@ -1,7 +1,9 @@
-"""Learning curves: TensorBoard scalars read from run dirs, aligned on a common grid of steps."""
+"""Learning curves: scalars read from run dirs (TensorBoard event files, or ``eval.csv``), aligned
+on a common grid of steps."""
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -15,6 +17,12 @@ from rlzoo.analysis.runs import EVENT_PREFIX, Run
 
 CURVE_TAG = "eval/return"
 """The scalar tag plotted by default (``--tag``)."""
+
+SCALARS_CSV = "eval.csv"
+"""A run dir's scalars as CSV, for run dirs kept without TensorBoard events (the raw results under
+``results/``, runs of other libraries): a header ``step,<tag>,<tag>,...`` (e.g.
+``step,eval/return,eval/return_std``), then one row per step, steps in env steps, an empty cell
+where a tag has no value at that step. Written by :func:`write_scalars_csv`."""
 
 
 @dataclass
@@ -81,6 +89,54 @@ def _read_event_file(
     return first_wall_time, out
 
 
+def _read_scalars_csv(path: Path, tags: set[str] | None) -> dict[str, dict[int, float]]:
+    """``{tag: {step: value}}`` from a :data:`SCALARS_CSV` file; empty cells are skipped.
+
+    Raises ValueError with a short reason when the file is not in that format.
+    """
+    out: dict[str, dict[int, float]] = {}
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header or header[0] != "step":
+            raise ValueError(f"{path.name} does not start with a 'step' column")
+        for line, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ValueError(f"{path.name} line {line} has {len(row)} cells, not {len(header)}")
+            try:
+                step = int(row[0])
+                for tag, cell in zip(header[1:], row[1:]):
+                    if cell != "" and (tags is None or tag in tags):
+                        out.setdefault(tag, {})[step] = float(cell)
+            except ValueError:
+                raise ValueError(f"{path.name} line {line} is not numeric") from None
+    return out
+
+
+def write_scalars_csv(
+    path: str | os.PathLike[str], scalars: dict[str, tuple[np.ndarray, np.ndarray]]
+) -> None:
+    """Write ``scalars`` (as :func:`load_scalars` returns them: ``{tag: (steps, values)}``) to
+    ``path`` in the :data:`SCALARS_CSV` format, tags in sorted order, one row per step of any tag.
+
+    Values are written with ``repr``, so :func:`load_scalars` reads back exactly the same floats.
+    """
+    tags = sorted(scalars)
+    by_step: dict[int, dict[str, float]] = {}
+    for tag in tags:
+        steps, values = scalars[tag]
+        for step, value in zip(np.asarray(steps).tolist(), np.asarray(values).tolist()):
+            by_step.setdefault(int(step), {})[tag] = float(value)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["step", *tags])
+        for step in sorted(by_step):
+            row = by_step[step]
+            writer.writerow([step, *(repr(row[t]) if t in row else "" for t in tags)])
+
+
 def load_scalars(
     run_dir: str | os.PathLike[str], tags: Iterable[str] | None = None
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -90,18 +146,23 @@ def load_scalars(
     The event files directly in ``run_dir`` are merged oldest first (by the wall time of a file's
     first event, then by the creation time in its name), so a later file wins on a step present
     in both (a resumed run). Files are read with tensorboard's event-file loader, keeping only
-    the wanted tags in memory.
+    the wanted tags in memory. A run dir's :data:`SCALARS_CSV` (``eval.csv``), if it has one, is
+    read first, so a run dir kept without event files has its curve, and event files win on a
+    step present in both; an ``eval.csv`` that is not in that format raises ValueError.
 
     Returns:
         ``{tag: (steps [n] int64, values [n] float64)}``, steps sorted ascending.
     """
     wanted = None if tags is None else set(tags)
+    merged: dict[str, dict[int, float]] = {}
+    csv_path = Path(run_dir) / SCALARS_CSV
+    if csv_path.is_file():
+        merged = _read_scalars_csv(csv_path, wanted)
     loaded = []
     for path in event_files(run_dir):
         first_wall_time, points = _read_event_file(path, wanted)
         loaded.append(((first_wall_time, *_name_order(path)), points))
     loaded.sort(key=lambda item: item[0])
-    merged: dict[str, dict[int, float]] = {}
     for _, per_tag in loaded:
         for tag, points in per_tag.items():
             merged.setdefault(tag, {}).update(points)
@@ -158,11 +219,12 @@ def group_curve(
         try:
             scalars = load_scalars(run.path, [tag])
         except Exception as exc:  # a corrupt event file must not sink the whole report
-            note(f"{run.path}: cannot read event files ({type(exc).__name__}: {exc}); no curve")
+            note(f"{run.path}: cannot read its curve ({type(exc).__name__}: {exc}); no curve")
             continue
         points = scalars.get(tag)
         if points is None or len(points[0]) == 0:
-            note(f"{run.path}: no '{tag}' scalars in its event files; left out of the curve")
+            note(f"{run.path}: no '{tag}' scalars in its event files or {SCALARS_CSV}; left out "
+                 "of the curve")
             continue
         curves.append(points)
         paths.append(str(run.path))

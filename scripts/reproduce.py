@@ -1,0 +1,1336 @@
+"""Reproduce rlzoo's results page: run a named suite, resumably, then compare and write the page.
+
+    python scripts/reproduce.py SUITE [--seeds K] [--steps N] [--out DIR] [--only TASK/ROW ...]
+        [--results DIR] [--page FILE] [--no-sb3] [--report-only]
+
+Suites (:data:`SUITES`; every setting of a suite is declared there once):
+
+* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
+  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, 50k env steps,
+  5 seeds, on the CPU.
+* ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
+  HASAC on MaMuJoCo HalfCheetah-2x3, 5 seeds, on the CPU (budgets per task, see the suite).
+* ``gpu``: the rlzoo rows of ``mujoco`` at 1M env steps on Hopper-v5, HalfCheetah-v5 and
+  Humanoid-v5, 5 seeds, on CUDA.
+* ``smoke``: SAC, TD3 and SB3 SAC on Pendulum for a few hundred steps with tiny networks: checks
+  the plumbing (tests/test_reproduce.py), learns nothing, and never goes on the repository's page.
+
+A *cell* is one row of one task: ``--seeds`` K seeds (default: the suite's) of one algorithm and
+config. An rlzoo cell is one seed group (``seeds=K``) trained by the real command line in a
+subprocess, into ``OUT/<suite>/<task>/<row>-s<seed0>`` (the group's home; the other seeds' dirs
+beside it, ``<row>-s<seed>``). A Stable-Baselines3 cell is K worker processes (this script,
+``--sb3-worker``), one per seed, at most one per core at a time, each into
+``OUT/<suite>/<task>/<row>-s<seed>``, written as ``summary.json``, ``eval.csv`` and ``.hydra/``
+so that ``rlzoo.compare`` reads it like an rlzoo run. Rerunning the same command:
+
+* skips a finished cell (every seed's ``summary.json`` at the cell's ``total_steps``);
+* resumes an rlzoo cell from its newest checkpoint (``python -m rlzoo.train resume=HOME
+  total_steps=N``; raising ``--steps`` continues a finished cell the same way), bit-identically
+  on the CPU; checkpoints are written every ``checkpoint_every`` steps (a few minutes);
+* restarts an SB3 seed that did not finish (SB3 seeds resume at the granularity of a seed: a seed
+  is written into ``.<row>-s<seed>.partial`` and renamed into place only when it finished);
+* starts the cells that are missing.
+
+A cell is locked (``OUT/<suite>/<task>/.<row>.lock``) while this script works on it: a second
+``reproduce.py`` running at the same time skips it with one line and does the other cells, so two
+of them share the work (that is how to use both cores with SB3 cells, or to run the rlzoo and the
+SB3 cells side by side). Ctrl-C (SIGINT) or SIGTERM stops the running cell after its checkpoint
+(forwarded once to the child; a second one stops it at once) and this script without a report.
+
+Afterwards, every finished cell of the suite is exported to ``RESULTS/<suite>/<task>/<row>-s<seed>``
+(``summary.json``, ``.hydra/`` and ``eval.csv``, the ``eval/*`` curve; no checkpoints, no
+TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
+``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),
+and the page (``--page``) is rewritten from every suite's results, with the published reference
+returns (:data:`REFERENCES`) beside rlzoo's at the same env steps. A cell that did not finish is
+never exported, so an earlier finished copy of it stays as it was.
+
+Defaults: ``--out runs/reproduce`` (relative to the current directory); ``--results`` and
+``--page`` are the repository's ``results/`` and ``docs/results.md``, except for ``smoke``, whose
+are ``OUT/results`` and ``OUT/results.md``. Exit status: 0 when nothing failed (cells another
+process holds are reported and skipped), 1 when a cell failed, 2 for a usage mistake (one
+``reproduce: error:`` line), 128 + the signal number when stopped by a signal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import fcntl
+import fnmatch
+import hashlib
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's rlzoo, wherever the script is run from
+    sys.path.insert(0, str(REPO))
+
+import rlzoo  # noqa: E402, F401 - cheap; before torch loads anywhere: rlzoo's OpenMP spin-wait
+
+PROG = "reproduce"
+PAGE_SUITES = ("mujoco", "marl", "gpu")  # the suites of the repository's results page, in order
+CELL_LOCK_SUFFIX = ".lock"
+PARTIAL_SUFFIX = ".partial"
+REPORT_DIR = "report"
+STATUS_FILE = "status.json"
+
+
+# --------------------------------------------------------------------------- suites
+
+
+@dataclass(frozen=True)
+class Task:
+    """One environment of a suite.
+
+    Attributes:
+        name: the env config's ``env.name`` (what summary.json and the report call it); also the
+            task's folder under ``OUT/<suite>/`` and ``RESULTS/<suite>/``.
+        env: the env config group option (``env=<env>`` on the command line).
+        rows: the labels of the suite's rows run on this task (default: every row).
+        steps: this task's default budget in env steps per seed (default: the suite's).
+    """
+
+    name: str
+    env: str
+    rows: tuple[str, ...] | None = None
+    steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One algorithm and config of a suite.
+
+    Attributes:
+        label: names the row's run dirs (``<label>-s<seed>``) and its cell (``TASK/label``).
+        overrides: the rlzoo command-line overrides of the row, besides the suite's. For an SB3
+            peer: the rlzoo config whose hyperparameters the peer takes (:func:`peer_settings`).
+        peer: ``"sac"`` or ``"td3"`` for a Stable-Baselines3 row; None for an rlzoo row.
+        note: what the page says about the row (how it differs from a paper's setting).
+    """
+
+    label: str
+    overrides: tuple[str, ...]
+    peer: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named set of cells (tasks x rows) and the settings every run of it shares.
+
+    Attributes:
+        name: the suite's name on the command line.
+        title: one line for the page.
+        tasks: the environments.
+        rows: the algorithms and configs.
+        steps: default budget per seed, env steps (``--steps`` replaces it for every task).
+        seeds: default K, seeds ``0 .. K-1`` (``--seeds``).
+        eval_every: env steps between deterministic evaluations (every row, SB3 included).
+        eval_episodes: episodes per evaluation (seeds ``seed + 10000 + i``, as rlzoo's).
+        checkpoint_every: env steps between checkpoints of an rlzoo cell: a few minutes of
+            training, so a stopped cell loses little.
+        checkpoint_keep: checkpoints kept per cell. One is enough (a checkpoint is written to
+            a temporary file and renamed, so a crash while writing keeps the previous one) and
+            each is large: it holds K seeds' whole replay buffers, at their full capacity.
+        overrides: rlzoo overrides every row of the suite gets (SB3 peers read them too).
+        why: why the budgets are what they are (shown on the page).
+    """
+
+    name: str
+    title: str
+    tasks: tuple[Task, ...]
+    rows: tuple[Row, ...]
+    steps: int
+    seeds: int
+    eval_every: int
+    eval_episodes: int
+    checkpoint_every: int
+    checkpoint_keep: int
+    overrides: tuple[str, ...] = ()
+    why: str = ""
+
+    def cells(self) -> list[tuple[Task, Row]]:
+        """Every (task, row) of the suite, in the order they run (task by task)."""
+        return [(task, row) for task in self.tasks for row in self.rows
+                if task.rows is None or row.label in task.rows]
+
+
+MUJOCO_ROWS = (
+    Row("sac", ("algo=sac",)),
+    Row("td3", ("algo=td3",)),
+    Row("dsac_t", ("algo=dsac_t",)),
+    Row("sac-ensemble", ("algo=sac", "critic=ensemble"),
+        note="SAC (rlzoo's SAC defaults, one update per env step) with a 10-member critic "
+             "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
+             "updates per step)"),
+    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
+        note="SAC with a critic of 4-action chunks executed open-loop"),
+)
+SB3_ROWS = (
+    Row("sb3_sac", ("algo=sac",), peer="sac"),
+    Row("sb3_td3", ("algo=td3",), peer="td3"),
+)
+
+SUITES: dict[str, Suite] = {
+    "mujoco": Suite(
+        name="mujoco",
+        title="single-agent MuJoCo on the CPU",
+        tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah")),
+        rows=MUJOCO_ROWS + SB3_ROWS,
+        steps=50_000,
+        seeds=5,
+        eval_every=5_000,       # hits the published 25k / 50k / 100k points
+        eval_episodes=10,
+        checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
+        checkpoint_keep=1,
+        why="50k env steps, the issue's minimum: measured on 2 shared cores (docs/reproducing.md) "
+            "the 10 rlzoo cells take about 16 h and the SB3 cells 2-4 h, most of it the ensemble "
+            "critic's 10 members; 100k would double that",
+    ),
+    "marl": Suite(
+        name="marl",
+        title="multi-agent MPE and MaMuJoCo on the CPU",
+        tasks=(
+            Task("mpe-simple_spread", "mpe/simple_spread", ("maddpg", "hasac", "coma")),
+            Task("mpe-simple_speaker_listener", "mpe/simple_speaker_listener",
+                 ("maddpg", "hasac", "coma")),
+            Task("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3", ("maddpg", "hasac")),
+        ),
+        rows=(Row("maddpg", ("algo=maddpg",)), Row("hasac", ("algo=hasac",)),
+              Row("coma", ("algo=coma",))),
+        steps=25_000,           # 1,000 MPE episodes; 20,000 steps (5,000 updates) after warm-up
+        seeds=5,
+        eval_every=2_500,
+        eval_episodes=10,
+        checkpoint_every=2_500,  # about 5 minutes of a 5-seed MADDPG group on 2 shared cores
+        checkpoint_keep=1,
+        why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
+            "5-seed group learns at about 7 env steps/s (MADDPG) and 4 (HASAC) on MPE, so 25k "
+            "takes about 50 and 90 minutes per cell (COMA and MaMuJoCo were not measured); HARL's "
+            "curves run to 1e7 steps, so these are early-training numbers",
+    ),
+    "gpu": Suite(
+        name="gpu",
+        title="single-agent MuJoCo at 1M steps on a CUDA GPU",
+        tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah"),
+               Task("Humanoid", "Humanoid")),
+        rows=MUJOCO_ROWS,
+        steps=1_000_000,
+        seeds=5,
+        eval_every=5_000,
+        eval_episodes=10,
+        checkpoint_every=50_000,
+        checkpoint_keep=1,
+        overrides=("device=cuda",),
+        why="1M env steps, the papers' budget; needs a CUDA GPU",
+    ),
+    "smoke": Suite(
+        name="smoke",
+        title="plumbing check (tiny networks; learns nothing)",
+        tasks=(Task("Pendulum", "Pendulum"),),
+        rows=(Row("sac", ("algo=sac",)), Row("td3", ("algo=td3",)),
+              Row("sb3_sac", ("algo=sac",), peer="sac")),
+        steps=300,
+        seeds=2,
+        eval_every=100,
+        eval_episodes=2,
+        checkpoint_every=100,
+        checkpoint_keep=1,
+        overrides=("device=cpu", "algo.learning_starts=100", "algo.actor.hidden=[16]",
+                   "critic.hidden=[16]"),
+        why="a few hundred steps: a check of the machinery, not a result",
+    ),
+}
+
+
+# --------------------------------------------------------------------------- published references
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where published numbers come from: ``text`` (markdown, with a link a reader can open)."""
+
+    key: str
+    text: str
+
+
+SOURCES = {s.key: s for s in (
+    Source("td3-paper",
+           "Fujimoto et al. 2018, *Addressing Function Approximation Error in Actor-Critic "
+           "Methods* (TD3); mean ± std over its 10 seeds computed from the per-seed evaluation "
+           "curves in [github.com/sfujim/TD3](https://github.com/sfujim/TD3), "
+           "`learning_curves/<Env>/TD3_<Env>-v1_<seed>.npy` (gym v1 envs; 1,000 random steps, "
+           "10,000 on HalfCheetah; batch 100, 400x300, lr 1e-3: rlzoo's TD3 defaults, whose "
+           "warm-up is 10,000 on every task)"),
+    Source("tianshou",
+           "Tianshou's former MuJoCo benchmark, [github.com/thu-ml/tianshou at 39acf20]"
+           "(https://github.com/thu-ml/tianshou/tree/39acf2094d96268d92ebb54dcbfc3de76d702567/"
+           "examples/mujoco/benchmark), `examples/mujoco/benchmark/<Env>-v3/{sac,td3}/"
+           "test_rew_10seeds.csv` (gym v3 envs, 10 seeds; its env steps exclude the random "
+           "warm-up and were shifted by it here; its TD3 uses lr 3e-4, 256x256 and 25,000 "
+           "random steps, not rlzoo's TD3 defaults)"),
+    Source("simbav2",
+           "SimbaV2's baseline results, [github.com/dojeon-ai/SimbaV2 at 6f4e162]"
+           "(https://github.com/dojeon-ai/SimbaV2/tree/6f4e16241bc59ca0a0a84e3e6977bdd95a65b987/"
+           "results), `results/baseline/sac_mujoco.csv` (gym v4 envs, 10 seeds)"),
+    Source("cleanrl",
+           "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
+           "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
+           "return at 1M steps, not a deterministic evaluation, so only a scale"),
+)}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A published mean return at ``steps`` env steps (random warm-up included).
+
+    Attributes:
+        task: the env's name as rlzoo reports it (``Hopper``).
+        rows: the labels of the rows it is set beside (same algorithm; see the source for
+            differences in settings).
+        algo: the algorithm's name in the source.
+        steps: env steps per seed.
+        mean: mean return over the source's seeds; ``std`` their std (None when not given).
+        seeds: how many seeds; None when not given.
+        source: a key of :data:`SOURCES`.
+    """
+
+    task: str
+    rows: tuple[str, ...]
+    algo: str
+    steps: int
+    mean: float
+    std: float | None
+    seeds: int | None
+    source: str
+
+
+def _refs(task: str, rows: tuple[str, ...], algo: str, source: str, seeds: int | None,
+          points: Sequence[tuple[int, float, float | None]]) -> list[Reference]:
+    return [Reference(task, rows, algo, steps, mean, std, seeds, source)
+            for steps, mean, std in points]
+
+
+SAC_ROWS = ("sac", "sb3_sac")
+TD3_ROWS = ("td3", "sb3_td3")
+# Read from the raw per-seed data of the sources (mean ± std over seeds, deterministic
+# evaluation unless the source says otherwise).
+REFERENCES: tuple[Reference, ...] = tuple(
+    _refs("HalfCheetah", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
+          [(25_000, 1327, 389), (50_000, 3352, 851), (100_000, 5514, 554),
+           (200_000, 6833, 683)])
+    + _refs("Hopper", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
+            [(25_000, 178, 98), (50_000, 285, 69), (100_000, 660, 752), (200_000, 2441, 746)])
+    + _refs("HalfCheetah", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
+            [(50_000, 4327, 213), (100_000, 6213, 437)])
+    + _refs("Hopper", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
+            [(50_000, 1030, 794), (100_000, 1766, 1036)])
+    + _refs("HalfCheetah", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
+            [(50_000, 2023, 524), (100_000, 4715, 387)])
+    + _refs("Hopper", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
+            [(50_000, 227, 46), (100_000, 336, 81)])
+    + _refs("HalfCheetah", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
+            [(50_000, 4212, 498), (100_000, 6156, 700)])
+    + _refs("Hopper", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
+            [(50_000, 530, 284), (100_000, 1103, 368)])
+    + _refs("HalfCheetah", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 9635, None)])
+    + _refs("Hopper", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 2310, None)])
+    + _refs("Humanoid", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 4996, None)])
+    + _refs("HalfCheetah", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 9583, None)])
+    + _refs("Hopper", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 3135, None)])
+    + _refs("Humanoid", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 5035, None)])
+)
+
+# What the page says where nothing comparable is published (by row label or task).
+UNPUBLISHED = {
+    "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
+              "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference.",
+    "sac-ensemble": "SAC with the ensemble critic: the published ensemble numbers are REDQ's (20 "
+                    "updates per env step; e.g. SimbaV2's baselines), a different setting from "
+                    "this row's one update per step: no reference.",
+    "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
+                           "at these budgets: no reference.",
+    "marl": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
+            "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
+            "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
+            "number of agents to compare.)",
+}
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+class UsageError(Exception):
+    """A user mistake: one ``reproduce: error:`` line, exit status 2."""
+
+
+def fail(message: str) -> NoReturn:
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def say(message: str) -> None:
+    print(f"{PROG}: {message}", flush=True)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose mistakes are one ``reproduce: error:`` line (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message}; see python scripts/reproduce.py --help")
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """``path`` as a JSON object, or None when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file in the same folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def replace_dir(src: Path, dst: Path) -> None:
+    """Put the finished folder ``src`` at ``dst`` (replacing what is there) by renames."""
+    old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+    if dst.exists():
+        os.rename(dst, old)
+    os.rename(src, dst)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class FileLock:
+    """An exclusive ``flock`` on a file for as long as it is held; the kernel drops it when the
+    process dies. ``acquire(block=False)`` returns False (and ``owner``, the holder's pid) when
+    another process holds it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fd, self.owner = path, -1, ""
+
+    def acquire(self, block: bool = False) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        except OSError:
+            self.owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = -1
+
+
+def child_env(threads: int | None = None) -> dict[str, str]:
+    """The environment of a child process: this checkout's rlzoo on ``PYTHONPATH``; with
+    ``threads``, ``OMP_NUM_THREADS`` set to it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def log_tail(path: Path, lines: int = 1) -> str:
+    """The last non-empty line(s) of a log file (for a one-line failure report)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no output)"
+    kept = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(kept[-lines:]) if kept else "(no output)"
+
+
+def sb3_missing() -> str | None:
+    """None when ``import stable_baselines3`` works here, else why not (one line)."""
+    try:
+        import stable_baselines3  # noqa: F401
+    except Exception as err:  # noqa: BLE001 - any import failure means: no peer
+        return f"{type(err).__name__}: {err}".splitlines()[0]
+    return None
+
+
+# --------------------------------------------------------------------------- signals
+
+
+class Stop:
+    """SIGINT/SIGTERM: remember the first signal and forward each one to the running children
+    (started in their own sessions, so a terminal's Ctrl-C reaches them only through here, once;
+    rlzoo checkpoints on the first and exits at once on a second)."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.children: set[subprocess.Popen[bytes]] = set()
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.handle)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.signum = self.signum or signum
+        for child in list(self.children):
+            if child.poll() is None:
+                try:
+                    child.send_signal(signum)
+                except OSError:
+                    pass
+
+
+STOP = Stop()
+
+
+def run_child(cmd: list[str], log: Path, env: dict[str, str]) -> int:
+    """Run ``cmd`` from the repository root, output appended to ``log``; its exit status."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        STOP.children.add(proc)
+        if STOP.signum:  # a signal that came before the child was in the set
+            proc.send_signal(STOP.signum)
+        try:
+            return proc.wait()
+        finally:
+            STOP.children.discard(proc)
+
+
+# --------------------------------------------------------------------------- cells
+
+
+@dataclass
+class Plan:
+    """What this invocation runs: the suite, K, the budget and the folders."""
+
+    suite: Suite
+    seeds: int
+    steps: int | None  # --steps (None: each task's default)
+    out: Path
+    results: Path
+    page: Path
+    sb3: str | None  # None when SB3 can run, else why not
+
+    def budget(self, task: Task) -> int:
+        return self.steps or task.steps or self.suite.steps
+
+    def task_dir(self, task: Task) -> Path:
+        return self.out / self.suite.name / task.name
+
+
+@dataclass
+class Outcome:
+    """What happened to one cell: ``state`` is ``finished`` (was or is now), ``unfinished``,
+    ``locked``, ``skipped`` or ``failed``; ``note`` says more in one line."""
+
+    task: str
+    row: str
+    state: str
+    note: str = ""
+    dirs: list[Path] = field(default_factory=list)
+
+
+def summary_steps(run_dir: Path) -> int | None:
+    """``total_steps`` of ``run_dir/summary.json`` (None without a usable one)."""
+    summary = read_json(run_dir / "summary.json")
+    steps = summary.get("total_steps") if summary else None
+    return int(steps) if isinstance(steps, int) else None
+
+
+def group_steps(members: list[Path]) -> int | None:
+    """The env steps a finished group made: the least ``total_steps`` of its members'
+    summaries (an on-policy group's faster seeds may pass it by a few steps); None while a
+    member has no summary."""
+    steps = [summary_steps(d) for d in members]
+    return None if any(s is None for s in steps) else min(steps)  # type: ignore[type-var]
+
+
+def group_members(home: Path, seeds: int) -> list[Path] | str:
+    """The run dirs of the rlzoo seed group whose home is ``home`` (``[home]`` for K = 1), or
+    why they cannot be used (a one-line reason)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.group import read_group
+
+    try:
+        group = read_group(home)
+    except UserError as err:
+        return str(err)
+    if group is None:
+        if seeds == 1:
+            return [home]
+        return f"{home} holds a 1-seed run, not a {seeds}-seed group"
+    if len(group.dirs) != seeds:
+        return f"{home} holds a {len(group.dirs)}-seed group, not {seeds} (pass --seeds " \
+               f"{len(group.dirs)} or another --out)"
+    return list(group.dirs)
+
+
+def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
+    """The command line of a new rlzoo cell (without its run dir)."""
+    s = plan.suite
+    return [f"env={task.env}", *row.overrides, *s.overrides, f"total_steps={plan.budget(task)}",
+            "seed=0", f"seeds={plan.seeds}", f"eval.every={s.eval_every}",
+            f"eval.episodes={s.eval_episodes}", f"checkpoint.every={s.checkpoint_every}",
+            f"checkpoint.keep={s.checkpoint_keep}", "log.progress=false"]
+
+
+def discard_unstarted(dirs: list[Path]) -> None:
+    """Remove the dirs of a group that never wrote a checkpoint or a summary (a crash before
+    its first checkpoint), so the cell starts again; a dir a live rlzoo process holds is kept."""
+    from rlzoo.run.rundir import RunLock, holds_a_run
+
+    for d in dirs:
+        if d.is_dir() and not holds_a_run(d):
+            RunLock.check_free(d)
+            shutil.rmtree(d)
+
+
+def unstarted_group(home: Path, seeds: int) -> list[Path]:
+    """The dirs a group that never started may have left: ``home``, the members its group.json
+    names and the default member names (``<row>-s<seed>``)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.group import member_dir, read_group
+
+    dirs = [home, *(member_dir(home, 0, seed) for seed in range(1, seeds))]
+    try:
+        group = read_group(home)
+    except UserError:
+        group = None
+    return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
+
+
+def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+    """Skip, resume or start one rlzoo cell (the caller holds the cell's lock)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.rundir import holds_a_run
+
+    steps = plan.budget(task)
+    home = plan.task_dir(task) / f"{row.label}-s0"
+    log = plan.task_dir(task) / f"{row.label}.log"
+    cmd = [sys.executable, "-m", "rlzoo.train"]
+    what = "started"
+    if home.exists():
+        members = group_members(home, plan.seeds) if holds_a_run(home) else [home]
+        if isinstance(members, str):
+            return Outcome(task.name, row.label, "skipped", members)
+        reached = group_steps(members)
+        if reached == steps:
+            return Outcome(task.name, row.label, "finished", "already finished", members)
+        if reached is not None and reached > steps:
+            return Outcome(task.name, row.label, "skipped", f"holds a run of {reached} steps, "
+                           f"more than {steps}; left as it is")
+        if holds_a_run(home):
+            cmd += [f"resume={home}", f"total_steps={steps}", "log.progress=false"]
+            what = "resumed"
+        else:
+            try:
+                discard_unstarted(unstarted_group(home, plan.seeds))
+            except UserError as err:
+                return Outcome(task.name, row.label, "locked", str(err))
+    if what == "started":
+        cmd += [*rlzoo_overrides(plan, task, row), f"hydra.run.dir={home}"]
+    say(f"{task.name}/{row.label}: {what} ({plan.seeds} seeds to {steps} steps; log {log})")
+    status = run_child(cmd, log, child_env())
+    members = group_members(home, plan.seeds) if home.exists() else "no run dir"
+    if isinstance(members, list) and group_steps(members) == steps:
+        return Outcome(task.name, row.label, "finished", what, members)
+    last = log_tail(log)
+    if status == 2 and "in use by a running rlzoo process" in last:
+        return Outcome(task.name, row.label, "locked", last)
+    if STOP.signum:
+        return Outcome(task.name, row.label, "unfinished", f"stopped ({last})")
+    return Outcome(task.name, row.label, "failed", f"exit status {status}: {last}")
+
+
+def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+    """Skip the finished seeds of an SB3 cell and train the others, at most one worker process
+    per core at a time (the caller holds the cell's lock)."""
+    steps = plan.budget(task)
+    folder = plan.task_dir(task)
+    dirs = [folder / f"{row.label}-s{seed}" for seed in range(plan.seeds)]
+    if plan.sb3 is not None:
+        return Outcome(task.name, row.label, "skipped", f"stable_baselines3 is not importable "
+                       f"({plan.sb3})")
+    todo = [seed for seed, d in enumerate(dirs) if summary_steps(d) != steps]
+    if any((summary_steps(d) or 0) > steps for d in dirs):
+        return Outcome(task.name, row.label, "skipped",
+                       f"holds runs of more than {steps} steps; left as they are")
+    if not todo:
+        return Outcome(task.name, row.label, "finished", "already finished", dirs)
+    jobs = max(1, min(len(todo), os.cpu_count() or 1))
+    log = folder / f"{row.label}.log"
+    say(f"{task.name}/{row.label}: seeds {', '.join(map(str, todo))} of Stable-Baselines3 "
+        f"{row.peer} to {steps} steps, {jobs} at a time (log {log})")
+    running: list[tuple[int, subprocess.Popen[bytes], Any]] = []
+    failures: list[str] = []
+    queue = list(todo)
+    folder.mkdir(parents=True, exist_ok=True)
+    while (queue or running) and not STOP.signum:
+        while queue and len(running) < jobs and not STOP.signum:
+            seed = queue.pop(0)
+            partial = folder / f".{row.label}-s{seed}{PARTIAL_SUFFIX}"
+            shutil.rmtree(partial, ignore_errors=True)  # a seed stopped earlier starts again
+            spec = {"suite": plan.suite.name, "task": task.name, "row": row.label,
+                    "seed": seed, "steps": steps, "partial": str(partial),
+                    "final": str(dirs[seed])}
+            out = open(folder / f"{row.label}-s{seed}.log", "ab")
+            proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).resolve()), "--sb3-worker", json.dumps(spec)],
+                cwd=REPO, env=child_env(threads=1), stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+            STOP.children.add(proc)
+            running.append((seed, proc, out))
+        time.sleep(0.2)
+        for item in list(running):
+            seed, proc, out = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            STOP.children.discard(proc)
+            out.close()
+            if proc.returncode != 0 and not STOP.signum:
+                failures.append(f"seed {seed}: exit status {proc.returncode}: "
+                                f"{log_tail(folder / f'{row.label}-s{seed}.log')}")
+    for _, proc, out in running:  # stopped: wait for the children the signal reached
+        proc.wait()
+        STOP.children.discard(proc)
+        out.close()
+    if all(summary_steps(d) == steps for d in dirs):
+        return Outcome(task.name, row.label, "finished", "trained", dirs)
+    if failures:
+        return Outcome(task.name, row.label, "failed", "; ".join(failures))
+    return Outcome(task.name, row.label, "unfinished", "stopped (finished seeds are kept)")
+
+
+def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+    """One cell under its lock; a cell another process holds is reported and skipped."""
+    lock = FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
+    if not lock.acquire():
+        return Outcome(task.name, row.label, "locked",
+                       f"another reproduce.py (pid {lock.owner}) is running this cell")
+    try:
+        return sb3_cell(plan, task, row) if row.peer else rlzoo_cell(plan, task, row)
+    finally:
+        lock.release()
+
+
+def finished_dirs(plan: Plan, task: Task, row: Row) -> list[Path] | None:
+    """The seeds' run dirs of a cell that is finished at its budget, else None."""
+    steps = plan.budget(task)
+    folder = plan.task_dir(task)
+    if row.peer:
+        dirs = [folder / f"{row.label}-s{seed}" for seed in range(plan.seeds)]
+    else:
+        home = folder / f"{row.label}-s0"
+        if not (home / "summary.json").is_file():
+            return None
+        members = group_members(home, plan.seeds)
+        if isinstance(members, str):
+            return None
+        return members if group_steps(members) == steps else None
+    return dirs if all(summary_steps(d) == steps for d in dirs) else None
+
+
+# --------------------------------------------------------------------------- SB3 peer
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    """Stable-Baselines3 settings equal to an rlzoo config's (:func:`peer_settings`).
+
+    Attributes:
+        kwargs: constructor keyword arguments of ``SAC``/``TD3`` (without env, seed, device and,
+            for TD3, the action noise, which needs the action size).
+        learning_rates: rlzoo's Adam rate of each optimizer: ``actor``, ``critic`` and, for SAC,
+            ``alpha`` (SB3 has one rate for all; :func:`sb3_worker` sets each).
+        target_entropy: SAC's target entropy in rlzoo's units, None for ``-scale * |A|``.
+        target_entropy_scale: that ``scale``.
+        entropy_env_units: whether rlzoo's target is of the env's action (``tuner.entropy_units
+            =env``) rather than of the [-1, 1] action SB3's log-probs are of.
+        exploration_noise: TD3's Gaussian exploration std in the [-1, 1] action space.
+    """
+
+    kwargs: dict[str, Any]
+    learning_rates: dict[str, float]
+    target_entropy: float | None = None
+    target_entropy_scale: float = 1.0
+    entropy_env_units: bool = False
+    exploration_noise: float = 0.0
+
+    def sac_target_entropy(self, low: Any, high: Any) -> float:
+        """SAC's target entropy in SB3's units for an env with action bounds ``low``, ``high``
+        ``[A]``: log pi(env action) = log pi([-1, 1] action) - sum log(half range)."""
+        target = (-self.target_entropy_scale * int(np.size(low)) if self.target_entropy is None
+                  else self.target_entropy)
+        if self.entropy_env_units:
+            target -= float(np.sum(np.log((np.asarray(high) - np.asarray(low)) / 2.0)))
+        return float(target)
+
+
+def peer_settings(cfg: Any, peer: str) -> PeerSettings:
+    """Stable-Baselines3 settings equal to the composed rlzoo config ``cfg`` of ``algo=<peer>``
+    (``"sac"`` or ``"td3"``). Raises ValueError naming what SB3 cannot take as it is (the peer
+    would then not be the same algorithm)."""
+    algo, critic = cfg.algo, cfg.critic
+    problems = []
+    if float(algo.utd) != 1.0 or int(algo.n_step) != 1:
+        problems.append("utd and n_step must be 1")
+    if not str(critic._target_).endswith("TwinCritic") or critic.layer_norm:
+        problems.append("the critic must be the twin critic without layer norm")
+    if algo.actor.activation != "relu" or critic.activation != "relu":
+        problems.append("activations must be relu")
+    delay = int(algo.policy_delay)
+    target_delay = algo.get("target_delay")
+    if target_delay is not None and int(target_delay) != delay:
+        problems.append("target_delay must equal policy_delay")
+    if peer == "sac" and (delay != 1 or critic.actor_reduce != "min"):
+        problems.append("SAC needs policy_delay 1 and actor_reduce min")
+    if peer == "td3" and critic.actor_reduce != "first":
+        problems.append("TD3 needs actor_reduce first")
+    if problems:
+        raise ValueError(f"the SB3 {peer} peer cannot match this config: {'; '.join(problems)}")
+    kwargs: dict[str, Any] = {
+        "learning_rate": float(algo.actor_lr), "buffer_size": int(algo.buffer_size),
+        "learning_starts": int(algo.learning_starts), "batch_size": int(algo.batch_size),
+        "tau": float(algo.tau), "gamma": float(algo.gamma), "train_freq": 1, "gradient_steps": 1,
+        "policy_kwargs": {"net_arch": {"pi": [int(h) for h in algo.actor.hidden],
+                                       "qf": [int(h) for h in critic.hidden]}},
+    }
+    rates = {"actor": float(algo.actor_lr), "critic": float(algo.critic_lr)}
+    if peer == "sac":
+        tuner = cfg.tuner
+        rates["alpha"] = float(tuner.lr)
+        kwargs["ent_coef"] = f"auto_{float(tuner.init_alpha)}"
+        return PeerSettings(
+            kwargs, rates,
+            target_entropy=None if tuner.target_entropy is None else float(tuner.target_entropy),
+            target_entropy_scale=float(tuner.target_entropy_scale),
+            entropy_env_units=tuner.entropy_units == "env")
+    kwargs.update(policy_delay=delay, target_policy_noise=float(algo.policy_noise),
+                  target_noise_clip=float(algo.noise_clip))
+    return PeerSettings(kwargs, rates, exploration_noise=float(algo.exploration_noise))
+
+
+def compose_cell_config(overrides: Sequence[str]) -> Any:
+    """rlzoo's composed config for these overrides (read, never instantiated)."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def sb3_worker(spec: dict[str, Any]) -> None:
+    """One SB3 seed (in its own process): train, evaluate every ``eval_every`` env steps as rlzoo
+    does (deterministic, ``eval_episodes`` episodes from seeds ``seed + 10000 + i``), write
+    ``summary.json``, ``eval.csv`` and ``.hydra/`` into the partial dir and rename it into place.
+    """
+    import gymnasium as gym
+    import stable_baselines3 as sb3
+    import torch
+    from omegaconf import OmegaConf
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    from rlzoo.analysis.curves import SCALARS_CSV, write_scalars_csv
+
+    torch.set_num_threads(1)
+    suite = SUITES[spec["suite"]]
+    task = next(t for t in suite.tasks if t.name == spec["task"])
+    row = next(r for r in suite.rows if r.label == spec["row"])
+    seed, steps = int(spec["seed"]), int(spec["steps"])
+    cfg = compose_cell_config([f"env={task.env}", *row.overrides, *suite.overrides])
+    settings = peer_settings(cfg, str(row.peer))
+    kwargs = dict(settings.kwargs)
+    rates = settings.learning_rates
+    env_kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True) or {}
+    env = gym.make(str(cfg.env.id), **env_kwargs)  # type: ignore[arg-type]
+    space = env.action_space
+    act_dim = int(np.prod(space.shape))  # type: ignore[arg-type]
+    if row.peer == "sac":
+        kwargs["target_entropy"] = settings.sac_target_entropy(space.low, space.high)  # type: ignore[attr-defined]
+        base: Any = sb3.SAC
+    else:
+        kwargs["action_noise"] = NormalActionNoise(
+            np.zeros(act_dim), settings.exploration_noise * np.ones(act_dim))
+        base = sb3.TD3
+
+    class Matched(base):  # type: ignore[misc, valid-type]
+        """SB3's algorithm with each optimizer at rlzoo's learning rate for it (SB3 has one rate
+        for all): only the rate setting SB3 does before each update is replaced."""
+
+        def _update_learning_rate(self, optimizers: Any) -> None:
+            by_optimizer = {id(self.actor.optimizer): rates["actor"],
+                            id(self.critic.optimizer): rates["critic"]}
+            if getattr(self, "ent_coef_optimizer", None) is not None:
+                by_optimizer[id(self.ent_coef_optimizer)] = rates["alpha"]
+            for optimizer in optimizers if isinstance(optimizers, list) else [optimizers]:
+                for group in optimizer.param_groups:
+                    group["lr"] = by_optimizer[id(optimizer)]
+
+    eval_seed0 = seed + 10_000
+    eval_envs = [gym.make(str(cfg.env.id), **env_kwargs)  # type: ignore[arg-type]
+                 for _ in range(suite.eval_episodes)]
+    points: dict[str, dict[int, float]] = {"eval/return": {}, "eval/return_std": {}}
+
+    def evaluate(model: Any, step: int) -> None:
+        """All episodes at once, each from its own seed; the policy's deterministic action."""
+        obs = [e.reset(seed=eval_seed0 + i)[0] for i, e in enumerate(eval_envs)]
+        returns = np.zeros(len(eval_envs))
+        live = list(range(len(eval_envs)))
+        while live:
+            actions, _ = model.predict(np.stack([obs[i] for i in live]), deterministic=True)
+            still = []
+            for action, i in zip(actions, live):
+                obs[i], reward, terminated, truncated, _ = eval_envs[i].step(action)
+                returns[i] += float(reward)
+                if not (terminated or truncated):
+                    still.append(i)
+            live = still
+        points["eval/return"][step] = float(returns.mean())
+        points["eval/return_std"][step] = float(returns.std())
+
+    class EvalEvery(BaseCallback):
+        """Evaluate after the update of every ``eval_every``-th env step (as rlzoo does): SB3
+        updates after a step's rollout ends, so at the start of the next rollout."""
+
+        def _on_rollout_start(self) -> None:
+            step = self.num_timesteps
+            if step > 0 and step % suite.eval_every == 0 and step not in points["eval/return"]:
+                evaluate(self.model, step)
+
+        def _on_step(self) -> bool:
+            return True
+
+    model = Matched("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
+                    **copy.deepcopy(kwargs))  # SB3 adds to policy_kwargs; the config keeps ours
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps, callback=EvalEvery())
+    if steps not in points["eval/return"]:
+        evaluate(model, steps)
+    wall = time.perf_counter() - start
+    if model.num_timesteps != steps:
+        raise SystemExit(f"SB3 made {model.num_timesteps} steps, not {steps}")
+
+    partial, final = Path(spec["partial"]), Path(spec["final"])
+    (partial / ".hydra").mkdir(parents=True, exist_ok=True)
+    final_return = points["eval/return"][steps]
+    if not math.isfinite(final_return):
+        raise SystemExit(f"SB3's final evaluation returned {final_return}")
+    summary = {
+        "algo": row.label, "env": str(cfg.env.name), "seed": seed, "total_steps": steps,
+        "final_eval_return": final_return,
+        "final_eval_return_std": points["eval/return_std"][steps],
+        "wall_time_s": wall, "steps_per_sec": steps / wall if wall > 0 else 0.0,
+        "updates": int(model._n_updates), "episodes": int(model._episode_num),
+        "library": f"stable-baselines3 {sb3.__version__}",
+    }
+    peer_kwargs = {k: v for k, v in kwargs.items() if k != "action_noise"}
+    if row.peer == "td3":
+        peer_kwargs["exploration_noise"] = settings.exploration_noise
+    config = {
+        "algo": {"name": row.label, "library": f"stable-baselines3 {sb3.__version__}",
+                 "class": base.__name__, "matches": f"rlzoo {' '.join(row.overrides)}",
+                 "learning_rates": rates, **peer_kwargs},
+        "env": {"name": str(cfg.env.name), "id": str(cfg.env.id), "kwargs": env_kwargs},
+        "seed": seed, "total_steps": steps,
+        "eval": {"every": suite.eval_every, "episodes": suite.eval_episodes},
+    }
+    hydra_dir = partial / ".hydra"
+    (hydra_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(config)))
+    (hydra_dir / "overrides.yaml").write_text("[]\n")
+    (hydra_dir / "hydra.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(
+        {"hydra": {"runtime": {"choices": {"algo": row.label, "env": task.env}}}})))
+    write_scalars_csv(partial / SCALARS_CSV, {
+        tag: (np.array(sorted(p), dtype=np.int64), np.array([p[s] for s in sorted(p)]))
+        for tag, p in points.items()})
+    (partial / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    replace_dir(partial, final)
+    print(f"{PROG}: {row.label} seed {seed} on {task.name}: final eval return "
+          f"{final_return:.2f} after {steps} steps ({summary['steps_per_sec']:.1f} steps/s)",
+          flush=True)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export_run(run_dir: Path, dest: Path) -> bool:
+    """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml`` and its ``eval/*``
+    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv). Nothing else: no
+    checkpoints, no events, no weights. Returns False (nothing written) when ``dest`` already
+    holds this summary.json."""
+    from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
+
+    summary = (run_dir / "summary.json").read_bytes()
+    if (dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary:
+        return False
+    tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / ".hydra").mkdir(parents=True)
+    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+        if (run_dir / ".hydra" / name).is_file():
+            shutil.copyfile(run_dir / ".hydra" / name, tmp / ".hydra" / name)
+    scalars = {tag: points for tag, points in load_scalars(run_dir).items()
+               if tag.startswith("eval/")}
+    write_scalars_csv(tmp / SCALARS_CSV, scalars)
+    (tmp / "summary.json").write_bytes(summary)  # last: a run is a dir with summary.json
+    replace_dir(tmp, dest)
+    return True
+
+
+def export_suite(plan: Plan) -> tuple[int, int]:
+    """Export every finished cell of the suite (at this invocation's budgets and K) to
+    ``RESULTS/<suite>/<task>/<row>-s<seed>``; returns (cells exported, run dirs written)."""
+    cells = written = 0
+    for task, row in plan.suite.cells():
+        dirs = finished_dirs(plan, task, row)
+        if dirs is None:
+            continue
+        cells += 1
+        for seed, d in enumerate(dirs):
+            dest = plan.results / plan.suite.name / task.name / f"{row.label}-s{seed}"
+            written += export_run(d, dest)
+    return cells, written
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def fmt(x: float | None) -> str:
+    """A return in a table: no decimals from 100 up, 1 below, ``—`` when missing."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
+def run_rows(folder: Path) -> dict[str, list[Path]]:
+    """The exported runs of one task folder by row label: ``{label: [run dirs]}``."""
+    rows: dict[str, list[Path]] = {}
+    for d in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if (d / "summary.json").is_file() and "-s" in d.name and not d.name.startswith("."):
+            rows.setdefault(d.name.rsplit("-s", 1)[0], []).append(d)
+    return rows
+
+
+def value_at(run_dir: Path, steps: int, window: int) -> float | None:
+    """A run's ``eval/return`` at ``steps``: its first evaluation at a step in
+    ``[steps, steps + window)`` (an evaluation lands on the first env step at or after its
+    multiple), None when it has none there."""
+    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
+
+    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
+    if points is None:
+        return None
+    for step, value in zip(points[0].tolist(), points[1].tolist()):
+        if steps <= step < steps + window:
+            return float(value)
+    return None
+
+
+def iqm_ci(values: list[float]) -> tuple[float, float, float]:
+    """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
+    from rlzoo.analysis import stats
+
+    return stats.stratified_bootstrap_ci(values)
+
+
+def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
+    """The page's section for one suite: status, per task the table and figure, and the
+    published references at equal env steps."""
+    root = results / suite.name
+    report = read_json(root / REPORT_DIR / "comparison.json")
+    status = read_json(root / STATUS_FILE) or {}
+    rel = Path(os.path.relpath(root, page_dir))
+    lines = [f"## `{suite.name}`: {suite.title}", ""]
+    lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
+              f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
+              f"{suite.eval_every:,} env steps. Raw results: [`{rel}`]({rel}); "
+              f"`python -m rlzoo.compare {rel} --out report/` regenerates every table and plot "
+              "of this section.", ""]
+    if suite.overrides:
+        lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
+    if report is None:
+        lines += ["**Not run yet**: no finished cell of this suite is in the results.", ""]
+    lines += ["| task | row | status |", "|---|---|---|"]
+    for task, row in suite.cells():
+        runs = run_rows(root / task.name).get(row.label, [])
+        if runs:
+            steps = sorted({summary_steps(d) for d in runs}, key=lambda s: s or 0)
+            state = f"finished: {len(runs)} seeds x {', '.join(f'{s:,}' for s in steps if s)} " \
+                    "steps"
+        else:
+            note = status.get(f"{task.name}/{row.label}")
+            state = f"not run ({note})" if note else "not run"
+        lines.append(f"| {task.name} | {row.label} | {state} |")
+    lines.append("")
+    notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
+    if any(r.peer for r in suite.rows):
+        notes.append(
+            "`sb3_sac`, `sb3_td3`: Stable-Baselines3's SAC and TD3 (the peer) with rlzoo's "
+            "settings for the same algorithm, read from rlzoo's config (networks, batch, buffer, "
+            "warm-up, tau, gamma, one update per step, TD3's noises and delay, SAC's initial "
+            "temperature and target entropy), each optimizer at rlzoo's learning rate for it "
+            "(SB3 has one rate for all: a subclass sets each optimizer's rate before an update, "
+            "nothing else is changed). What still differs: SB3's SAC clamps log std to [-20, 2] "
+            "(rlzoo's SAC: [-5, 2]).")
+    if notes:
+        lines += ["Rows: " + " ".join(notes), ""]
+    if report is None:
+        return lines
+    window = suite.eval_every
+    for env, groups in report["results"].items():
+        lines += [f"### {env}", ""]
+        lines += ["Final return (IQM [95% CI] over seeds of `final_eval_return`, "
+                  "rlzoo.compare):", "",
+                  "| row | seeds | steps | IQM [95% CI] | mean ± std |", "|---|---:|---:|---|---|"]
+        for label, g in groups.items():
+            steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
+            lo, hi = g["iqm_ci"]
+            names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
+            row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
+            lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
+                         f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} |")
+        lines.append("")
+        figure = report.get("figures", {}).get(env)
+        if figure:
+            lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
+        refs = [r for r in REFERENCES if r.task == env]
+        rows = run_rows(root / env)
+        shown = []
+        for ref in refs:
+            for label in ref.rows:
+                runs = rows.get(label, [])
+                values = [v for v in (value_at(d, ref.steps, window) for d in runs)
+                          if v is not None]
+                if not values:
+                    continue
+                point, lo, hi = iqm_ci(values)
+                std = float(np.std(values, ddof=1)) if len(values) > 1 else None
+                published = fmt(ref.mean) + (f" ± {fmt(ref.std)}" if ref.std is not None else "")
+                seeds = f" ({ref.seeds} seeds)" if ref.seeds else ""
+                where = "above" if lo > ref.mean else "below" if hi < ref.mean else "contains it"
+                shown.append(f"| {ref.steps:,} | {label} | {fmt(point)} [{fmt(lo)}, {fmt(hi)}] "
+                             f"| {fmt(float(np.mean(values)))} ± {fmt(std)} ({len(values)}) "
+                             f"| {ref.algo}: {published}{seeds} | `{ref.source}` | {where} |")
+        if shown:
+            lines += ["At the published budgets (rlzoo's value: each seed's evaluation at that "
+                      "env step; sources at the end of the page):", "",
+                      "| env steps | row | rlzoo IQM [95% CI] | rlzoo mean ± std (seeds) | "
+                      "published mean ± std | source | rlzoo's CI vs the published mean |",
+                      "|---:|---|---|---|---|---|---|", *shown, ""]
+        elif refs:
+            lines += ["No run of this task reached a published budget yet.", ""]
+        unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
+        if env.startswith(("mpe-", "mamujoco-")):
+            unpublished.append(UNPUBLISHED["marl"])
+        if unpublished:
+            lines += [" ".join(unpublished), ""]
+    return lines
+
+
+def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
+    """Rewrite the results page from ``RESULTS/<suite>/`` of each of ``suites``."""
+    page_dir = page.parent.resolve()
+    lines = [
+        "# Results: does each algorithm learn like its paper?",
+        "",
+        "Generated by `python scripts/reproduce.py SUITE` from the raw results under "
+        f"[`{os.path.relpath(results, page_dir)}`]({os.path.relpath(results, page_dir)}) "
+        "(every seed's `summary.json` and evaluation curve as `eval.csv`); do not edit by hand. "
+        "A table row is one algorithm and config; its seeds are 0..K-1. "
+        "IQM = interquartile mean over seeds; the 95% CI is a stratified bootstrap over seeds "
+        "(2,000 resamples, rlzoo.compare's method; with 5 seeds read it as a lower bound on the "
+        "uncertainty). Returns are the mean of deterministic evaluation episodes (the policy's "
+        "mode), on env seeds `seed + 10000 + i`.",
+        "",
+        "**Hyperparameters.** Every row runs rlzoo's defaults, which are the papers' (or their "
+        "reference code's; each file under `rlzoo/conf/algo/` says which), unchanged; nothing was "
+        "tuned, on these seeds or any others. The Stable-Baselines3 peer takes the same settings "
+        "as the rlzoo row of the same algorithm.",
+        "",
+        "**Published references** are set beside rlzoo's value at the same number of env steps "
+        "(random warm-up included); they come from older env versions (gym v1, v3, v4; rlzoo "
+        "runs v5) and, where the source says so, other settings, so a difference within a few "
+        "hundred is not a finding. Where rlzoo's CI lies entirely below a published mean, the "
+        "last column says `below`.",
+        "",
+    ]
+    for name in suites:
+        lines += suite_section(SUITES[name], results, page_dir)
+    lines += ["## Sources", "", *[f"- `{s.key}`: {s.text}" for s in SOURCES.values()], ""]
+    write_text_atomic(page, "\n".join(lines))
+
+
+def report(plan: Plan, outcomes: list[Outcome]) -> None:
+    """Export, compare and rewrite the page (under a lock, so two invocations never write the
+    same report at once)."""
+    from rlzoo.analysis import compare, find_runs
+    from rlzoo.analysis.messages import CompareError
+
+    key = hashlib.sha1(str(plan.results.resolve()).encode()).hexdigest()[:16]
+    lock = FileLock(Path(tempfile.gettempdir()) / f"rlzoo-reproduce-{key}.lock")
+    lock.acquire(block=True)  # outside the results, which are committed
+    try:
+        cells, written = export_suite(plan)
+        root = plan.results / plan.suite.name
+        status_path = root / STATUS_FILE
+        status = read_json(status_path) or {}
+        for o in outcomes:
+            cell = f"{o.task}/{o.row}"
+            if o.state == "finished":
+                status.pop(cell, None)
+            else:
+                status[cell] = f"{o.state}: {o.note}" if o.note else o.state
+        if status or status_path.exists():
+            write_text_atomic(status_path, json.dumps(status, indent=2, sort_keys=True) + "\n")
+        say(f"exported {cells} finished cells ({written} run dirs written) to {root}")
+        runs = find_runs([root]) if root.is_dir() else []
+        if runs:
+            try:
+                compare(runs, root / REPORT_DIR)
+            except CompareError as err:
+                say(f"rlzoo.compare failed: {err}")
+            say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
+        suites = [s for s in PAGE_SUITES]
+        if plan.suite.name not in suites:
+            suites.append(plan.suite.name)
+        write_page(plan.results, plan.page, suites)
+        say(f"wrote {plan.page}")
+    finally:
+        lock.release()
+
+
+# --------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python scripts/reproduce.py",
+                    description="Run a suite of rlzoo (and Stable-Baselines3) cells resumably, "
+                    "then compare them and write the results page.")
+    parser.add_argument("suite", metavar="SUITE", nargs="?", help=f"one of {', '.join(SUITES)}")
+    parser.add_argument("--seeds", type=int, help="K, seeds 0..K-1 (default: the suite's, 5)")
+    parser.add_argument("--steps", type=int, help="env steps per seed (default: the suite's)")
+    parser.add_argument("--out", type=Path, default=Path("runs/reproduce"),
+                        help="where the run dirs go (default runs/reproduce)")
+    parser.add_argument("--only", nargs="+", metavar="TASK/ROW",
+                        help="run only these cells (shell patterns, e.g. 'Hopper/sac*')")
+    parser.add_argument("--results", type=Path, help="raw results folder (default: the "
+                        "repository's results/; smoke: OUT/results)")
+    parser.add_argument("--page", type=Path, help="the page to write (default: the repository's "
+                        "docs/results.md; smoke: OUT/results.md)")
+    parser.add_argument("--no-sb3", action="store_true", help="skip the Stable-Baselines3 rows")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: export finished cells and rewrite the report")
+    parser.add_argument("--sb3-worker", help=argparse.SUPPRESS)
+    return parser
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """Check the arguments (``UsageError`` for a mistake) and fix the folders."""
+    if args.suite is None:
+        raise UsageError("the following arguments are required: SUITE (one of "
+                         f"{', '.join(SUITES)}); see python scripts/reproduce.py --help")
+    if args.suite not in SUITES:
+        raise UsageError(f"unknown suite {args.suite!r}; choose one of {', '.join(SUITES)}")
+    suite = SUITES[args.suite]
+    if args.seeds is not None and args.seeds < 1:
+        raise UsageError(f"--seeds must be a positive number of seeds, got {args.seeds}")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
+    out = args.out.expanduser().absolute()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out} is not a directory")
+    on_page = suite.name in PAGE_SUITES
+    results = (args.results or (REPO / "results" if on_page else out / "results")).absolute()
+    page = (args.page or (REPO / "docs" / "results.md" if on_page else out / "results.md"))
+    if args.only:
+        names = [f"{t.name}/{r.label}" for t, r in suite.cells()]
+        for pattern in args.only:
+            if not fnmatch.filter(names, pattern):
+                raise UsageError(f"--only {pattern!r} matches no cell of {suite.name}; its cells: "
+                                 f"{', '.join(names)}")
+    sb3 = None
+    if any(r.peer for r in suite.rows) and not args.no_sb3 and not args.report_only:
+        sb3 = sb3_missing()
+    elif args.no_sb3:
+        sb3 = "--no-sb3"
+    return Plan(suite, args.seeds or suite.seeds, args.steps, out, results, page.absolute(), sb3)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.sb3_worker:
+        sb3_worker(json.loads(args.sb3_worker))
+        return 0
+    try:
+        plan = make_plan(args)
+    except UsageError as err:
+        fail(str(err))
+    suite = plan.suite
+    cells = [(t, r) for t, r in suite.cells()
+             if not args.only or any(fnmatch.fnmatch(f"{t.name}/{r.label}", p) for p in args.only)]
+    if plan.sb3 is not None and plan.sb3 != "--no-sb3" and any(r.peer for _, r in cells):
+        say(f"Stable-Baselines3 is not available ({plan.sb3}): its rows are not run; the page "
+            "says so")
+    outcomes: list[Outcome] = []
+    if not args.report_only:
+        if "device=cuda" in suite.overrides:
+            import torch
+
+            if not torch.cuda.is_available():
+                fail(f"the {suite.name} suite needs a CUDA GPU and torch sees none here")
+        STOP.install()
+        for i, (task, row) in enumerate(cells, start=1):
+            if row.peer and plan.sb3 == "--no-sb3":
+                continue
+            if STOP.signum:
+                break
+            outcome = run_cell(plan, task, row)
+            outcomes.append(outcome)
+            say(f"[{i}/{len(cells)}] {task.name}/{row.label}: {outcome.state}"
+                + (f" ({outcome.note})" if outcome.note else ""))
+        if STOP.signum:
+            say(f"stopped by {signal.Signals(STOP.signum).name}; run the same command again to "
+                "continue (finished cells are skipped, unfinished ones resume)")
+            return 128 + STOP.signum
+    report(plan, outcomes)
+    failed = [o for o in outcomes if o.state == "failed"]
+    open_cells = [o for o in outcomes if o.state in ("locked", "unfinished", "skipped")]
+    if open_cells:
+        say(f"{len(open_cells)} cell(s) not finished by this run: "
+            + "; ".join(f"{o.task}/{o.row} {o.state}" for o in open_cells))
+    if failed:
+        say(f"{len(failed)} cell(s) failed: " + "; ".join(f"{o.task}/{o.row}" for o in failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""scripts/reproduce.py: the smoke suite end to end through the real script (and the real
+``python -m rlzoo.train`` and Stable-Baselines3 workers it starts), skipping finished cells,
+resuming a cell stopped by SIGTERM or given a larger budget bit-identically, one-line usage
+errors, locked cells, and the raw results (``eval.csv``) regenerating rlzoo.compare's report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+
+from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "reproduce.py"
+HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
+SMOKE_ROWS = ["sac", "td3", *(["sb3_sac"] if HAS_SB3 else [])]
+SMOKE_SEEDS = 2  # the smoke suite's K
+SMOKE_STEPS = 300  # the smoke suite's budget
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reproduce_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reproduce_script"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+reproduce_script = load_script()
+
+
+def reproduce(*args: str | Path, env: dict[str, str] | None = None,
+              timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """``python scripts/reproduce.py ARGS`` (one thread per process)."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+        timeout=timeout, cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+def start(*args: str | Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def files_and_mtimes(root: Path) -> dict[str, int]:
+    """Every file below ``root`` but logs and lock files (a lock is rewritten when taken)."""
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith((".log", ".lock"))}
+
+
+def weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    return torch.load(run_dir / "policy.pt", weights_only=True)["weights"]
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    """Two run dirs of one seed made the same training: same final weights bit for bit, same
+    summary numbers and the same evaluation curve."""
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for key in wa:
+        assert torch.equal(wa[key], wb[key]), (a, key)
+    sa, sb = summary(a), summary(b)
+    for key in ("total_steps", "final_eval_return", "final_eval_return_std", "updates",
+                "episodes"):
+        assert sa[key] == sb[key], (a, key, sa[key], sb[key])
+    ca, cb = load_scalars(a, ["eval/return"]), load_scalars(b, ["eval/return"])
+    assert np.array_equal(ca["eval/return"][0], cb["eval/return"][0])
+    assert np.array_equal(ca["eval/return"][1], cb["eval/return"][1])
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The smoke suite run once, end to end, into a fresh OUT."""
+    out = tmp_path_factory.mktemp("smoke")
+    return out, ok(reproduce("smoke", "--out", out))
+
+
+@pytest.fixture(scope="module")
+def reference_600(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke suite's SAC cell trained to 600 steps without a stop: the home of its group."""
+    out = tmp_path_factory.mktemp("ref600")
+    ok(reproduce("smoke", "--only", "Pendulum/sac", "--steps", "600", "--out", out))
+    return out / "smoke" / "Pendulum" / "sac-s0"
+
+
+def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
+    out, stdout = smoke
+    task = out / "smoke" / "Pendulum"
+    for row in SMOKE_ROWS:
+        for seed in range(SMOKE_SEEDS):
+            run = summary(task / f"{row}-s{seed}")
+            assert run["total_steps"] == SMOKE_STEPS and run["seed"] == seed, (row, run)
+            assert run["env"] == "Pendulum"
+    assert (task / "sac-s0" / "checkpoints").is_dir()  # an rlzoo cell: one seed group
+    assert json.loads((task / "sac-s1" / "group.json").read_text())["home"] == "sac-s0"
+    # raw results: summary, config and the curve as CSV, nothing else
+    results = out / "results" / "smoke" / "Pendulum"
+    for row in SMOKE_ROWS:
+        for seed in range(SMOKE_SEEDS):
+            run_dir = results / f"{row}-s{seed}"
+            names = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
+            assert {"summary.json", "eval.csv", ".hydra/config.yaml"} <= names, names
+            assert not [n for n in names if "tfevents" in n or n.endswith(".pt")], names
+            assert summary(run_dir) == summary(task / f"{row}-s{seed}")
+            steps, _ = load_scalars(run_dir, ["eval/return"])["eval/return"]
+            assert steps.tolist() == [100, 200, 300], (row, steps)  # the same eval steps
+    report = out / "results" / "smoke" / "report"
+    assert (report / "Pendulum.png").read_bytes()[:4] == b"\x89PNG"
+    table = (report / "comparison.md").read_text()
+    for label in ("| sac |", "| td3 |", *(["| sb3_sac |"] if HAS_SB3 else [])):
+        assert label in table, table
+    page = (out / "results.md").read_text()
+    assert "## `smoke`" in page, page
+    assert "![Pendulum learning curves](results/smoke/report/Pendulum.png)" in page, page
+    assert "## `mujoco`" in page and "**Not run yet**" in page
+    assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
+    assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
+        REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
+    assert stdout.count(": started (") == 2  # the two rlzoo cells
+    if not HAS_SB3:
+        assert "Stable-Baselines3 is not available" in stdout
+
+
+def test_rerun_skips_finished_cells(smoke: tuple[Path, str]) -> None:
+    out, _ = smoke
+    before = files_and_mtimes(out / "smoke")
+    results_before = files_and_mtimes(out / "results" / "smoke" / "Pendulum")
+    updates = {p: summary(p)["updates"] for p in (out / "smoke" / "Pendulum").glob("*-s*")
+               if p.is_dir()}
+    stdout = ok(reproduce("smoke", "--out", out))
+    assert stdout.count("finished (already finished)") == len(SMOKE_ROWS), stdout
+    assert "started" not in stdout and "resumed" not in stdout
+    assert files_and_mtimes(out / "smoke") == before  # nothing retrained, nothing rewritten
+    assert files_and_mtimes(out / "results" / "smoke" / "Pendulum") == results_before
+    assert {p: summary(p)["updates"] for p in updates} == updates
+
+
+def test_raised_budget_resumes_bit_identically(smoke: tuple[Path, str], reference_600: Path,
+                                               tmp_path: Path) -> None:
+    """A finished 300-step cell asked for 600 steps continues from its checkpoint and ends as the
+    uninterrupted 600-step cell."""
+    out, _ = smoke
+    task = tmp_path / "smoke" / "Pendulum"
+    task.mkdir(parents=True)
+    for seed in range(SMOKE_SEEDS):
+        shutil.copytree(out / "smoke" / "Pendulum" / f"sac-s{seed}", task / f"sac-s{seed}")
+    stdout = ok(reproduce("smoke", "--only", "Pendulum/sac", "--steps", "600", "--out", tmp_path))
+    assert "Pendulum/sac: resumed" in stdout, stdout
+    for seed in range(SMOKE_SEEDS):
+        assert_same_run(task / f"sac-s{seed}", reference_600.with_name(f"sac-s{seed}"))
+
+
+@pytest.mark.slow
+def test_sigterm_then_rerun_resumes_bit_identically(reference_600: Path, tmp_path: Path) -> None:
+    """SIGTERM to the script after the cell's first checkpoint stops it there (no report); the
+    same command again resumes the cell and ends as the uninterrupted one."""
+    home = tmp_path / "smoke" / "Pendulum" / "sac-s0"
+    args = ("smoke", "--only", "Pendulum/sac", "--steps", "600", "--out", tmp_path)
+    proc = start(*args)
+    deadline = time.monotonic() + 300
+    while not list((home / "checkpoints").glob("step_*.pt")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout
+    assert "stopped by SIGTERM" in stdout and "unfinished" in stdout, stdout
+    assert not (home / "summary.json").exists()  # it really stopped before the end
+    assert not (tmp_path / "results.md").exists()  # and wrote no report
+    stdout = ok(reproduce(*args))
+    assert "Pendulum/sac: resumed" in stdout and "Pendulum/sac: finished" in stdout, stdout
+    for seed in range(SMOKE_SEEDS):
+        assert_same_run(home.with_name(f"sac-s{seed}"), reference_600.with_name(f"sac-s{seed}"))
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["nosuch"], "unknown suite 'nosuch'"),
+    (["smoke", "--seeds", "0"], "--seeds must be a positive"),
+    (["smoke", "--seeds", "two"], "--seeds: invalid int value"),
+    (["smoke", "--steps", "-5"], "--steps must be a positive"),
+    (["smoke", "--only", "Hopper/*"], "matches no cell of smoke"),
+    ([], "required: SUITE"),
+])
+def test_usage_errors_are_one_line(args: list[str], fragment: str, tmp_path: Path) -> None:
+    proc = reproduce(*args, "--out", tmp_path) if args else reproduce()
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reproduce: error:"), proc.stderr
+    assert fragment in lines[0], lines[0]
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_locked_cell_is_reported_and_skipped(smoke: tuple[Path, str], tmp_path: Path) -> None:
+    """A cell another reproduce.py holds, and a cell whose run dir a live rlzoo process holds,
+    are reported in one line each and skipped; the script still writes its report."""
+    lock = reproduce_script.FileLock(tmp_path / "smoke" / "Pendulum" / ".td3.lock")
+    assert lock.acquire()
+    out, _ = smoke
+    task = tmp_path / "smoke" / "Pendulum"
+    for seed in range(SMOKE_SEEDS):  # a copy of the finished SAC cell, to resume to 400 steps
+        shutil.copytree(out / "smoke" / "Pendulum" / f"sac-s{seed}", task / f"sac-s{seed}")
+    holder = subprocess.Popen(  # holds the SAC group's home like a live run
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from rlzoo.run.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
+         "print('held', flush=True); time.sleep(600)", str(task / "sac-s0")],
+        stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        stdout = ok(reproduce("smoke", "--only", "Pendulum/sac", "Pendulum/td3", "--steps",
+                              "400", "--out", tmp_path))
+    finally:
+        holder.kill()
+        holder.wait()
+        lock.release()
+    assert "Pendulum/td3: locked (another reproduce.py" in stdout, stdout
+    assert "Pendulum/sac: locked" in stdout and "in use by a running rlzoo process" in stdout
+    assert not (task / "td3-s0").exists()
+    assert summary(task / "sac-s0")["total_steps"] == SMOKE_STEPS  # untouched
+    assert (tmp_path / "results.md").is_file()
+
+
+def test_results_csv_regenerate_the_report(smoke: tuple[Path, str], tmp_path: Path) -> None:
+    """``python -m rlzoo.compare results/<suite>`` on the raw results (no TensorBoard events)
+    writes the report the script wrote, and the same table as the run dirs themselves give."""
+    out, _ = smoke
+    results = out / "results" / "smoke"
+    proc = subprocess.run([sys.executable, "-m", "rlzoo.compare", str(results), "--out",
+                           str(tmp_path / "regen")], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    original = results / "report"
+    assert (tmp_path / "regen" / "comparison.md").read_text() == \
+        (original / "comparison.md").read_text()
+    regen = json.loads((tmp_path / "regen" / "comparison.json").read_text())
+    kept = json.loads((original / "comparison.json").read_text())
+    for env, groups in kept["curves"].items():
+        for label, curve in groups.items():
+            for key in ("steps", "iqm", "ci_low", "ci_high"):
+                assert regen["curves"][env][label][key] == curve[key], (label, key)
+    from_runs = compute_comparison(find_runs([out / "smoke"]))
+    from_csv = compute_comparison(find_runs([results]))
+    for env, groups in from_runs.results.items():
+        for label, row in groups.items():
+            other = from_csv.results[env][label]
+            assert (row.iqm, row.iqm_ci, row.seeds) == (other.iqm, other.iqm_ci, other.seeds)
+            assert np.array_equal(from_runs.curves[env][label].iqm,
+                                  from_csv.curves[env][label].iqm)
+
+
+def test_missing_sb3_is_one_line_and_on_the_page(tmp_path: Path) -> None:
+    fake = tmp_path / "fake"
+    (fake / "stable_baselines3").mkdir(parents=True)
+    (fake / "stable_baselines3" / "__init__.py").write_text(
+        "raise ImportError('simulated: not installed')\n")
+    out = tmp_path / "out"
+    stdout = ok(reproduce("smoke", "--only", "Pendulum/sb3_sac", "--out", out,
+                          env={"PYTHONPATH": str(fake)}))
+    lines = [line for line in stdout.splitlines() if "Stable-Baselines3 is not available" in line]
+    assert len(lines) == 1 and "simulated: not installed" in lines[0], stdout
+    page = (out / "results.md").read_text()
+    assert "| Pendulum | sb3_sac | not run (skipped: stable_baselines3 is not importable" in page
+    assert not list((out / "smoke" / "Pendulum").glob("sb3_sac-s*"))
+
+
+# --------------------------------------------------------------------------- in-process parts
+
+
+def test_eval_csv_round_trips_and_events_win(tmp_path: Path) -> None:
+    """``eval.csv`` reads back the exact floats written; a run dir with both a CSV and event
+    files takes the events' value on a step present in both."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    values = np.array([-1234.5678901234, 0.1 + 0.2, 1e-300])
+    scalars = {"eval/return": (np.array([100, 200, 300]), values),
+               "eval/return_std": (np.array([200]), np.array([3.0]))}
+    write_scalars_csv(tmp_path / "eval.csv", scalars)
+    back = load_scalars(tmp_path)
+    assert back["eval/return"][0].tolist() == [100, 200, 300]
+    assert back["eval/return"][1].tolist() == values.tolist()  # bit for bit
+    assert back["eval/return_std"][0].tolist() == [200]  # empty cells are no points
+    writer = SummaryWriter(log_dir=str(tmp_path))
+    writer.add_scalar("eval/return", 7.0, 200)
+    writer.close()
+    merged = load_scalars(tmp_path, ["eval/return"])["eval/return"]
+    assert merged[1].tolist() == [values[0], 7.0, values[2]]
+    (tmp_path / "eval.csv").write_text("time,eval/return\n1,2\n")
+    with pytest.raises(ValueError, match="does not start with a 'step' column"):
+        load_scalars(tmp_path)
+
+
+def test_peer_settings_match_rlzoo_config() -> None:
+    """The SB3 peer takes rlzoo's SAC and TD3 settings, each optimizer's rate included, and
+    converts SAC's env-unit target entropy to SB3's [-1, 1] units."""
+    cfg = reproduce_script.compose_cell_config(["algo=sac", "env=Hopper"])
+    sac = reproduce_script.peer_settings(cfg, "sac")
+    assert sac.learning_rates == {"actor": 3e-4, "critic": 1e-3, "alpha": 1e-3}
+    assert sac.kwargs["learning_starts"] == 5000 and sac.kwargs["batch_size"] == 256
+    assert sac.kwargs["policy_kwargs"] == {"net_arch": {"pi": [256, 256], "qf": [256, 256]}}
+    assert sac.kwargs["ent_coef"] == "auto_1.0"
+    ones = np.ones(3)
+    assert sac.sac_target_entropy(-ones, ones) == -3.0  # Hopper: [-1, 1], the units agree
+    assert sac.sac_target_entropy(-0.4 * ones, 0.4 * ones) == pytest.approx(-3 - 3 * np.log(0.4))
+    td3 = reproduce_script.peer_settings(
+        reproduce_script.compose_cell_config(["algo=td3", "env=Hopper"]), "td3")
+    assert td3.learning_rates == {"actor": 1e-3, "critic": 1e-3}
+    assert (td3.kwargs["policy_delay"], td3.kwargs["target_policy_noise"],
+            td3.kwargs["target_noise_clip"], td3.exploration_noise) == (2, 0.2, 0.5, 0.1)
+    assert td3.kwargs["batch_size"] == 100 and td3.kwargs["learning_starts"] == 10000
+    assert td3.kwargs["policy_kwargs"] == {"net_arch": {"pi": [400, 300], "qf": [400, 300]}}
+    with pytest.raises(ValueError, match="twin critic"):
+        reproduce_script.peer_settings(reproduce_script.compose_cell_config(
+            ["algo=sac", "env=Hopper", "critic=ensemble"]), "sac")
+
+
+def test_suites_are_as_the_issue_lists() -> None:
+    suites = reproduce_script.SUITES
+    mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
+    rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "sb3_sac", "sb3_td3"}
+    assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows}
+    assert suites["mujoco"].steps >= 50_000 and suites["mujoco"].seeds == 5
+    marl = {(t.name, r.label) for t, r in suites["marl"].cells()}
+    assert marl == {(t, r) for t in ("mpe-simple_spread", "mpe-simple_speaker_listener")
+                    for r in ("maddpg", "hasac", "coma")} | {
+        ("mamujoco-HalfCheetah-2x3", r) for r in ("maddpg", "hasac")}
+    gpu = suites["gpu"]
+    assert {t.name for t in gpu.tasks} == {"Hopper", "HalfCheetah", "Humanoid"}
+    assert gpu.steps == 1_000_000 and "device=cuda" in gpu.overrides
+    for suite in suites.values():  # every row's config composes
+        for task, row in suite.cells():
+            reproduce_script.compose_cell_config([f"env={task.env}", *row.overrides,
+                                                  *suite.overrides])
