@@ -62,6 +62,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -981,6 +982,13 @@ def sb3_worker(spec: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- export
 
 
+def repo_relative(text: str) -> str:
+    """``text`` with this checkout's absolute path written relative to it (``/x/repo/runs/a`` ->
+    ``runs/a``, ``/x/repo`` -> ``.``), so exported configs carry no path of this machine."""
+    repo = re.escape(str(REPO))
+    return re.sub(repo + r"(?![^/\s'\"])", ".", re.sub(repo + "/", "", text))
+
+
 def export_run(run_dir: Path, dest: Path) -> bool:
     """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml`` and its ``eval/*``
     curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv). Nothing else: no
@@ -996,7 +1004,8 @@ def export_run(run_dir: Path, dest: Path) -> bool:
     (tmp / ".hydra").mkdir(parents=True)
     for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
         if (run_dir / ".hydra" / name).is_file():
-            shutil.copyfile(run_dir / ".hydra" / name, tmp / ".hydra" / name)
+            text = (run_dir / ".hydra" / name).read_text()
+            (tmp / ".hydra" / name).write_text(repo_relative(text))
     scalars = {tag: points for tag, points in load_scalars(run_dir).items()
                if tag.startswith("eval/")}
     write_scalars_csv(tmp / SCALARS_CSV, scalars)
@@ -1215,6 +1224,8 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
         if runs:
             try:
                 compare(runs, root / REPORT_DIR)
+                for path in (root / REPORT_DIR).glob("*.json"):  # no path of this machine
+                    path.write_text(repo_relative(path.read_text()))
             except CompareError as err:
                 say(f"rlzoo.compare failed: {err}")
             say(f"compared {len(runs)} runs into {root / REPORT_DIR}")

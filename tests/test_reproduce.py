@@ -352,3 +352,17 @@ def test_suites_are_as_the_issue_lists() -> None:
         for task, row in suite.cells():
             reproduce_script.compose_cell_config([f"env={task.env}", *row.overrides,
                                                   *suite.overrides])
+
+
+def test_exported_configs_carry_no_path_of_this_machine() -> None:
+    """Paths inside the checkout become relative to it; a sibling dir sharing its prefix and
+    paths elsewhere are left alone."""
+    repo = str(reproduce_script.REPO)
+    text = (f"dir: {repo}/runs/reproduce/mujoco/Hopper/td3-s0\ncwd: {repo}\n"
+            f"- hydra.run.dir='{repo}/runs/x'\n- path: {repo}2/conf\n- path: /elsewhere/conf\n")
+    assert reproduce_script.repo_relative(text) == (
+        "dir: runs/reproduce/mujoco/Hopper/td3-s0\ncwd: .\n- hydra.run.dir='runs/x'\n"
+        f"- path: {repo}2/conf\n- path: /elsewhere/conf\n")
+    committed = REPO / "results"
+    for path in [*committed.rglob("*.yaml"), *committed.rglob("*.json")]:
+        assert repo not in path.read_text(), path
