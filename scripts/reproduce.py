@@ -38,18 +38,21 @@ SB3 cells side by side). Ctrl-C (SIGINT) or SIGTERM stops the running cell after
 (forwarded once to the child; a second one stops it at once) and this script without a report.
 
 Afterwards, every finished cell of the suite is exported to ``RESULTS/<suite>/<task>/<row>-s<seed>``
-(``summary.json``, ``.hydra/`` and ``eval.csv``, the ``eval/*`` curve; no checkpoints, no
+(``summary.json``, ``.hydra/``, ``eval.csv``, the ``eval/*`` curve, and ``provenance.json``, each
+training launch's commit, command, package versions, CPU and threads; no checkpoints, no
 TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
 ``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),
-and the page (``--page``) is rewritten from every suite's results, with the published reference
+and the page (``--page``) is rewritten from every page suite's results (a suite off the page,
+``smoke``, gets a page of its own), with the published reference
 returns (:data:`REFERENCES`) beside rlzoo's at the same env steps. A cell that did not finish is
 never exported, so an earlier finished copy of it stays as it was.
 
 Defaults: ``--out runs/reproduce`` (relative to the current directory); ``--results`` and
 ``--page`` are the repository's ``results/`` and ``docs/results.md``, except for ``smoke``, whose
 are ``OUT/results`` and ``OUT/results.md``. Exit status: 0 when nothing failed (cells another
-process holds are reported and skipped), 1 when a cell failed, 2 for a usage mistake (one
-``reproduce: error:`` line), 128 + the signal number when stopped by a signal.
+process holds are reported and skipped), 1 when a cell failed or was not run because its runs
+hold another K or a larger budget than asked, 2 for a usage mistake (one ``reproduce: error:``
+line, before anything is trained), 128 + the signal number when stopped by a signal.
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ CELL_LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
 REPORT_DIR = "report"
 STATUS_FILE = "status.json"
+PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
 
 
 # --------------------------------------------------------------------------- suites
@@ -198,9 +202,9 @@ SUITES: dict[str, Suite] = {
         eval_episodes=10,
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
-        why="50k env steps, the issue's minimum: measured on 2 shared cores (docs/reproducing.md) "
-            "the 10 rlzoo cells take about 16 h and the SB3 cells 2-4 h, most of it the ensemble "
-            "critic's 10 members; 100k would double that",
+        why="50k env steps, where every published source has a point: measured on 2 shared "
+            "cores (docs/reproducing.md), the 10 rlzoo cells take about 16 h and the SB3 cells "
+            "2-4 h, most of it the ensemble critic's 10 members; 100k would double that",
     ),
     "marl": Suite(
         name="marl",
@@ -414,6 +418,62 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
+    """What a training launch ran on: the time (UTC), this checkout's git commit and whether
+    rlzoo/ or scripts/ had uncommitted changes, the command (checkout paths relative), Python
+    and package versions, the platform, CPU model and core count, and ``OMP_NUM_THREADS`` of the
+    child's environment ``env``. Parts that cannot be read are None."""
+    import platform
+    from importlib import metadata
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                                 timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    cpu = None
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in
+                    Path("/proc/cpuinfo").read_text().splitlines()
+                    if line.startswith("model name")), None)
+    except OSError:
+        pass
+    changes = git("status", "--porcelain", "--untracked-files=no", "--", "rlzoo", "scripts")
+    return {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": git("rev-parse", "HEAD"),
+        "uncommitted_changes": None if changes is None else bool(changes),
+        "command": [repo_relative(arg) for arg in command],
+        "python": platform.python_version(),
+        "packages": {name: version(name) for name in
+                     ("torch", "numpy", "gymnasium", "mujoco", "pettingzoo", "mpe2",
+                      "gymnasium-robotics", "stable-baselines3")},
+        "platform": platform.platform(),
+        "cpu": cpu or platform.processor() or None,
+        "cores": os.cpu_count(),
+        "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS"),
+    }
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Add ``record`` to the JSON list in ``path`` (a cell's launches, oldest first)."""
+    try:
+        records = json.loads(path.read_text())
+    except (OSError, ValueError):
+        records = []
+    records = records if isinstance(records, list) else []
+    write_text_atomic(path, json.dumps([*records, record], indent=2) + "\n")
+
+
 def replace_dir(src: Path, dst: Path) -> None:
     """Put the finished folder ``src`` at ``dst`` (replacing what is there) by renames."""
     old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
@@ -559,6 +619,7 @@ class Outcome:
     state: str
     note: str = ""
     dirs: list[Path] = field(default_factory=list)
+    mistake: bool = False  # skipped because its runs do not match this invocation's K or budget
 
 
 def summary_steps(run_dir: Path) -> int | None:
@@ -630,6 +691,11 @@ def unstarted_group(home: Path, seeds: int) -> list[Path]:
     return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
 
 
+def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
+    """Where an rlzoo cell's launches are recorded (beside its log; exported with each seed)."""
+    return plan.task_dir(task) / f"{row.label}.{PROVENANCE_FILE}"
+
+
 def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     """Skip, resume or start one rlzoo cell (the caller holds the cell's lock)."""
     from rlzoo.errors import UserError
@@ -643,13 +709,13 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     if home.exists():
         members = group_members(home, plan.seeds) if holds_a_run(home) else [home]
         if isinstance(members, str):
-            return Outcome(task.name, row.label, "skipped", members)
+            return Outcome(task.name, row.label, "skipped", members, mistake=True)
         reached = group_steps(members)
         if reached == steps:
             return Outcome(task.name, row.label, "finished", "already finished", members)
         if reached is not None and reached > steps:
             return Outcome(task.name, row.label, "skipped", f"holds a run of {reached} steps, "
-                           f"more than {steps}; left as it is")
+                           f"more than {steps}; left as it is", mistake=True)
         if holds_a_run(home):
             cmd += [f"resume={home}", f"total_steps={steps}", "log.progress=false"]
             what = "resumed"
@@ -661,7 +727,9 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     if what == "started":
         cmd += [*rlzoo_overrides(plan, task, row), f"hydra.run.dir={home}"]
     say(f"{task.name}/{row.label}: {what} ({plan.seeds} seeds to {steps} steps; log {log})")
-    status = run_child(cmd, log, child_env())
+    env = child_env()
+    append_record(cell_provenance(plan, task, row), {"launch": what, **launch_record(env, cmd)})
+    status = run_child(cmd, log, env)
     members = group_members(home, plan.seeds) if home.exists() else "no run dir"
     if isinstance(members, list) and group_steps(members) == steps:
         return Outcome(task.name, row.label, "finished", what, members)
@@ -685,13 +753,12 @@ def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     todo = [seed for seed, d in enumerate(dirs) if summary_steps(d) != steps]
     if any((summary_steps(d) or 0) > steps for d in dirs):
         return Outcome(task.name, row.label, "skipped",
-                       f"holds runs of more than {steps} steps; left as they are")
+                       f"holds runs of more than {steps} steps; left as they are", mistake=True)
     if not todo:
         return Outcome(task.name, row.label, "finished", "already finished", dirs)
     jobs = max(1, min(len(todo), os.cpu_count() or 1))
-    log = folder / f"{row.label}.log"
     say(f"{task.name}/{row.label}: seeds {', '.join(map(str, todo))} of Stable-Baselines3 "
-        f"{row.peer} to {steps} steps, {jobs} at a time (log {log})")
+        f"{row.peer} to {steps} steps, {jobs} at a time (logs {folder / row.label}-s<seed>.log)")
     running: list[tuple[int, subprocess.Popen[bytes], Any]] = []
     failures: list[str] = []
     queue = list(todo)
@@ -974,6 +1041,8 @@ def sb3_worker(spec: dict[str, Any]) -> None:
     write_scalars_csv(partial / SCALARS_CSV, {
         tag: (np.array(sorted(p), dtype=np.int64), np.array([p[s] for s in sorted(p)]))
         for tag, p in points.items()})
+    (partial / PROVENANCE_FILE).write_text(json.dumps(
+        [{"launch": "started", **launch_record(dict(os.environ), sys.argv)}], indent=2) + "\n")
     (partial / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     replace_dir(partial, final)
     print(f"{PROG}: {row.label} seed {seed} on {task.name}: final eval return "
@@ -991,15 +1060,21 @@ def repo_relative(text: str) -> str:
     return re.sub(repo + r"(?![^/\s'\"])", ".", re.sub(repo + "/", "", text))
 
 
-def export_run(run_dir: Path, dest: Path) -> bool:
-    """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml`` and its ``eval/*``
-    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv). Nothing else: no
-    checkpoints, no events, no weights. Returns False (nothing written) when ``dest`` already
-    holds this summary.json."""
+def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> bool:
+    """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml``, its ``eval/*``
+    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv) and ``provenance.json``
+    (the run's own, else ``provenance``: its cell's launches). Nothing else: no checkpoints, no
+    events, no weights. Returns False (nothing written) when ``dest`` already holds this
+    summary.json and provenance."""
     from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 
     summary = (run_dir / "summary.json").read_bytes()
-    if (dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary:
+    source = run_dir / PROVENANCE_FILE
+    source = source if source.is_file() else provenance
+    record = source.read_bytes() if source is not None and source.is_file() else None
+    old_record = dest / PROVENANCE_FILE
+    if ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
+            and (old_record.read_bytes() if old_record.is_file() else None) == record):
         return False
     tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -1011,6 +1086,8 @@ def export_run(run_dir: Path, dest: Path) -> bool:
     scalars = {tag: points for tag, points in load_scalars(run_dir).items()
                if tag.startswith("eval/")}
     write_scalars_csv(tmp / SCALARS_CSV, scalars)
+    if record is not None:
+        (tmp / PROVENANCE_FILE).write_bytes(record)
     (tmp / "summary.json").write_bytes(summary)  # last: a run is a dir with summary.json
     replace_dir(tmp, dest)
     return True
@@ -1027,7 +1104,7 @@ def export_suite(plan: Plan) -> tuple[int, int]:
         cells += 1
         for seed, d in enumerate(dirs):
             dest = plan.results / plan.suite.name / task.name / f"{row.label}-s{seed}"
-            written += export_run(d, dest)
+            written += export_run(d, dest, None if row.peer else cell_provenance(plan, task, row))
     return cells, written
 
 
@@ -1124,9 +1201,11 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         lines.append(f"| {task.name} | {row.label} | {state} |")
     lines.append("")
     notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
-    if any(r.peer for r in suite.rows):
+    peers = [r for r in suite.rows if r.peer]
+    if peers:
         notes.append(
-            "`sb3_sac`, `sb3_td3`: Stable-Baselines3's SAC and TD3 (the peer) with rlzoo's "
+            f"{', '.join(f'`{r.label}`' for r in peers)}: Stable-Baselines3's "
+            f"{' and '.join(str(r.peer).upper() for r in peers)} (the peer) with rlzoo's "
             "settings for the same algorithm, read from rlzoo's config (networks, batch, buffer, "
             "warm-up, tau, gamma, one update per step, TD3's noises and delay, SAC's initial "
             "temperature and target entropy), each optimizer at rlzoo's learning rate for it "
@@ -1194,7 +1273,7 @@ def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
     """Rewrite the results page from ``RESULTS/<suite>/`` of each of ``suites``."""
     page_dir = page.parent.resolve()
     lines = [
-        "# Results: does each algorithm learn like its paper?",
+        "# Results: rlzoo against published curves and a peer library, at small budgets",
         "",
         "Generated by `python scripts/reproduce.py SUITE` from the raw results under "
         f"[`{os.path.relpath(results, page_dir)}`]({os.path.relpath(results, page_dir)}) "
@@ -1248,6 +1327,8 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
         status_path = root / STATUS_FILE
         status = read_json(status_path) or {}
         for o in outcomes:
+            if o.mistake:  # says nothing about the cell, only about this invocation
+                continue
             cell = f"{o.task}/{o.row}"
             if o.state == "finished":
                 status.pop(cell, None)
@@ -1265,10 +1346,8 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
             except CompareError as err:
                 say(f"rlzoo.compare failed: {err}")
             say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
-        suites = [s for s in PAGE_SUITES]
-        if plan.suite.name not in suites:
-            suites.append(plan.suite.name)
-        write_page(plan.results, plan.page, suites)
+        on_page = plan.suite.name in PAGE_SUITES
+        write_page(plan.results, plan.page, PAGE_SUITES if on_page else [plan.suite.name])
         say(f"wrote {plan.page}")
     finally:
         lock.release()
@@ -1299,6 +1378,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_folder(path: Path, what: str) -> None:
+    """``UsageError`` unless ``path`` is a folder this process can write, or can be created as
+    one (its nearest existing ancestor is a writable folder)."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{what} {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path}: cannot write in {existing}")
+
+
 def make_plan(args: argparse.Namespace) -> Plan:
     """Check the arguments (``UsageError`` for a mistake) and fix the folders."""
     if args.suite is None:
@@ -1312,11 +1403,16 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     out = args.out.expanduser().absolute()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {args.out} is not a directory")
+    check_folder(out, "--out")
     on_page = suite.name in PAGE_SUITES
     results = (args.results or (REPO / "results" if on_page else out / "results")).absolute()
+    check_folder(results, "--results")
     page = (args.page or (REPO / "docs" / "results.md" if on_page else out / "results.md"))
+    page = page.expanduser().absolute()
+    if page.is_dir():
+        raise UsageError(f"--page {page} is a directory; name the page's file, e.g. "
+                         f"{page / 'results.md'}")
+    check_folder(page.parent, "--page's folder")
     if args.only:
         names = [f"{t.name}/{r.label}" for t, r in suite.cells()]
         for pattern in args.only:
@@ -1328,7 +1424,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
         sb3 = sb3_missing()
     elif args.no_sb3:
         sb3 = "--no-sb3"
-    return Plan(suite, args.seeds or suite.seeds, args.steps, out, results, page.absolute(), sb3)
+    return Plan(suite, args.seeds or suite.seeds, args.steps, out, results, page, sb3)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1369,14 +1465,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 128 + STOP.signum
     report(plan, outcomes)
     failed = [o for o in outcomes if o.state == "failed"]
-    open_cells = [o for o in outcomes if o.state in ("locked", "unfinished", "skipped")]
+    mistakes = [o for o in outcomes if o.mistake]
+    open_cells = [o for o in outcomes if o.state in ("locked", "unfinished", "skipped")
+                  and not o.mistake]
     if open_cells:
         say(f"{len(open_cells)} cell(s) not finished by this run: "
             + "; ".join(f"{o.task}/{o.row} {o.state}" for o in open_cells))
+    if mistakes:
+        say(f"{len(mistakes)} cell(s) not run: their runs do not match --seeds/--steps: "
+            + "; ".join(f"{o.task}/{o.row}: {o.note}" for o in mistakes))
     if failed:
         say(f"{len(failed)} cell(s) failed: " + "; ".join(f"{o.task}/{o.row}" for o in failed))
-        return 1
-    return 0
+    return 1 if failed or mistakes else 0
 
 
 if __name__ == "__main__":

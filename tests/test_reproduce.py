@@ -123,7 +123,15 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
         for seed in range(SMOKE_SEEDS):
             run_dir = results / f"{row}-s{seed}"
             names = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
-            assert {"summary.json", "eval.csv", ".hydra/config.yaml"} <= names, names
+            assert {"summary.json", "eval.csv", ".hydra/config.yaml", "provenance.json"} <= names
+            launches = json.loads((run_dir / "provenance.json").read_text())
+            assert [r["launch"] for r in launches] == ["started"], launches
+            record = launches[0]
+            assert record["packages"]["torch"] == torch.__version__, record
+            assert record["OMP_NUM_THREADS"] == "1" and record["cores"] == os.cpu_count()
+            assert len(record["commit"]) == 40 and record["python"] == sys.version.split()[0]
+            worker = "--sb3-worker" if row.startswith("sb3") else "rlzoo.train"
+            assert worker in record["command"], record["command"]
             assert not [n for n in names if "tfevents" in n or n.endswith(".pt")], names
             assert summary(run_dir) == summary(task / f"{row}-s{seed}")
             steps, _ = load_scalars(run_dir, ["eval/return"])["eval/return"]
@@ -136,7 +144,8 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     page = (out / "results.md").read_text()
     assert "## `smoke`" in page, page
     assert "![Pendulum learning curves](results/smoke/report/Pendulum.png)" in page, page
-    assert "## `mujoco`" in page and "**Not run yet**" in page
+    assert "## `mujoco`" not in page and "## `gpu`" not in page  # a page of its own
+    assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
     assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
         REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
@@ -193,6 +202,10 @@ def test_sigterm_then_rerun_resumes_bit_identically(reference_600: Path, tmp_pat
     assert not (tmp_path / "results.md").exists()  # and wrote no report
     stdout = ok(reproduce(*args))
     assert "Pendulum/sac: resumed" in stdout and "Pendulum/sac: finished" in stdout, stdout
+    launches = json.loads((tmp_path / "results" / "smoke" / "Pendulum" / "sac-s1" /
+                           "provenance.json").read_text())
+    assert [r["launch"] for r in launches] == ["started", "resumed"], launches
+    assert "resume=" in " ".join(launches[1]["command"])
     for seed in range(SMOKE_SEEDS):
         assert_same_run(home.with_name(f"sac-s{seed}"), reference_600.with_name(f"sac-s{seed}"))
 
@@ -204,14 +217,45 @@ def test_sigterm_then_rerun_resumes_bit_identically(reference_600: Path, tmp_pat
     (["smoke", "--steps", "-5"], "--steps must be a positive"),
     (["smoke", "--only", "Hopper/*"], "matches no cell of smoke"),
     ([], "required: SUITE"),
+    (["smoke", "--results", "{file}"], "is not a directory"),
+    (["smoke", "--results", "{file}/sub"], "is not a directory"),
+    (["smoke", "--page", "{dir}"], "is a directory; name the page's file"),
+    (["smoke", "--page", "{file}/results.md"], "is not a directory"),
 ])
 def test_usage_errors_are_one_line(args: list[str], fragment: str, tmp_path: Path) -> None:
+    """Each mistake is one line and exit 2 before anything is trained or written (folders
+    that cannot hold the results or the page are refused up front, not after hours)."""
+    given = tmp_path / "given"
+    (given / "dir").mkdir(parents=True)
+    (given / "file").write_text("not a folder")
+    args = [a.format(file=given / "file", dir=given / "dir") for a in args]
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
     proc = reproduce(*args, "--out", tmp_path) if args else reproduce()
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("reproduce: error:"), proc.stderr
     assert fragment in lines[0], lines[0]
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_other_seed_count_is_not_run_and_exits_1(smoke: tuple[Path, str], tmp_path: Path) -> None:
+    """A cell holding a group of another K is left as it is, named with the fix, exit 1, and
+    leaves no note in status.json (the note is about the invocation, not the cell)."""
+    out, _ = smoke
+    task = tmp_path / "smoke" / "Pendulum"
+    for seed in range(SMOKE_SEEDS):
+        shutil.copytree(out / "smoke" / "Pendulum" / f"sac-s{seed}", task / f"sac-s{seed}")
+    before = files_and_mtimes(task)
+    proc = reproduce("smoke", "--only", "Pendulum/sac", "--seeds", str(SMOKE_SEEDS + 1),
+                     "--out", tmp_path)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert f"holds a {SMOKE_SEEDS}-seed group, not {SMOKE_SEEDS + 1} (pass --seeds " \
+        f"{SMOKE_SEEDS}" in proc.stdout, proc.stdout
+    assert "not run: their runs do not match --seeds/--steps" in proc.stdout
+    assert files_and_mtimes(task) == before
+    status = tmp_path / "results" / "smoke" / "status.json"
+    assert not status.exists() or "Pendulum/sac" not in json.loads(status.read_text())
 
 
 def test_locked_cell_is_reported_and_skipped(smoke: tuple[Path, str], tmp_path: Path) -> None:
