@@ -1164,6 +1164,63 @@ def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
     return f"{word} (p = {p:.2f})" if p >= 0.01 else f"{word} (p < 0.01)"
 
 
+PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-published.png
+SOURCE_MARKERS = {"td3-paper": "s", "tianshou": "^", "simbav2": "D", "cleanrl": "*"}
+
+
+def published_figure(figure: str) -> str:
+    """The page figure's name beside rlzoo.compare's ``figure`` (``Hopper.png``)."""
+    return Path(figure).stem + PUBLISHED_SUFFIX
+
+
+def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> bool:
+    """The page's figure of one task: each row's IQM curve and 95% CI band (from
+    ``comparison.json``'s ``curves``) and, in the colour of the row they are set beside, the
+    published means ± std (over seeds - 1) within the curves' steps, one marker per source.
+    False (nothing written) when no reference falls on the curves' steps."""
+    refs = [r for r in REFERENCES if r.task == env and any(label in curves for label in r.rows)]
+    last = max((max(c["steps"]) for c in curves.values() if c["steps"]), default=0)
+    refs = [r for r in refs if r.steps <= last]
+    if not refs:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    colors = {}
+    for label, c in curves.items():
+        (line,) = ax.plot(c["steps"], c["iqm"], label=f"rlzoo {label} (n={c['n_runs']})"
+                          if not label.startswith("sb3_") else f"{label} (n={c['n_runs']})")
+        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=line.get_color(),
+                        alpha=0.2, linewidth=0)
+        colors[label] = line.get_color()
+    shown: set[str] = set()
+    for ref in refs:
+        label = next(label for label in ref.rows if label in curves)
+        spread = (sample_std(ref.std, ref.seeds) if ref.std is not None and ref.seeds
+                  and ref.seeds > 1 else None)
+        same_step = [r for r in refs if r.steps == ref.steps]  # side by side, not on top
+        dodge = (same_step.index(ref) - (len(same_step) - 1) / 2) * 0.015 * last
+        name = ref.algo
+        ax.errorbar([ref.steps + dodge], [ref.mean],
+                    yerr=None if spread is None else [[spread], [spread]],
+                    color=colors[label], marker=SOURCE_MARKERS.get(ref.source, "o"),
+                    markerfacecolor="white", markersize=7, capsize=4, linestyle="none",
+                    label=None if name in shown else name)
+        shown.add(name)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("eval/return (IQM over seeds)")
+    ax.set_title(f"{env}: IQM and 95% CI over seeds; published mean ± std")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return True
+
+
 def iqm_ci(values: list[float]) -> tuple[float, float, float]:
     """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
     from rlzoo.analysis import stats
@@ -1231,7 +1288,15 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                          f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} |")
         lines.append("")
         figure = report.get("figures", {}).get(env)
-        if figure:
+        published = published_figure(figure) if figure else ""
+        if figure and (root / REPORT_DIR / published).is_file():
+            lines += [f"![{env} learning curves and published returns]"
+                      f"({rel / REPORT_DIR / published})", "",
+                      "Hollow markers: published mean ± std at that env step (sources below); "
+                      f"`python scripts/reproduce.py {suite.name} --report-only` redraws this "
+                      f"figure, `rlzoo.compare` draws the curves alone ([{figure}]"
+                      f"({rel / REPORT_DIR / figure})).", ""]
+        elif figure:
             lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
         refs = [r for r in REFERENCES if r.task == env]
         rows = run_rows(root / env)
@@ -1343,6 +1408,12 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
                 compare(runs, root / REPORT_DIR)
                 for path in (root / REPORT_DIR).glob("*.json"):  # no path of this machine
                     path.write_text(repo_relative(path.read_text()))
+                kept = read_json(root / REPORT_DIR / "comparison.json") or {}
+                for path in (root / REPORT_DIR).glob(f"*{PUBLISHED_SUFFIX}"):
+                    path.unlink()
+                for env, by_label in kept.get("curves", {}).items():
+                    plot_published(env, by_label, root / REPORT_DIR / published_figure(
+                        kept["figures"][env]))
             except CompareError as err:
                 say(f"rlzoo.compare failed: {err}")
             say(f"compared {len(runs)} runs into {root / REPORT_DIR}")

@@ -410,3 +410,18 @@ def test_exported_configs_carry_no_path_of_this_machine() -> None:
     committed = REPO / "results"
     for path in [*committed.rglob("*.yaml"), *committed.rglob("*.json")]:
         assert repo not in path.read_text(), path
+
+
+def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) -> None:
+    """The page's figure of a task: drawn when a published point falls within the curves'
+    steps, not drawn (False, no file) when the curves end before the first one."""
+    curve = {"n_runs": 5, "steps": [5_000, 25_000, 50_000], "iqm": [10.0, 200.0, 300.0],
+             "ci_low": [0.0, 150.0, 250.0], "ci_high": [20.0, 250.0, 350.0]}
+    path = tmp_path / "Hopper-published.png"
+    assert reproduce_script.plot_published("Hopper", {"td3": curve}, path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    short = {**curve, "steps": [1_000, 2_000, 3_000]}
+    assert not reproduce_script.plot_published("Hopper", {"td3": short}, tmp_path / "no.png")
+    assert not reproduce_script.plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
+    assert not (tmp_path / "no.png").exists()
+    assert reproduce_script.published_figure("Hopper.png") == "Hopper-published.png"
