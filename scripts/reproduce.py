@@ -153,6 +153,7 @@ class Suite:
             each is large: it holds K seeds' whole replay buffers, at their full capacity.
         overrides: rlzoo overrides every row of the suite gets (SB3 peers read them too).
         why: why the budgets are what they are (shown on the page).
+        not_run: why a cell with no result and no recorded outcome has none (on the page).
     """
 
     name: str
@@ -167,6 +168,7 @@ class Suite:
     checkpoint_keep: int
     overrides: tuple[str, ...] = ()
     why: str = ""
+    not_run: str = "not scheduled yet: the 2-core machine's hours went to the other cells"
 
     def cells(self) -> list[tuple[Task, Row]]:
         """Every (task, row) of the suite, in the order they run (task by task)."""
@@ -242,6 +244,8 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         overrides=("device=cuda",),
         why="1M env steps, the papers' budget; needs a CUDA GPU",
+        not_run="needs a CUDA GPU: none was lent to the sessions that ran this page, and a "
+                "loan there lasts 15 minutes while one cell takes hours",
     ),
     "smoke": Suite(
         name="smoke",
@@ -1254,7 +1258,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                     "steps"
         else:
             note = status.get(f"{task.name}/{row.label}")
-            state = f"not run ({note})" if note else "not run"
+            state = f"not run ({note or suite.not_run})"
         lines.append(f"| {task.name} | {row.label} | {state} |")
     lines.append("")
     notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
