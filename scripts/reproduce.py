@@ -1225,6 +1225,34 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> b
     return True
 
 
+def peer_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
+    """The page's rlzoo-vs-peer table of one task: for each peer row whose rlzoo row also
+    finished, P(rlzoo > peer) over seed pairs with its 95% bootstrap CI, and the two-sided
+    Mann-Whitney U test's p (``below``/``above`` when p < 0.05) on the final returns."""
+    from scipy.stats import mannwhitneyu
+
+    from rlzoo.analysis import stats
+
+    shown = []
+    for peer in (r for r in suite.rows if r.peer):
+        ours, theirs = rows.get(str(peer.peer), []), rows.get(peer.label, [])
+        if not ours or not theirs:
+            continue
+        x = [float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in ours]
+        y = [float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in theirs]
+        point, lo, hi = stats.probability_of_improvement_ci(x, y)
+        p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        word = ("above" if point > 0.5 else "below") if p < 0.05 else "no difference found"
+        shown.append(f"| {peer.peer} | {peer.label} | {point:.2f} [{lo:.2f}, {hi:.2f}] | "
+                     f"{word} (p = {p:.2f}) |")
+    if not shown:
+        return []
+    return ["Against the peer (final returns; P(rlzoo > SB3) = the fraction of seed pairs where "
+            "rlzoo's is higher, with its 95% bootstrap CI; Mann-Whitney U test, two-sided):", "",
+            "| rlzoo row | peer row | P(rlzoo > SB3) [95% CI] | rlzoo vs SB3 |",
+            "|---|---|---|---|", *shown, ""]
+
+
 def iqm_ci(values: list[float]) -> tuple[float, float, float]:
     """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
     from rlzoo.analysis import stats
@@ -1330,6 +1358,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                       "|---:|---|---|---|---|---|---|", *shown, ""]
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
+        lines += peer_lines(suite, rows)
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
         if env.startswith(("mpe-", "mamujoco-")):
             unpublished.append(UNPUBLISHED["marl"])

@@ -146,6 +146,7 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     assert "![Pendulum learning curves](results/smoke/report/Pendulum.png)" in page, page
     assert "## `mujoco`" not in page and "## `gpu`" not in page  # a page of its own
     assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
+    assert ("| sac | sb3_sac | " in page) == HAS_SB3  # rlzoo against the peer, seed pairs
     assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
         REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
