@@ -205,8 +205,9 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
         why="50k env steps, where every published source has a point: measured on 2 shared "
-            "cores (docs/reproducing.md), the 10 rlzoo cells take about 16 h and the SB3 cells "
-            "2-4 h, most of it the ensemble critic's 10 members; 100k would double that",
+            "cores (docs/reproducing.md), the 10 rlzoo cells take about 16 h (TD3 20-34 min, "
+            "SAC about an hour, the ensemble critic's 10 members about 4 h per task) and the 4 "
+            "SB3 cells about 2-3 h; 100k would double that",
     ),
     "marl": Suite(
         name="marl",
