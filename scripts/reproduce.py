@@ -330,6 +330,14 @@ class Reference:
     seeds: int | None
     source: str
 
+    @property
+    def spread(self) -> float | None:
+        """``std`` rescaled from dividing by the seeds n to dividing by n - 1 (rlzoo's
+        measure); as given when n is unknown or 1; None without a std."""
+        if self.std is None or self.seeds is None or self.seeds < 2:
+            return self.std
+        return self.std * math.sqrt(self.seeds / (self.seeds - 1))
+
 
 def _refs(task: str, rows: tuple[str, ...], algo: str, source: str, seeds: int | None,
           points: Sequence[tuple[int, float, float | None]]) -> list[Reference]:
@@ -1147,11 +1155,6 @@ def value_at(run_dir: Path, steps: int, window: int) -> float | None:
     return None
 
 
-def sample_std(std: float, n: int) -> float:
-    """A std computed dividing by ``n`` rescaled to dividing by ``n - 1``."""
-    return std * math.sqrt(n / (n - 1))
-
-
 def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
     """rlzoo's per-seed ``values`` against a published mean ± std over its seeds: Welch's t-test
     (two-sided, unequal variances) from both samples' means and stds; ``above``/``below`` when
@@ -1161,8 +1164,8 @@ def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
     if ref.std is None or ref.seeds is None or ref.seeds < 2 or len(values) < 2:
         return "—"
     mean = float(np.mean(values))
-    t, p = ttest_ind_from_stats(mean, float(np.std(values, ddof=1)), len(values), ref.mean,
-                                sample_std(ref.std, ref.seeds), ref.seeds, equal_var=False)
+    _, p = ttest_ind_from_stats(mean, float(np.std(values, ddof=1)), len(values), ref.mean,
+                                ref.spread, ref.seeds, equal_var=False)
     if not math.isfinite(p):
         return "—"
     word = ("above" if mean > ref.mean else "below") if p < alpha else "no difference found"
@@ -1204,8 +1207,7 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> b
     shown: set[str] = set()
     for ref in refs:
         label = next(label for label in ref.rows if label in curves)
-        spread = (sample_std(ref.std, ref.seeds) if ref.std is not None and ref.seeds
-                  and ref.seeds > 1 else None)
+        spread = ref.spread
         same_step = [r for r in refs if r.steps == ref.steps]  # side by side, not on top
         dodge = (same_step.index(ref) - (len(same_step) - 1) / 2) * 0.015 * last
         name = ref.algo
@@ -1239,8 +1241,8 @@ def peer_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
         ours, theirs = rows.get(str(peer.peer), []), rows.get(peer.label, [])
         if not ours or not theirs:
             continue
-        x = [float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in ours]
-        y = [float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in theirs]
+        x, y = ([float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in dirs]
+                for dirs in (ours, theirs))
         point, lo, hi = stats.probability_of_improvement_ci(x, y)
         p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
         word = ("above" if point > 0.5 else "below") if p < 0.05 else "no difference found"
@@ -1343,9 +1345,8 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                     continue
                 point, lo, hi = iqm_ci(values)
                 std = float(np.std(values, ddof=1)) if len(values) > 1 else None
-                spread = (sample_std(ref.std, ref.seeds) if ref.std is not None and ref.seeds
-                          and ref.seeds > 1 else ref.std)
-                published = fmt(ref.mean) + (f" ± {fmt(spread)}" if spread is not None else "")
+                published = fmt(ref.mean) + (f" ± {fmt(ref.spread)}" if ref.spread is not None
+                                             else "")
                 seeds = f" ({ref.seeds} seeds)" if ref.seeds else ""
                 where = versus(values, ref)
                 shown.append(f"| {ref.steps:,} | {label} | {fmt(point)} [{fmt(lo)}, {fmt(hi)}] "
@@ -1439,10 +1440,9 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
         runs = find_runs([root]) if root.is_dir() else []
         if runs:
             try:
-                compare(runs, root / REPORT_DIR)
+                kept = compare(runs, root / REPORT_DIR)
                 for path in (root / REPORT_DIR).glob("*.json"):  # no path of this machine
                     path.write_text(repo_relative(path.read_text()))
-                kept = read_json(root / REPORT_DIR / "comparison.json") or {}
                 for path in (root / REPORT_DIR).glob(f"*{PUBLISHED_SUFFIX}"):
                     path.unlink()
                 for env, by_label in kept.get("curves", {}).items():
