@@ -219,7 +219,11 @@ SUITES: dict[str, Suite] = {
             Task("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3", ("maddpg", "hasac")),
         ),
         rows=(Row("maddpg", ("algo=maddpg",)), Row("hasac", ("algo=hasac",)),
-              Row("coma", ("algo=coma",))),
+              Row("coma", ("algo=coma",),
+                  note="on-policy: at 25k env steps COMA has made 125 actor updates (one per "
+                       "200-step rollout, rlzoo's default), where MADDPG and HASAC make 5,000 "
+                       "(0.25 per env step after a 5,000-step warm-up) from replay, so its "
+                       "numbers here are the start of its curve")),
         steps=25_000,           # 1,000 MPE episodes; 20,000 steps (5,000 updates) after warm-up
         seeds=5,
         eval_every=2_500,
@@ -1155,6 +1159,29 @@ def value_at(run_dir: Path, steps: int, window: int) -> float | None:
     return None
 
 
+def first_eval(run_dir: Path) -> tuple[int, float] | None:
+    """A run's first ``eval/return`` point: (env step, return); None when it has none."""
+    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
+
+    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
+    if points is None or len(points[0]) == 0:
+        return None
+    return int(points[0][0]), float(points[1][0])
+
+
+def first_column(runs: list[Path]) -> str:
+    """The table's first-evaluation cell: IQM over seeds of each run's first evaluation, and at
+    which env step (a range when the seeds differ); ``—`` when no run has one."""
+    firsts = [f for f in (first_eval(d) for d in runs) if f is not None]
+    if not firsts:
+        return "—"
+    lo, hi = min(s for s, _ in firsts), max(s for s, _ in firsts)
+    at = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+    from rlzoo.analysis import stats
+
+    return f"{fmt(stats.iqm([v for _, v in firsts]))} (at {at})"
+
+
 def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
     """rlzoo's per-seed ``values`` against a published mean ± std over its seeds: Welch's t-test
     (two-sided, unequal variances) from both samples' means and stds; ``above``/``below`` when
@@ -1311,16 +1338,21 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
     window = suite.eval_every
     for env, groups in report["results"].items():
         lines += [f"### {env}", ""]
+        rows = run_rows(root / env)
         lines += ["Final return (IQM [95% CI] over seeds of `final_eval_return`, "
-                  "rlzoo.compare):", "",
-                  "| row | seeds | steps | IQM [95% CI] | mean ± std |", "|---|---:|---:|---|---|"]
+                  "rlzoo.compare), and the IQM of the first evaluation, to show how far each row "
+                  "moved from where it started:", "",
+                  "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (env "
+                  "step) |", "|---|---:|---:|---|---|---|"]
         for label, g in groups.items():
             steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
             lo, hi = g["iqm_ci"]
             names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
             row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
+            first = first_column([d for name in names for d in rows.get(name, [])])
             lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
-                         f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} |")
+                         f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} "
+                         f"| {first} |")
         lines.append("")
         figure = report.get("figures", {}).get(env)
         published = published_figure(figure) if figure else ""
@@ -1334,7 +1366,6 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         elif figure:
             lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
         refs = [r for r in REFERENCES if r.task == env]
-        rows = run_rows(root / env)
         shown = []
         for ref in refs:
             for label in ref.rows:

@@ -148,6 +148,7 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
     assert ("| sac | sb3_sac | " in page) == HAS_SB3  # rlzoo against the peer, seed pairs
     assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
+    assert " (at 100) |" in page  # the first evaluation, at step 100
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
         REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
     assert stdout.count(": started (") == 2  # the two rlzoo cells
@@ -426,3 +427,23 @@ def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) ->
     assert not reproduce_script.plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
     assert not (tmp_path / "no.png").exists()
     assert reproduce_script.published_figure("Hopper.png") == "Hopper-published.png"
+
+
+def test_first_evaluation_column(tmp_path: Path) -> None:
+    """The final-return table's first-evaluation cell: the IQM over seeds of each run's first
+    ``eval/return`` point (not its last), with the env step, a range when seeds differ."""
+    runs = []
+    for seed, (first_step, first) in enumerate([(2500, -40.0), (2500, -30.0), (2500, -20.0),
+                                                 (2500, 100.0)]):
+        run = tmp_path / f"coma-s{seed}"
+        run.mkdir()
+        write_scalars_csv(run / "eval.csv", {"eval/return": (
+            np.array([first_step, 5000]), np.array([first, 7.0]))})
+        runs.append(run)
+    # IQM of four values: the mean of the middle two
+    assert reproduce_script.first_column(runs) == "-25.0 (at 2,500)"
+    write_scalars_csv(runs[3] / "eval.csv", {"eval/return": (
+        np.array([3000, 5000]), np.array([100.0, 7.0]))})
+    assert reproduce_script.first_column(runs) == "-25.0 (at 2,500-3,000)"
+    (tmp_path / "empty").mkdir()
+    assert reproduce_script.first_column([tmp_path / "empty"]) == "—"  # no evaluation yet
