@@ -204,8 +204,9 @@ SUITES: dict[str, Suite] = {
         eval_episodes=10,
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
-        why="50k env steps, where every published source has a point: measured on 2 shared "
-            "cores (docs/reproducing.md), the 10 rlzoo cells take about 16 h (TD3 20-34 min, "
+        why="50k env steps, where every published source has a point: measured or estimated "
+            "from short runs on 2 shared cores (docs/reproducing.md), the 10 rlzoo cells take "
+            "about 16 h (TD3 20-34 min, "
             "SAC about an hour, the ensemble critic's 10 members about 4 h per task) and the 4 "
             "SB3 cells about 2-3 h; 100k would double that",
     ),
@@ -220,10 +221,11 @@ SUITES: dict[str, Suite] = {
         ),
         rows=(Row("maddpg", ("algo=maddpg",)), Row("hasac", ("algo=hasac",)),
               Row("coma", ("algo=coma",),
-                  note="on-policy: at 25k env steps COMA has made 125 actor updates (one per "
-                       "200-step rollout, rlzoo's default), where MADDPG and HASAC make 5,000 "
-                       "(0.25 per env step after a 5,000-step warm-up) from replay, so its "
-                       "numbers here are the start of its curve")),
+                  note="on-policy: by 25k env steps COMA has made 129 actor updates "
+                       "(summary.json's `updates`: one per rollout of 200 vector steps, reset "
+                       "steps included, rlzoo's default), where MADDPG and HASAC make 5,000 (0.25 "
+                       "per env step after a 5,000-step warm-up) from replay, so its numbers "
+                       "here are the start of its curve")),
         steps=25_000,           # 1,000 MPE episodes; 20,000 steps (5,000 updates) after warm-up
         seeds=5,
         eval_every=2_500,
@@ -249,8 +251,8 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         overrides=("device=cuda",),
         why="1M env steps, the papers' budget; needs a CUDA GPU",
-        not_run="needs a CUDA GPU: none was lent to the sessions that ran this page, and a "
-                "loan there lasts 15 minutes while one cell takes hours",
+        not_run="needs a CUDA GPU for the hours one cell takes: none was available to the "
+                "maintainers yet",
     ),
     "smoke": Suite(
         name="smoke",
@@ -295,12 +297,14 @@ SOURCES = {s.key: s for s in (
            "(https://github.com/thu-ml/tianshou/tree/39acf2094d96268d92ebb54dcbfc3de76d702567/"
            "examples/mujoco/benchmark), `examples/mujoco/benchmark/<Env>-v3/{sac,td3}/"
            "test_rew_10seeds.csv` (gym v3 envs, 10 seeds; its env steps exclude the random "
-           "warm-up and were shifted by it here; its TD3 uses lr 3e-4, 256x256 and 25,000 "
-           "random steps, not rlzoo's TD3 defaults)"),
+           "warm-up and were shifted by it here; its SAC has 10,000 random steps, "
+           "`mujoco_sac.py`'s default; its TD3 uses lr 3e-4, 256x256 and 25,000 random steps, "
+           "not rlzoo's TD3 defaults)"),
     Source("simbav2",
            "SimbaV2's baseline results, [github.com/dojeon-ai/SimbaV2 at 6f4e162]"
            "(https://github.com/dojeon-ai/SimbaV2/tree/6f4e16241bc59ca0a0a84e3e6977bdd95a65b987/"
-           "results), `results/baseline/sac_mujoco.csv` (gym v4 envs, 10 seeds)"),
+           "results), `results/baseline/sac_mujoco.csv` (gym v4 envs, 10 seeds; the CSV does "
+           "not say how many random steps came first)"),
     Source("cleanrl",
            "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
            "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
@@ -323,6 +327,9 @@ class Reference:
             rlzoo's n - 1.
         seeds: how many seeds; None when not given.
         source: a key of :data:`SOURCES`.
+        warmup: env steps of random actions before the source's first update (one update per
+            env step after it), so it had made ``steps - warmup`` updates by ``steps``; None
+            when the source does not say.
     """
 
     task: str
@@ -333,6 +340,12 @@ class Reference:
     std: float | None
     seeds: int | None
     source: str
+    warmup: int | None = None
+
+    @property
+    def updates(self) -> int | None:
+        """The source's gradient updates by ``steps`` (None when its warm-up is unknown)."""
+        return None if self.warmup is None else max(0, self.steps - self.warmup)
 
     @property
     def spread(self) -> float | None:
@@ -344,8 +357,9 @@ class Reference:
 
 
 def _refs(task: str, rows: tuple[str, ...], algo: str, source: str, seeds: int | None,
-          points: Sequence[tuple[int, float, float | None]]) -> list[Reference]:
-    return [Reference(task, rows, algo, steps, mean, std, seeds, source)
+          points: Sequence[tuple[int, float, float | None]],
+          warmup: int | None = None) -> list[Reference]:
+    return [Reference(task, rows, algo, steps, mean, std, seeds, source, warmup)
             for steps, mean, std in points]
 
 
@@ -356,17 +370,18 @@ TD3_ROWS = ("td3", "sb3_td3")
 REFERENCES: tuple[Reference, ...] = tuple(
     _refs("HalfCheetah", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
           [(25_000, 1327, 389), (50_000, 3352, 851), (100_000, 5514, 554),
-           (200_000, 6833, 683)])
+           (200_000, 6833, 683)], warmup=10_000)
     + _refs("Hopper", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
-            [(25_000, 178, 98), (50_000, 285, 69), (100_000, 660, 752), (200_000, 2441, 746)])
+            [(25_000, 178, 98), (50_000, 285, 69), (100_000, 660, 752), (200_000, 2441, 746)],
+            warmup=1_000)
     + _refs("HalfCheetah", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
-            [(50_000, 4327, 213), (100_000, 6213, 437)])
+            [(50_000, 4327, 213), (100_000, 6213, 437)], warmup=10_000)
     + _refs("Hopper", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
-            [(50_000, 1030, 794), (100_000, 1766, 1036)])
+            [(50_000, 1030, 794), (100_000, 1766, 1036)], warmup=10_000)
     + _refs("HalfCheetah", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
-            [(50_000, 2023, 524), (100_000, 4715, 387)])
+            [(50_000, 2023, 524), (100_000, 4715, 387)], warmup=25_000)
     + _refs("Hopper", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
-            [(50_000, 227, 46), (100_000, 336, 81)])
+            [(50_000, 227, 46), (100_000, 336, 81)], warmup=25_000)
     + _refs("HalfCheetah", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
             [(50_000, 4212, 498), (100_000, 6156, 700)])
     + _refs("Hopper", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
@@ -1169,17 +1184,39 @@ def first_eval(run_dir: Path) -> tuple[int, float] | None:
     return int(points[0][0]), float(points[1][0])
 
 
-def first_column(runs: list[Path]) -> str:
-    """The table's first-evaluation cell: IQM over seeds of each run's first evaluation, and at
-    which env step (a range when the seeds differ); ``—`` when no run has one."""
-    firsts = [f for f in (first_eval(d) for d in runs) if f is not None]
-    if not firsts:
-        return "—"
-    lo, hi = min(s for s, _ in firsts), max(s for s, _ in firsts)
-    at = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+def first_columns(runs: list[Path]) -> tuple[str, str]:
+    """The final-return table's two cells about where the runs started: the IQM over seeds of
+    each run's first evaluation with its env step (a range when the seeds differ), and how many
+    seeds ended above it (``final_eval_return`` of summary.json against the first evaluation);
+    ``—`` for each when no run has a first evaluation."""
     from rlzoo.analysis import stats
 
-    return f"{fmt(stats.iqm([v for _, v in firsts]))} (at {at})"
+    pairs = [(f, read_json(d / "summary.json") or {}) for d in runs
+             if (f := first_eval(d)) is not None]
+    if not pairs:
+        return "—", "—"
+    steps = [f[0] for f, _ in pairs]
+    at = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,}-{max(steps):,}"
+    finals = [(f[1], summary.get("final_eval_return")) for f, summary in pairs]
+    better = sum(1 for first, final in finals if final is not None and final > first)
+    return f"{fmt(stats.iqm([f[1] for f, _ in pairs]))} (at {at})", f"{better} of {len(pairs)}"
+
+
+def updates_by(run_dir: Path, steps: int) -> int | None:
+    """Gradient updates a run had made by env step ``steps``, from its config: (steps - warm-up)
+    x updates per env step (rlzoo's ``algo.learning_starts`` and ``algo.utd``; an SB3 peer's
+    ``learning_starts`` and ``gradient_steps / train_freq``); None when the config lacks them."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    algo = OmegaConf.load(path).get("algo", {}) if path.is_file() else {}
+    start = algo.get("learning_starts")
+    utd = algo.get("utd")
+    if utd is None and algo.get("gradient_steps") and algo.get("train_freq"):
+        utd = algo["gradient_steps"] / algo["train_freq"]
+    if start is None or utd is None:
+        return None
+    return int(max(0, steps - int(start)) * float(utd))
 
 
 def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
@@ -1297,12 +1334,16 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
     report = read_json(root / REPORT_DIR / "comparison.json")
     status = read_json(root / STATUS_FILE) or {}
     rel = Path(os.path.relpath(root, page_dir))
+    absolute = root.resolve()
+    here = absolute.relative_to(REPO) if absolute.is_relative_to(REPO) else absolute
+    raw = f"[`{here}`]({rel})" if root.is_dir() else f"none yet (they will go to `{here}`)"
     lines = [f"## `{suite.name}`: {suite.title}", ""]
     lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
               f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
-              f"{suite.eval_every:,} env steps. Raw results: [`{rel}`]({rel}); "
-              f"`python -m rlzoo.compare {rel} --out report/` regenerates every table and plot "
-              "of this section.", ""]
+              f"{suite.eval_every:,} env steps. Raw results: {raw}; from the repository's root, "
+              f"`python -m rlzoo.compare {here} --out report/` regenerates the final-return "
+              f"tables and learning curves, and `python scripts/reproduce.py {suite.name} "
+              "--report-only` (which trains nothing) this whole section.", ""]
     if suite.overrides:
         lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
     if report is None:
@@ -1336,23 +1377,29 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
     if report is None:
         return lines
     window = suite.eval_every
-    for env, groups in report["results"].items():
+    order = [t.name for t in suite.tasks]  # the suite's order, not the report's (alphabetical)
+    for env, groups in sorted(report["results"].items(),
+                              key=lambda item: (order.index(item[0]) if item[0] in order
+                                                else len(order), item[0])):
         lines += [f"### {env}", ""]
         rows = run_rows(root / env)
         lines += ["Final return (IQM [95% CI] over seeds of `final_eval_return`, "
-                  "rlzoo.compare), and the IQM of the first evaluation, to show how far each row "
-                  "moved from where it started:", "",
-                  "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (env "
-                  "step) |", "|---|---:|---:|---|---|---|"]
+                  "rlzoo.compare); beside it, where the row started: the IQM of each seed's "
+                  "first evaluation (for the single-agent rows, whose random warm-up lasts until "
+                  "at least the first evaluation, the untrained policy) and how many seeds ended "
+                  "above their own first evaluation:", "",
+                  "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at "
+                  "env step) | seeds above their first evaluation |",
+                  "|---|---:|---:|---|---|---|---:|"]
         for label, g in groups.items():
             steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
             lo, hi = g["iqm_ci"]
             names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
             row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
-            first = first_column([d for name in names for d in rows.get(name, [])])
+            first, better = first_columns([d for name in names for d in rows.get(name, [])])
             lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
                          f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} "
-                         f"| {first} |")
+                         f"| {first} | {better} |")
         lines.append("")
         figure = report.get("figures", {}).get(env)
         published = published_figure(figure) if figure else ""
@@ -1380,15 +1427,19 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                                              else "")
                 seeds = f" ({ref.seeds} seeds)" if ref.seeds else ""
                 where = versus(values, ref)
+                ours = updates_by(runs[0], ref.steps)
+                updates = " / ".join("?" if n is None else f"{n:,}" for n in (ours, ref.updates))
                 shown.append(f"| {ref.steps:,} | {label} | {fmt(point)} [{fmt(lo)}, {fmt(hi)}] "
                              f"| {fmt(float(np.mean(values)))} ± {fmt(std)} ({len(values)}) "
-                             f"| {ref.algo}: {published}{seeds} | `{ref.source}` | {where} |")
+                             f"| {ref.algo}: {published}{seeds} | `{ref.source}` | {updates} "
+                             f"| {where} |")
         if shown:
             lines += ["At the published budgets (rlzoo's value: each seed's evaluation at that "
                       "env step; sources at the end of the page):", "",
                       "| env steps | row | rlzoo IQM [95% CI] | rlzoo mean ± std (seeds) | "
-                      "published mean ± std (seeds) | source | rlzoo vs published (Welch) |",
-                      "|---:|---|---|---|---|---|---|", *shown, ""]
+                      "published mean ± std (seeds) | source | updates by then: rlzoo / source "
+                      "| rlzoo vs published (Welch) |",
+                      "|---:|---|---|---|---|---|---:|---|", *shown, ""]
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
         lines += peer_lines(suite, rows)
@@ -1411,30 +1462,36 @@ def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
         "(every seed's `summary.json` and evaluation curve as `eval.csv`); do not edit by hand. "
         "A table row is one algorithm and config; its seeds are 0..K-1. "
         "IQM = interquartile mean over seeds; the 95% CI is a stratified bootstrap over seeds "
-        "(2,000 resamples, rlzoo.compare's method; with 5 seeds read it as a lower bound on the "
-        "uncertainty). Returns are the mean of deterministic evaluation episodes (the policy's "
+        "(2,000 resamples, rlzoo.compare's method; with 5 seeds the IQM is the mean of the "
+        "middle three and the CI is best read as a lower bound on the uncertainty). Returns are "
+        "the mean of deterministic evaluation episodes (the policy's "
         "mode), on env seeds `seed + 10000 + i`.",
         "",
         "**Hyperparameters.** Every row runs rlzoo's defaults unchanged; each file under "
         "`rlzoo/conf/algo/` says which paper or reference code each default comes from, and no "
         "run on these tasks chose them. One choice between published settings was made by "
         "looking at returns, on another task: TD3's defaults were switched from CleanRL's (lr "
-        "3e-4, 256x256, batch 256, tried with 1,000 random steps) to the TD3 paper's (lr 1e-3, "
-        "400x300, batch 100) with 10,000 random steps (the paper's warm-up on HalfCheetah and "
-        "Ant; it used 1,000 on Hopper) after CleanRL's did not solve InvertedPendulum-v5 in 15k "
-        "steps on seeds 0 and 1 and the paper's did on seeds 0-2 (`rlzoo/conf/algo/td3.yaml`). "
+        "3e-4, 256x256, batch 256) to the TD3 paper's (lr 1e-3, 400x300, batch 100) with 10,000 "
+        "random steps (the paper's warm-up on HalfCheetah and Ant; it used 1,000 on Hopper) "
+        "after CleanRL's, with 1,000 random steps, did not solve InvertedPendulum-v5 within 15k "
+        "steps on seeds 0 and 1 (nor did Stable-Baselines3's TD3 with those settings on the one "
+        "seed tried) and the paper's solved it by 25k steps on seeds 0-2 "
+        "(`rlzoo/conf/algo/td3.yaml`). "
         "Nothing else was tuned. The Stable-Baselines3 peer takes the same settings as the rlzoo "
         "row of the same algorithm.",
         "",
-        "**Published references** are set beside rlzoo's value at the same number of env steps "
-        "(random warm-up included, so where the warm-ups differ so do the numbers of updates; "
-        "the sources say by how much). They come from older env versions (gym v1, v3, v4; rlzoo "
-        "runs v5) and, where the source says so, other settings: a difference is a prompt to "
-        "look, not a verdict on the algorithm. Both stds divide by seeds - 1 (the sources' own, "
-        "dividing by seeds, are rescaled). The last column is Welch's two-sided t-test of "
-        "rlzoo's seeds against the published mean and std: `above` or `below` when p < 0.05, "
-        "else `no difference found`; with 5 and 10 seeds it detects only gaps of about one std "
-        "or more.",
+        "**Published references** are set beside rlzoo's value at the same number of env steps, "
+        "random warm-up included; where the warm-ups differ so do the numbers of gradient "
+        "updates made by then, which the `updates` column gives for both sides (one per env "
+        "step after the warm-up; `?` where the source does not say). They come from older env "
+        "versions (gym v1, v3, v4; rlzoo runs v5) and, where the source says so, other "
+        "settings: a difference is a prompt to look, not a verdict on the algorithm. Both stds "
+        "divide by seeds - 1 (the published ones, computed over seeds, are rescaled). The last "
+        "column is Welch's two-sided t-test of rlzoo's seeds against the published mean and "
+        "std: `above` or `below` when p < 0.05, else `no difference found`. With 5 and 10 seeds "
+        "it finds a true gap of one std only about a third of the time, and 1.75 std about 80% "
+        "of the time (simulated, equal stds), so `no difference found` is not evidence that "
+        "rlzoo matches the reference, only that no gap of that size showed.",
         "",
     ]
     for name in suites:

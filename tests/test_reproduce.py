@@ -148,7 +148,7 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
     assert ("| sac | sb3_sac | " in page) == HAS_SB3  # rlzoo against the peer, seed pairs
     assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
-    assert " (at 100) |" in page  # the first evaluation, at step 100
+    assert " (at 100) | " in page  # the first evaluation, at step 100
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
         REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
     assert stdout.count(": started (") == 2  # the two rlzoo cells
@@ -429,21 +429,43 @@ def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) ->
     assert reproduce_script.published_figure("Hopper.png") == "Hopper-published.png"
 
 
-def test_first_evaluation_column(tmp_path: Path) -> None:
-    """The final-return table's first-evaluation cell: the IQM over seeds of each run's first
-    ``eval/return`` point (not its last), with the env step, a range when seeds differ."""
+def test_first_evaluation_columns(tmp_path: Path) -> None:
+    """The final-return table's start cells: the IQM over seeds of each run's first
+    ``eval/return`` point (not its last), with the env step (a range when seeds differ), and
+    how many seeds' ``final_eval_return`` ended above their own first evaluation."""
     runs = []
-    for seed, (first_step, first) in enumerate([(2500, -40.0), (2500, -30.0), (2500, -20.0),
-                                                 (2500, 100.0)]):
+    for seed, first in enumerate([-40.0, -30.0, -20.0, 100.0]):
         run = tmp_path / f"coma-s{seed}"
         run.mkdir()
         write_scalars_csv(run / "eval.csv", {"eval/return": (
-            np.array([first_step, 5000]), np.array([first, 7.0]))})
+            np.array([2500, 5000]), np.array([first, 7.0]))})
+        (run / "summary.json").write_text(json.dumps({"final_eval_return": 7.0}))
         runs.append(run)
-    # IQM of four values: the mean of the middle two
-    assert reproduce_script.first_column(runs) == "-25.0 (at 2,500)"
+    # IQM of four values: the mean of the middle two; seed 3 ended below its start
+    assert reproduce_script.first_columns(runs) == ("-25.0 (at 2,500)", "3 of 4")
     write_scalars_csv(runs[3] / "eval.csv", {"eval/return": (
         np.array([3000, 5000]), np.array([100.0, 7.0]))})
-    assert reproduce_script.first_column(runs) == "-25.0 (at 2,500-3,000)"
+    assert reproduce_script.first_columns(runs)[0] == "-25.0 (at 2,500-3,000)"
     (tmp_path / "empty").mkdir()
-    assert reproduce_script.first_column([tmp_path / "empty"]) == "—"  # no evaluation yet
+    assert reproduce_script.first_columns([tmp_path / "empty"]) == ("—", "—")  # no evaluation
+
+
+def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
+    """The published table's updates column: rlzoo's from its config's warm-up and updates per
+    step (an SB3 peer's from gradient_steps / train_freq), the source's from its warm-up."""
+    rlzoo_run, sb3_run, bare = tmp_path / "td3-s0", tmp_path / "sb3_sac-s0", tmp_path / "x-s0"
+    for run, algo in ((rlzoo_run, "{learning_starts: 10000, utd: 1}"),
+                      (sb3_run, "{learning_starts: 5000, gradient_steps: 1, train_freq: 2}"),
+                      (bare, "{name: x}")):
+        (run / ".hydra").mkdir(parents=True)
+        (run / ".hydra" / "config.yaml").write_text(f"algo: {algo}\n")
+    assert reproduce_script.updates_by(rlzoo_run, 50_000) == 40_000
+    assert reproduce_script.updates_by(rlzoo_run, 5_000) == 0  # still in the warm-up
+    assert reproduce_script.updates_by(sb3_run, 50_000) == 22_500
+    assert reproduce_script.updates_by(bare, 50_000) is None
+    by_source = {(r.task, r.algo, r.steps): r.updates for r in reproduce_script.REFERENCES}
+    assert by_source[("Hopper", "TD3 (paper)", 50_000)] == 49_000  # 1,000 random steps
+    assert by_source[("HalfCheetah", "TD3 (paper)", 50_000)] == 40_000
+    assert by_source[("Hopper", "SAC (Tianshou)", 50_000)] == 40_000
+    assert by_source[("Hopper", "TD3 (Tianshou)", 50_000)] == 25_000
+    assert by_source[("Hopper", "SAC (SimbaV2 baseline)", 50_000)] is None  # not stated
