@@ -469,3 +469,19 @@ def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
     assert by_source[("Hopper", "SAC (Tianshou)", 50_000)] == 40_000
     assert by_source[("Hopper", "TD3 (Tianshou)", 50_000)] == 25_000
     assert by_source[("Hopper", "SAC (SimbaV2 baseline)", 50_000)] is None  # not stated
+
+
+def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -> None:
+    """A suite with no results yet: the page says so and every relative link it holds exists."""
+    import re
+
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    (tmp_path / "results").mkdir()
+    reproduce_script.write_page(tmp_path / "results", page, ["gpu"])
+    text = page.read_text()
+    assert "Raw results: none yet (they will go to `" in text, text[:2000]
+    assert "**Not run yet**" in text and "| Humanoid | sac | not run (" in text
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if "://" not in target:
+            assert (page.parent / target).exists(), target
