@@ -397,7 +397,13 @@ REFERENCES: tuple[Reference, ...] = tuple(
 # What the page says where nothing comparable is published (by row label or task).
 UNPUBLISHED = {
     "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
-              "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference.",
+              "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference. "
+              "Its official settings (rlzoo's defaults) start slowly, so at this budget it is "
+              "not comparable with SAC's row: lr 1e-4 (SAC: 3e-4 actor, 1e-3 critic), policy and "
+              "temperature updated every second step, the temperature starting at e (SAC: 1) "
+              "with lr 3e-4, and 10,000 random steps (SAC: 5,000). On Hopper seed 0 its "
+              "temperature was 2.34 at 11k steps, 0.29 at 26k and 0.065 at 46k: the policy is "
+              "pushed towards high entropy for about half of the 50k steps.",
     "sac-ensemble": "SAC with the ensemble critic: the published ensemble numbers are REDQ's (20 "
                     "updates per env step; e.g. SimbaV2's baselines), a different setting from "
                     "this row's one update per step: no reference.",
