@@ -206,9 +206,8 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="50k env steps, where every published source has a point: measured or estimated "
             "from short runs on 2 shared cores (docs/reproducing.md), the 10 rlzoo cells take "
-            "about 16 h (TD3 20-34 min, "
-            "SAC about an hour, the ensemble critic's 10 members about 4 h per task) and the 4 "
-            "SB3 cells about 2-3 h; 100k would double that",
+            "about 16 h (TD3 20-34 min, SAC about an hour, the ensemble critic's 10 members "
+            "about 4 h per task) and the 4 SB3 cells about 2-3 h; 100k would double that",
     ),
     "marl": Suite(
         name="marl",
@@ -1165,29 +1164,27 @@ def run_rows(folder: Path) -> dict[str, list[Path]]:
     return rows
 
 
-def value_at(run_dir: Path, steps: int, window: int) -> float | None:
-    """A run's ``eval/return`` at ``steps``: its first evaluation at a step in
-    ``[steps, steps + window)`` (an evaluation lands on the first env step at or after its
-    multiple), None when it has none there."""
+def eval_points(run_dir: Path) -> list[tuple[int, float]]:
+    """A run's ``eval/return`` curve as (env step, return) pairs in step order; [] when none."""
     from rlzoo.analysis.curves import CURVE_TAG, load_scalars
 
     points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
     if points is None:
-        return None
-    for step, value in zip(points[0].tolist(), points[1].tolist()):
-        if steps <= step < steps + window:
-            return float(value)
-    return None
+        return []
+    return [(int(step), float(value))
+            for step, value in zip(points[0].tolist(), points[1].tolist())]
+
+
+def value_at(run_dir: Path, steps: int, window: int) -> float | None:
+    """A run's ``eval/return`` at ``steps``: its first evaluation at a step in
+    ``[steps, steps + window)`` (an evaluation lands on the first env step at or after its
+    multiple), None when it has none there."""
+    return next((v for step, v in eval_points(run_dir) if steps <= step < steps + window), None)
 
 
 def first_eval(run_dir: Path) -> tuple[int, float] | None:
     """A run's first ``eval/return`` point: (env step, return); None when it has none."""
-    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
-
-    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
-    if points is None or len(points[0]) == 0:
-        return None
-    return int(points[0][0]), float(points[1][0])
+    return next(iter(eval_points(run_dir)), None)
 
 
 def first_columns(runs: list[Path]) -> tuple[str, str]:
@@ -1340,8 +1337,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
     report = read_json(root / REPORT_DIR / "comparison.json")
     status = read_json(root / STATUS_FILE) or {}
     rel = Path(os.path.relpath(root, page_dir))
-    absolute = root.resolve()
-    here = absolute.relative_to(REPO) if absolute.is_relative_to(REPO) else absolute
+    here = repo_relative(str(root.resolve()))
     raw = f"[`{here}`]({rel})" if root.is_dir() else f"none yet (they will go to `{here}`)"
     lines = [f"## `{suite.name}`: {suite.title}", ""]
     lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
