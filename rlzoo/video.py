@@ -16,6 +16,7 @@ to H.264 MP4 with ``imageio`` and the ffmpeg binary that ``imageio-ffmpeg`` ship
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from types import TracebackType
@@ -49,7 +50,21 @@ def prepare_offscreen_rendering() -> str | None:
         os.environ["MUJOCO_GL"] = "egl"  # gymnasium reads it when an env first renders
     if headless():  # pygame (classic control, MPE) draws offscreen without a display either
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    load_triton_first()
     return os.environ.get("MUJOCO_GL")
+
+
+def load_triton_first() -> None:
+    """Import ``torch._dynamo`` (and with it ``triton``, when installed) before any GL back end.
+
+    torch imports ``torch._dynamo`` lazily, e.g. when the first optimizer is built; it imports
+    ``triton`` where one is installed (CUDA builds of torch ship it). Loaded after Mesa's EGL or
+    OSMesa, whose software rasteriser links its own LLVM, ``libtriton.so``'s LLVM static
+    initialisers crash (SIGSEGV in ``llvm::DebugCounter``, seen with triton 3.8 and Mesa on
+    Debian 12); loaded first, both work. Without triton there is nothing to order.
+    """
+    if importlib.util.find_spec("triton") is not None:
+        import torch._dynamo  # noqa: F401
 
 
 def check_video_writer() -> None:

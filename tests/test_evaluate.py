@@ -118,6 +118,8 @@ def test_pendulum_video(pendulum_run: Path) -> None:
 
 
 def test_mujoco_video(hopper_run: Path) -> None:
+    """Where triton is installed (CUDA torch), this crashed with SIGSEGV until rlzoo.video loaded
+    triton before Mesa's EGL (``load_triton_first``)."""
     proc = run("rlzoo.evaluate", str(hopper_run), "--episodes", "2", "--video")
     if proc.returncode == 2 and "cannot render" in proc.stderr:
         pytest.skip(f"no offscreen OpenGL here: {proc.stderr.strip()}")
