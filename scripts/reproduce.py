@@ -233,8 +233,10 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
             "5-seed group learns at about 7 env steps/s (MADDPG) and 4 (HASAC) on MPE, so 25k "
-            "takes about 50 and 90 minutes per cell, COMA (on-policy) 8-12 minutes (MaMuJoCo was "
-            "not measured); HARL's curves run to 1e7 steps, so these are early-training numbers",
+            "takes about 50 and 90 minutes per cell, COMA (on-policy) 8-12 minutes; MaMuJoCo's "
+            "HalfCheetah-2x3 learns at about the same rates (7.5 and 4.2 env steps/s); HARL's "
+            "curves run to 1e7 steps, so these are early-training numbers (on HalfCheetah-2x3, "
+            "25 episodes of 1,000 steps)",
     ),
     "gpu": Suite(
         name="gpu",
