@@ -410,10 +410,14 @@ UNPUBLISHED = {
                     "this row's one update per step: no reference.",
     "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
                            "at these budgets: no reference.",
-    "marl": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
+    "mpe-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
             "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
             "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
             "number of agents to compare.)",
+    "mamujoco-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable "
+                 "below 200k steps: no reference. Every agent gets the env's one reward, so the "
+                 "return is on the scale of the single-agent HalfCheetah rows of the `mujoco` "
+                 "suite (25k steps here: 25 episodes of 1,000 steps).",
 }
 
 
@@ -1448,8 +1452,8 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
             lines += ["No run of this task reached a published budget yet.", ""]
         lines += peer_lines(suite, rows)
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
-        if env.startswith(("mpe-", "mamujoco-")):
-            unpublished.append(UNPUBLISHED["marl"])
+        unpublished += [UNPUBLISHED[prefix] for prefix in ("mpe-", "mamujoco-")
+                        if env.startswith(prefix)]
         if unpublished:
             lines += [" ".join(unpublished), ""]
     return lines

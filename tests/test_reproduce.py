@@ -485,3 +485,25 @@ def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -
     for target in re.findall(r"\]\(([^)]+)\)", text):
         if "://" not in target:
             assert (page.parent / target).exists(), target
+
+
+def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
+    """MPE sections carry HARL's sum-over-agents caveat; the MaMuJoCo section its own note
+    (one shared reward, the single-agent scale) and not the MPE one."""
+    root = tmp_path / "results" / "marl"
+    group = {"n_runs": 1, "total_steps": [25_000], "iqm": -20.0, "iqm_ci": [-21.0, -19.0],
+             "mean": -20.0, "std": 0.0}
+    results = {}
+    for task in ("mpe-simple_spread", "mamujoco-HalfCheetah-2x3"):
+        run = root / task / "maddpg-s0"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"final_eval_return": -20.0}))
+        results[task] = {"maddpg": {**group, "runs": [str(run)]}}
+    (root / "report").mkdir()
+    (root / "report" / "comparison.json").write_text(json.dumps({"results": results}))
+    text = "\n".join(reproduce_script.suite_section(
+        reproduce_script.SUITES["marl"], tmp_path / "results", tmp_path / "docs"))
+    mpe, mamujoco = text.split("### mamujoco-HalfCheetah-2x3")
+    assert "### mpe-simple_spread" in mpe and "divide HARL's by the number of agents" in mpe
+    assert "divide HARL's" not in mamujoco
+    assert "Every agent gets the env's one reward" in mamujoco
