@@ -410,6 +410,13 @@ UNPUBLISHED = {
                     "this row's one update per step: no reference.",
     "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
                            "at these budgets: no reference.",
+    "hasac": "HASAC: every temperature starts at 1, as in HARL (auto_alpha starts log alpha at "
+             "0), and learns with Adam at lr 1e-3 (rlzoo's tuner default; HARL's tuned MPE and "
+             "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread seed 0 the agents' alpha "
+             "was 0.30 at 10k steps, 0.085 at 16k and 0.034 at 24k, and the policies' entropy "
+             "fell from 3.2 at 6k to -4.5 at 24k (target -5): much of this budget is spent on a "
+             "near-random policy, a likely reason HASAC trails MADDPG on that task (not checked "
+             "with another start).",
     "mpe-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
             "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
             "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
@@ -417,7 +424,11 @@ UNPUBLISHED = {
     "mamujoco-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable "
                  "below 200k steps: no reference. Every agent gets the env's one reward, so the "
                  "return is on the scale of the single-agent HalfCheetah rows of the `mujoco` "
-                 "suite (25k steps here: 25 episodes of 1,000 steps).",
+                 "suite (25k steps here: 25 episodes of 1,000 steps). By 25k steps MADDPG and "
+                 "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
+                 "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
+                 "first push their joints to full torque (IQM -540 at 7,500 steps, about the "
+                 "control cost of that) and only then learn to move forward.",
 }
 
 
