@@ -415,8 +415,8 @@ UNPUBLISHED = {
              "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread seed 0 the agents' alpha "
              "was 0.30 at 10k steps, 0.085 at 16k and 0.034 at 24k, and the policies' entropy "
              "fell from 3.2 at 6k to -4.5 at 24k (target -5): much of this budget is spent on a "
-             "near-random policy, a likely reason HASAC trails MADDPG on that task (not checked "
-             "with another start).",
+             "near-random policy, a likely reason HASAC ends there at the level of uniform random "
+             "actions and below MADDPG (not checked with another start).",
     "mpe-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
             "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
             "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
@@ -1462,12 +1462,66 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
         lines += peer_lines(suite, rows)
+        scale = scale_line(suite, env, root)
+        if scale:
+            lines += [scale, ""]
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
         unpublished += [UNPUBLISHED[prefix] for prefix in ("mpe-", "mamujoco-")
                         if env.startswith(prefix)]
         if unpublished:
             lines += [" ".join(unpublished), ""]
     return lines
+
+
+SCALE_FILE = "scale.json"  # RESULTS/<suite>/: returns of scripted policies, computed once
+SCALE_EPISODES = 100       # episodes of each scripted policy (env seeds 10000..10099)
+SCALE_PREFIXES = ("mpe-", "mamujoco-")  # tasks whose section gets a scale line
+
+
+def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, list[float]]:
+    """Mean and std over ``episodes`` episodes (env seeds ``10000 + i``, the evaluations' seeds)
+    of the team return under uniform random actions (``random``) and under the env's zero action
+    (``zero``: no force in MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
+    from rlzoo.envs.base import run_episodes
+    from rlzoo.run.build import make_env
+
+    cfg = compose_cell_config([f"env={env_option}"])
+    out = {}
+    for name in ("random", "zero"):
+        env = make_env(cfg, episodes, 10_000)
+        obs, _ = env.reset()
+        rng = np.random.default_rng(0)
+        span = np.where(env.act_mask, env.action_high - env.action_low, 1.0)
+        zero = np.where(env.act_mask, -1.0 - 2.0 * env.action_low / span, 0.0)  # env action 0
+
+        def policy(batch: np.ndarray, name: str = name) -> np.ndarray:
+            shape = (len(batch), *env.act_shape)  # noqa: B023 - called within this iteration
+            if name == "random":
+                return rng.uniform(-1.0, 1.0, shape)  # noqa: B023
+            return np.broadcast_to(zero, shape)  # noqa: B023
+
+        returns = run_episodes(env, obs, policy).returns
+        env.close()
+        out[name] = [float(returns.mean()), float(returns.std(ddof=1))]
+    return out
+
+
+def scale_line(suite: Suite, task_name: str, root: Path) -> str | None:
+    """The page's scale sentence for a multi-agent task, from ``root/scale.json`` (computed and
+    written there when the task is missing from it); None for other tasks."""
+    task = next((t for t in suite.tasks if t.name == task_name), None)
+    if task is None or not task.name.startswith(SCALE_PREFIXES):
+        return None
+    cache = read_json(root / SCALE_FILE) or {}
+    if task.name not in cache:
+        cache[task.name] = {"episodes": SCALE_EPISODES,
+                            **scale_returns(task.env, SCALE_EPISODES)}
+        (root / SCALE_FILE).write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    entry = cache[task.name]
+    (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
+    return (f"For scale, two scripted policies on the evaluations' env seeds ({entry['episodes']} "
+            f"episodes each, mean ± std): uniform random actions {fmt(r_mean)} ± {fmt(r_std)}, "
+            f"the env's zero action (no force or torque) {fmt(z_mean)} ± {fmt(z_std)}.")
 
 
 def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:

@@ -501,9 +501,34 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
         results[task] = {"maddpg": {**group, "runs": [str(run)]}}
     (root / "report").mkdir()
     (root / "report" / "comparison.json").write_text(json.dumps({"results": results}))
+    scale = {task: {"episodes": 7, "random": [-30.0 - i, 5.0], "zero": [-20.0 - i, 4.0]}
+             for i, task in enumerate(results)}
+    (root / "scale.json").write_text(json.dumps(scale))  # read, not recomputed
     text = "\n".join(reproduce_script.suite_section(
         reproduce_script.SUITES["marl"], tmp_path / "results", tmp_path / "docs"))
     mpe, mamujoco = text.split("### mamujoco-HalfCheetah-2x3")
     assert "### mpe-simple_spread" in mpe and "divide HARL's by the number of agents" in mpe
     assert "divide HARL's" not in mamujoco
     assert "Every agent gets the env's one reward" in mamujoco
+    assert "(7 episodes each, mean ± std): uniform random actions -30.0 ± 5.0, the env's zero " \
+           "action (no force or torque) -20.0 ± 4.0." in mpe
+    assert "uniform random actions -31.0 ± 5.0" in mamujoco
+
+
+def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task missing from scale.json is computed (random and zero actions on the evaluations'
+    seeds), written, and read back next time; the numbers repeat exactly and differ between the
+    two policies."""
+    monkeypatch.setattr(reproduce_script, "SCALE_EPISODES", 6)
+    suite = reproduce_script.SUITES["marl"]
+    assert reproduce_script.scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
+    line = reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path)
+    cached = json.loads((tmp_path / "scale.json").read_text())["mpe-simple_spread"]
+    assert cached["episodes"] == 6 and line is not None and "(6 episodes each" in line
+    again = reproduce_script.scale_returns("mpe/simple_spread", 6)
+    assert again == {k: cached[k] for k in ("random", "zero")}
+    assert again["random"] != again["zero"]
+    assert all(np.isfinite(v).all() and v[0] < 0 for v in again.values())  # distance costs
+    monkeypatch.setattr(reproduce_script, "scale_returns", lambda *a: pytest.fail("recomputed"))
+    assert reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path) == line
