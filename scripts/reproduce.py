@@ -428,7 +428,8 @@ UNPUBLISHED = {
                  "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
                  "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
                  "first push their joints to full torque (IQM -540 at 7,500 steps, about the "
-                 "control cost of that) and only then learn to move forward.",
+                 "control cost of that); at 25k four of five seeds are back near the zero "
+                 "action's return and one runs forward (331): no learning to speak of yet.",
 }
 
 
