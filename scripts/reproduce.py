@@ -185,7 +185,11 @@ MUJOCO_ROWS = (
              "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
              "updates per step)"),
     Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
-        note="SAC with a critic of 4-action chunks executed open-loop"),
+        note="SAC with a critic of 4-action chunks executed open-loop (Q-chunking's form: "
+             "the actor outputs 4 x |A|, targets sum the chunk's 4 discounted rewards and "
+             "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
+             "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
+             "chunk; evaluated open-loop too)"),
 )
 SB3_ROWS = (
     Row("sb3_sac", ("algo=sac",), peer="sac"),
@@ -218,7 +222,16 @@ SUITES: dict[str, Suite] = {
                  ("maddpg", "hasac", "coma")),
             Task("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3", ("maddpg", "hasac")),
         ),
-        rows=(Row("maddpg", ("algo=maddpg",)), Row("hasac", ("algo=hasac",)),
+        rows=(Row("maddpg", ("algo=maddpg",),
+                  note="HARL's learning rates, batch, tau and noise, but not its schedule: HARL's "
+                       "tuned MPE config makes 50 updates per 1,000 env steps (0.05 per step; "
+                       "rlzoo 0.25) after 10,000 random steps (rlzoo 5,000), with 128x128 "
+                       "networks on MPE (rlzoo 256x256)"),
+              Row("hasac", ("algo=hasac",),
+                  note="HARL's learning rates, batch, n-step and networks, but not its schedule "
+                       "(0.05 updates per env step after 10,000 random steps in HARL's tuned "
+                       "configs; rlzoo 0.25 after 5,000) nor its temperature learning rate "
+                       "(HARL 3e-4, rlzoo 1e-3)"),
               Row("coma", ("algo=coma",),
                   note="on-policy: by 25k env steps COMA has made 129 actor updates "
                        "(summary.json's `updates`: one per rollout of 200 vector steps, reset "
@@ -232,11 +245,10 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=2_500,  # about 5 minutes of a 5-seed MADDPG group on 2 shared cores
         checkpoint_keep=1,
         why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
-            "5-seed group learns at about 7 env steps/s (MADDPG) and 4 (HASAC) on MPE, so 25k "
-            "takes about 50 and 90 minutes per cell, COMA (on-policy) 8-12 minutes; MaMuJoCo's "
-            "HalfCheetah-2x3 learns at about the same rates (7.5 and 4.2 env steps/s); HARL's "
-            "curves run to 1e7 steps, so these are early-training numbers (on HalfCheetah-2x3, "
-            "25 episodes of 1,000 steps)",
+            "5-seed cell of 25k took 21-47 minutes for MADDPG, 103 for HASAC on MPE and 8-12 "
+            "for COMA (on-policy), 33 for MADDPG on HalfCheetah-2x3; HARL's curves run to 1e7 "
+            "steps, so these are early-training numbers (on HalfCheetah-2x3, 25 episodes of "
+            "1,000 steps)",
     ),
     "gpu": Suite(
         name="gpu",
@@ -409,14 +421,19 @@ UNPUBLISHED = {
                     "updates per env step; e.g. SimbaV2's baselines), a different setting from "
                     "this row's one update per step: no reference.",
     "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
-                           "at these budgets: no reference.",
+                           "at these budgets: no reference. Not separated: how much of its lead "
+                           "over SAC comes from the 4-step backup alone (SAC with 4-step returns, "
+                           "`algo=sac algo.n_step=4`, was not run).",
     "hasac": "HASAC: every temperature starts at 1, as in HARL (auto_alpha starts log alpha at "
              "0), and learns with Adam at lr 1e-3 (rlzoo's tuner default; HARL's tuned MPE and "
-             "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread seed 0 the agents' alpha "
-             "was 0.30 at 10k steps, 0.085 at 16k and 0.034 at 24k, and the policies' entropy "
-             "fell from 3.2 at 6k to -4.5 at 24k (target -5): much of this budget is spent on a "
-             "near-random policy, a likely reason HASAC ends there at the level of uniform random "
-             "actions and below MADDPG (not checked with another start).",
+             "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread the agents' alpha was 0.30 "
+             "at 10k steps on all five seeds and 0.03-0.17 at 24k, the policies' entropy fell "
+             "from 3.2 at 6k to between -4.3 and -5.8 at 24k (target -5): much of this budget "
+             "is spent on a near-random policy. A second likely cause there: 20-step returns "
+             "(HARL's MPE setting) on 25-step episodes, learned from replay that is mostly the "
+             "warm-up's random actions (the HASAC of [multi_agent.md](multi_agent.md#measured) "
+             "reached -17.8 at 25k on one seed with 5-step returns, among other changes). "
+             "Neither was checked at this budget.",
     "mpe-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
             "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
             "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
@@ -427,9 +444,9 @@ UNPUBLISHED = {
                  "suite (25k steps here: 25 episodes of 1,000 steps). By 25k steps MADDPG and "
                  "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
                  "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
-                 "first push their joints to full torque (IQM -540 at 7,500 steps, about the "
-                 "control cost of that); at 25k four of five seeds are back near the zero "
-                 "action's return and one runs forward (331): no learning to speak of yet.",
+                 "drop to an IQM of -542 at 7,500 steps (full torque on all six joints costs "
+                 "about -600 an episode) and end at 25k at 331, 43, 12.5, -9.6 and -125: one "
+                 "seed runs forward, the others are around standing still or below it.",
 }
 
 
@@ -1463,7 +1480,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
         lines += peer_lines(suite, rows)
-        scale = scale_line(suite, env, root)
+        scale = scale_line(suite, env, root, rows)
         if scale:
             lines += [scale, ""]
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
@@ -1507,9 +1524,11 @@ def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, 
     return out
 
 
-def scale_line(suite: Suite, task_name: str, root: Path) -> str | None:
+def scale_line(suite: Suite, task_name: str, root: Path,
+               rows: dict[str, list[Path]] | None = None) -> str | None:
     """The page's scale sentence for a multi-agent task, from ``root/scale.json`` (computed and
-    written there when the task is missing from it); None for other tasks."""
+    written there when the task is missing from it), and for each of ``rows`` (label: run dirs)
+    how many seeds' final return beat the zero action's; None for other tasks."""
     task = next((t for t in suite.tasks if t.name == task_name), None)
     if task is None or not task.name.startswith(SCALE_PREFIXES):
         return None
@@ -1520,9 +1539,21 @@ def scale_line(suite: Suite, task_name: str, root: Path) -> str | None:
         (root / SCALE_FILE).write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
     entry = cache[task.name]
     (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
-    return (f"For scale, two scripted policies on the evaluations' env seeds ({entry['episodes']} "
-            f"episodes each, mean ± std): uniform random actions {fmt(r_mean)} ± {fmt(r_std)}, "
-            f"the env's zero action (no force or torque) {fmt(z_mean)} ± {fmt(z_std)}.")
+    first, last = 10_000, 10_000 + int(entry["episodes"]) - 1
+    line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env seeds "
+            f"{first:,}-{last:,} (which hold every evaluation's: seed + 10,000 + i), mean ± std "
+            f"over episodes (a 10-episode mean varies about a third as much): uniform random "
+            f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
+            f"{fmt(z_mean)} ± {fmt(z_std)}.")
+    beat = []
+    for label, dirs in sorted((rows or {}).items()):
+        finals = [(read_json(d / "summary.json") or {}).get("final_eval_return") for d in dirs]
+        finals = [float(f) for f in finals if f is not None]
+        if finals:
+            beat.append(f"{label} {sum(f > z_mean for f in finals)} of {len(finals)}")
+    if beat:
+        line += f" Seeds whose final return beats the zero action's: {', '.join(beat)}."
+    return line
 
 
 def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:

@@ -510,9 +510,13 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
     assert "### mpe-simple_spread" in mpe and "divide HARL's by the number of agents" in mpe
     assert "divide HARL's" not in mamujoco
     assert "Every agent gets the env's one reward" in mamujoco
-    assert "(7 episodes each, mean ± std): uniform random actions -30.0 ± 5.0, the env's zero " \
-           "action (no force or torque) -20.0 ± 4.0." in mpe
+    assert "7 episodes each on env seeds 10,000-10,006" in mpe
+    assert "uniform random actions -30.0 ± 5.0, the env's zero action (no force or torque) " \
+           "-20.0 ± 4.0." in mpe
     assert "uniform random actions -31.0 ± 5.0" in mamujoco
+    # each seed's final return (-20.0) against the zero action's mean: not above -20, above -21
+    assert "beats the zero action's: maddpg 0 of 1." in mpe
+    assert "beats the zero action's: maddpg 1 of 1." in mamujoco
 
 
 def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
@@ -525,7 +529,8 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     assert reproduce_script.scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
     line = reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path)
     cached = json.loads((tmp_path / "scale.json").read_text())["mpe-simple_spread"]
-    assert cached["episodes"] == 6 and line is not None and "(6 episodes each" in line
+    assert cached["episodes"] == 6 and line is not None
+    assert "6 episodes each on env seeds 10,000-10,005" in line
     again = reproduce_script.scale_returns("mpe/simple_spread", 6)
     assert again == {k: cached[k] for k in ("random", "zero")}
     assert again["random"] != again["zero"]
