@@ -1570,7 +1570,8 @@ def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
         "(2,000 resamples, rlzoo.compare's method; with 5 seeds the IQM is the mean of the "
         "middle three and the CI is best read as a lower bound on the uncertainty). Returns are "
         "the mean of deterministic evaluation episodes (the policy's "
-        "mode), on env seeds `seed + 10000 + i`.",
+        "mode), on env seeds `seed + 10000 + i` (so seeds s and s + 1 share 9 of their 10 "
+        "evaluation start states; their training runs are independent).",
         "",
         "**Hyperparameters.** Every row runs rlzoo's defaults unchanged; each file under "
         "`rlzoo/conf/algo/` says which paper or reference code each default comes from, and no "
