@@ -1484,7 +1484,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         if scale:
             lines += [scale, ""]
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
-        unpublished += [UNPUBLISHED[prefix] for prefix in ("mpe-", "mamujoco-")
+        unpublished += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
                         if env.startswith(prefix)]
         if unpublished:
             lines += [" ".join(unpublished), ""]
@@ -1493,13 +1493,14 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
 
 SCALE_FILE = "scale.json"  # RESULTS/<suite>/: returns of scripted policies, computed once
 SCALE_EPISODES = 100       # episodes of each scripted policy (env seeds 10000..10099)
-SCALE_PREFIXES = ("mpe-", "mamujoco-")  # tasks whose section gets a scale line
+MULTI_AGENT_PREFIXES = ("mpe-", "mamujoco-")  # task names of multi-agent envs
 
 
 def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, list[float]]:
-    """Mean and std over ``episodes`` episodes (env seeds ``10000 + i``, the evaluations' seeds)
-    of the team return under uniform random actions (``random``) and under the env's zero action
-    (``zero``: no force in MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
+    """Mean and std over ``episodes`` episodes (env seeds ``10000 + i``, which include every
+    evaluation's ``seed + 10000 + i`` for seed + i < episodes) of the team return under
+    uniform random actions (``random``) and under the env's zero action (``zero``: no force in
+    MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
     from rlzoo.envs.base import run_episodes
     from rlzoo.run.build import make_env
 
@@ -1530,7 +1531,7 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     written there when the task is missing from it), and for each of ``rows`` (label: run dirs)
     how many seeds' final return beat the zero action's; None for other tasks."""
     task = next((t for t in suite.tasks if t.name == task_name), None)
-    if task is None or not task.name.startswith(SCALE_PREFIXES):
+    if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES):
         return None
     cache = read_json(root / SCALE_FILE) or {}
     if task.name not in cache:
@@ -1542,7 +1543,8 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     first, last = 10_000, 10_000 + int(entry["episodes"]) - 1
     line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env seeds "
             f"{first:,}-{last:,} (which hold every evaluation's: seed + 10,000 + i), mean ± std "
-            f"over episodes (a 10-episode mean varies about a third as much): uniform random "
+            f"over episodes (a {suite.eval_episodes}-episode mean, as each evaluation's, "
+            f"varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform random "
             f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
             f"{fmt(z_mean)} ± {fmt(z_std)}.")
     beat = []
