@@ -246,7 +246,8 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
             "5-seed cell of 25k took 21-47 minutes for MADDPG, 103 for HASAC on MPE and 8-12 "
-            "for COMA (on-policy), 33 for MADDPG on HalfCheetah-2x3; HARL's curves run to 1e7 "
+            "for COMA (on-policy), 33 for MADDPG and 43 for HASAC (alone, 2 threads) on "
+            "HalfCheetah-2x3; HARL's curves run to 1e7 "
             "steps, so these are early-training numbers (on HalfCheetah-2x3, 25 episodes of "
             "1,000 steps)",
     ),
