@@ -1481,7 +1481,8 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
         lines += peer_lines(suite, rows)
-        scale = scale_line(suite, env, root, rows)
+        scale = scale_line(suite, env, root,
+                           {label: g["final_eval_returns"] for label, g in groups.items()})
         if scale:
             lines += [scale, ""]
         unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
@@ -1497,40 +1498,46 @@ SCALE_EPISODES = 100       # episodes of each scripted policy (env seeds 10000..
 MULTI_AGENT_PREFIXES = ("mpe-", "mamujoco-")  # task names of multi-agent envs
 
 
+def scripted_policy(kind: str, env: Any, rng: np.random.Generator) -> Any:
+    """Actions in ``[-1, 1]`` for ``env``'s observations ``[B, ...]``: uniform random
+    (``kind="random"``, from ``rng``) or the env's own zero action (``"zero"``), padding 0."""
+    span = np.where(env.act_mask, env.action_high - env.action_low, 1.0)
+    zero = np.where(env.act_mask, -1.0 - 2.0 * env.action_low / span, 0.0)
+
+    def policy(batch: np.ndarray) -> np.ndarray:
+        shape = (len(batch), *env.act_shape)
+        return rng.uniform(-1.0, 1.0, shape) if kind == "random" else np.broadcast_to(zero, shape)
+
+    return policy
+
+
 def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, list[float]]:
-    """Mean and std over ``episodes`` episodes (env seeds ``10000 + i``, which include every
-    evaluation's ``seed + 10000 + i`` for seed + i < episodes) of the team return under
-    uniform random actions (``random``) and under the env's zero action (``zero``: no force in
-    MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
+    """Mean and std over ``episodes`` episodes (env seeds ``EVAL_SEED_OFFSET + i``, which
+    include every evaluation's ``seed + EVAL_SEED_OFFSET + i`` for seed + i < episodes) of the
+    team return under uniform random actions (``random``) and under the env's zero action
+    (``zero``: no force in MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
     from rlzoo.envs.base import run_episodes
-    from rlzoo.run.build import make_env
+    from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 
     cfg = compose_cell_config([f"env={env_option}"])
     out = {}
-    for name in ("random", "zero"):
-        env = make_env(cfg, episodes, 10_000)
+    for kind in ("random", "zero"):
+        env = make_env(cfg, episodes, EVAL_SEED_OFFSET)
         obs, _ = env.reset()
-        rng = np.random.default_rng(0)
-        span = np.where(env.act_mask, env.action_high - env.action_low, 1.0)
-        zero = np.where(env.act_mask, -1.0 - 2.0 * env.action_low / span, 0.0)  # env action 0
-
-        def policy(batch: np.ndarray, name: str = name) -> np.ndarray:
-            shape = (len(batch), *env.act_shape)  # noqa: B023 - called within this iteration
-            if name == "random":
-                return rng.uniform(-1.0, 1.0, shape)  # noqa: B023
-            return np.broadcast_to(zero, shape)  # noqa: B023
-
-        returns = run_episodes(env, obs, policy).returns
+        returns = run_episodes(env, obs, scripted_policy(kind, env, np.random.default_rng(0)))
         env.close()
-        out[name] = [float(returns.mean()), float(returns.std(ddof=1))]
+        out[kind] = [float(returns.returns.mean()), float(returns.returns.std(ddof=1))]
     return out
 
 
 def scale_line(suite: Suite, task_name: str, root: Path,
-               rows: dict[str, list[Path]] | None = None) -> str | None:
+               finals: dict[str, list[float]] | None = None) -> str | None:
     """The page's scale sentence for a multi-agent task, from ``root/scale.json`` (computed and
-    written there when the task is missing from it), and for each of ``rows`` (label: run dirs)
-    how many seeds' final return beat the zero action's; None for other tasks."""
+    written there when the task is missing from it), and for each row of ``finals`` (label:
+    the seeds' final returns, as in the report) how many beat the zero action's; None for other
+    tasks."""
+    from rlzoo.run.build import EVAL_SEED_OFFSET
+
     task = next((t for t in suite.tasks if t.name == task_name), None)
     if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES):
         return None
@@ -1541,19 +1548,15 @@ def scale_line(suite: Suite, task_name: str, root: Path,
         (root / SCALE_FILE).write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
     entry = cache[task.name]
     (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
-    first, last = 10_000, 10_000 + int(entry["episodes"]) - 1
+    first, last = EVAL_SEED_OFFSET, EVAL_SEED_OFFSET + int(entry["episodes"]) - 1
     line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env seeds "
-            f"{first:,}-{last:,} (which hold every evaluation's: seed + 10,000 + i), mean ± std "
+            f"{first:,}-{last:,} (which hold every evaluation's: seed + {first:,} + i), mean ± std "
             f"over episodes (a {suite.eval_episodes}-episode mean, as each evaluation's, "
             f"varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform random "
             f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
             f"{fmt(z_mean)} ± {fmt(z_std)}.")
-    beat = []
-    for label, dirs in sorted((rows or {}).items()):
-        finals = [(read_json(d / "summary.json") or {}).get("final_eval_return") for d in dirs]
-        finals = [float(f) for f in finals if f is not None]
-        if finals:
-            beat.append(f"{label} {sum(f > z_mean for f in finals)} of {len(finals)}")
+    beat = [f"{label} {sum(f > z_mean for f in values)} of {len(values)}"
+            for label, values in sorted((finals or {}).items()) if values]
     if beat:
         line += f" Seeds whose final return beats the zero action's: {', '.join(beat)}."
     return line

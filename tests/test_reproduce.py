@@ -492,7 +492,7 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
     (one shared reward, the single-agent scale) and not the MPE one."""
     root = tmp_path / "results" / "marl"
     group = {"n_runs": 1, "total_steps": [25_000], "iqm": -20.0, "iqm_ci": [-21.0, -19.0],
-             "mean": -20.0, "std": 0.0}
+             "mean": -20.0, "std": 0.0, "final_eval_returns": [-20.0]}
     results = {}
     for task in ("mpe-simple_spread", "mamujoco-HalfCheetah-2x3"):
         run = root / task / "maddpg-s0"
