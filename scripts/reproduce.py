@@ -125,12 +125,15 @@ class Row:
             peer: the rlzoo config whose hyperparameters the peer takes (:func:`peer_settings`).
         peer: ``"sac"`` or ``"td3"`` for a Stable-Baselines3 row; None for an rlzoo row.
         note: what the page says about the row (how it differs from a paper's setting).
+        against: for a control row, the labels of the rows the page sets it against, seed by
+            seed (:func:`pair_lines`).
     """
 
     label: str
     overrides: tuple[str, ...]
     peer: str | None = None
     note: str = ""
+    against: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,13 +201,15 @@ CONTROL_ROWS = (
         note="control for `sac-action_sequence`: SAC's row with 4-step returns "
              "(`algo.n_step=4`, cut at episode ends), whose targets, as the chunked critic's, "
              "sum 4 discounted rewards and bootstrap with gamma^4; what `sac-action_sequence` "
-             "gains beyond this row comes from the chunked actions and critic"),
+             "gains beyond this row comes from the chunked actions and critic",
+        against=("sac", "sac-action_sequence")),
     Row("dsac_t-sac_start", ("algo=dsac_t", "tuner.init_alpha=1.0", "tuner.lr=1e-3",
                              "algo.actor_lr=3e-4", "algo.critic_lr=1e-3", "algo.policy_delay=1",
                              "algo.target_delay=1", "algo.learning_starts=5000"),
         note="control for `dsac_t`: DSAC-T with SAC's start (learning rates 3e-4 actor, 1e-3 "
              "critic and temperature; initial temperature 1; no delays; 5,000 random steps), "
-             "DSAC-T's networks (3x256 GELU), log-std clamp and distributional critic kept"),
+             "DSAC-T's networks (3x256 GELU), log-std clamp and distributional critic kept",
+        against=("dsac_t", "sac")),
 )
 SB3_ROWS = (
     Row("sb3_sac", ("algo=sac",), peer="sac"),
@@ -1348,32 +1353,66 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> b
     return True
 
 
-def peer_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
-    """The page's rlzoo-vs-peer table of one task: for each peer row whose rlzoo row also
-    finished, P(rlzoo > peer) over seed pairs with its 95% bootstrap CI, and the two-sided
-    Mann-Whitney U test's p (``below``/``above`` when p < 0.05) on the final returns."""
+def mean_over_evaluations(run_dir: Path) -> tuple[tuple[int, ...], float] | None:
+    """A run's evaluation steps and the mean of its ``eval/return`` over them (the area under
+    its curve divided by its length: it weighs how early a run learns as well as where it
+    ends); None when it has no evaluation."""
+    points = eval_points(run_dir)
+    if not points:
+        return None
+    return tuple(step for step, _ in points), sum(v for _, v in points) / len(points)
+
+
+def versus_cells(ours: list[Path], theirs: list[Path]) -> str:
+    """Two rows' seeds against each other, as table cells: P(ours > theirs) over seed pairs with
+    its 95% bootstrap CI and the two-sided Mann-Whitney U test (``above``/``below`` when
+    p < 0.05), first on the final returns (summary.json's ``final_eval_return``), then on each
+    run's mean over its evaluations (``—`` unless every run was evaluated at the same steps)."""
     from scipy.stats import mannwhitneyu
 
     from rlzoo.analysis import stats
 
-    shown = []
-    for peer in (r for r in suite.rows if r.peer):
-        ours, theirs = rows.get(str(peer.peer), []), rows.get(peer.label, [])
-        if not ours or not theirs:
-            continue
-        x, y = ([float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in dirs]
-                for dirs in (ours, theirs))
+    def cells(x: list[float], y: list[float]) -> str:
         point, lo, hi = stats.probability_of_improvement_ci(x, y)
         p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
         word = ("above" if point > 0.5 else "below") if p < 0.05 else "no difference found"
-        shown.append(f"| {peer.peer} | {peer.label} | {point:.2f} [{lo:.2f}, {hi:.2f}] | "
-                     f"{word} (p = {p:.2f}) |")
-    if not shown:
-        return []
-    return ["Against the peer (final returns; P(rlzoo > SB3) = the fraction of seed pairs where "
-            "rlzoo's is higher, with its 95% bootstrap CI; Mann-Whitney U test, two-sided):", "",
-            "| rlzoo row | peer row | P(rlzoo > SB3) [95% CI] | rlzoo vs SB3 |",
-            "|---|---|---|---|", *shown, ""]
+        return f"{point:.2f} [{lo:.2f}, {hi:.2f}] | {word} (p = {p:.2f})"
+
+    finals = ([float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in dirs]
+              for dirs in (ours, theirs))
+    means = [[mean_over_evaluations(d) for d in dirs] for dirs in (ours, theirs)]
+    flat = [m for side in means for m in side]
+    if all(m is not None for m in flat) and len({m[0] for m in flat if m}) == 1:
+        curve = cells(*([m[1] for m in side if m] for side in means))
+    else:
+        curve = "— | —"
+    return f"{cells(*finals)} | {curve}"
+
+
+PAIR_HOW = ("P(A > B) = the fraction of seed pairs where A's return is higher, with its 95% "
+            "bootstrap CI; A vs B: Mann-Whitney U test, two-sided, `above` or `below` when "
+            "p < 0.05; first on the final returns, then on each seed's mean over its "
+            "evaluations, which also weighs how early a row learns")
+
+
+def pair_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
+    """The page's tables setting one task's rows against each other (:func:`versus_cells`):
+    each rlzoo row against its Stable-Baselines3 peer, and each control row against the rows it
+    is set against (``Row.against``); only pairs where both rows have runs."""
+    peers = [(str(r.peer), r.label) for r in suite.rows if r.peer]
+    controls = [(r.label, other) for r in suite.rows for other in r.against]
+    lines = []
+    for pairs, intro, names in (
+            (peers, "Against the peer", "| rlzoo row (A) | peer row (B) |"),
+            (controls, "Control rows against the rows they control", "| control (A) | row (B) |")):
+        shown = [f"| {a} | {b} | {versus_cells(rows[a], rows[b])} |" for a, b in pairs
+                 if rows.get(a) and rows.get(b)]
+        if shown:
+            lines += [f"{intro} ({PAIR_HOW}):", "",
+                      f"{names} final: P(A > B) [95% CI] | final: A vs B | mean over "
+                      "evaluations: P(A > B) [95% CI] | mean over evaluations: A vs B |",
+                      "|---|---|---|---|---|---|", *shown, ""]
+    return lines
 
 
 def iqm_ci(values: list[float]) -> tuple[float, float, float]:
@@ -1497,7 +1536,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                       "|---:|---|---|---|---|---|---:|---|", *shown, ""]
         elif refs:
             lines += ["No run of this task reached a published budget yet.", ""]
-        lines += peer_lines(suite, rows)
+        lines += pair_lines(suite, rows)
         scale = scale_line(suite, env, root,
                            {label: g["final_eval_returns"] for label, g in groups.items()})
         if scale:

@@ -453,6 +453,43 @@ def test_first_evaluation_columns(tmp_path: Path) -> None:
     assert reproduce_script.first_columns([tmp_path / "empty"]) == ("—", "—")  # no evaluation
 
 
+def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path: Path) -> None:
+    """A control row against the rows it controls, and an rlzoo row against its peer: P(A > B)
+    and Mann-Whitney on the final returns, then on each seed's mean over its evaluations, which
+    here disagree (A ends higher on every seed pair, B was higher for most of the curve); the
+    curve's cells are ``—`` when the rows were evaluated at different steps."""
+    def runs(label: str, curves: list[list[float]], steps: tuple[int, ...] = (1, 2, 3)) -> list:
+        dirs = []
+        for seed, curve in enumerate(curves):
+            run = tmp_path / f"{label}-s{seed}"
+            run.mkdir()
+            write_scalars_csv(run / "eval.csv", {"eval/return": (np.array(steps),
+                                                                 np.array(curve))})
+            (run / "summary.json").write_text(json.dumps({"final_eval_return": curve[-1]}))
+            dirs.append(run)
+        return dirs
+
+    late = [[0.0, 0.0, 10.0 + s] for s in range(5)]  # means 3.3-4.7, finals 10-14
+    early = [[9.0, 9.0, 5.0 + s] for s in range(5)]  # means 7.7-9, finals 5-9
+    suite = reproduce_script.Suite(
+        name="x", title="x", tasks=(), steps=3, seeds=5, eval_every=1, eval_episodes=1,
+        checkpoint_every=1, checkpoint_keep=1,
+        rows=(reproduce_script.Row("base", ()), reproduce_script.Row("sb3_base", (), peer="base"),
+              reproduce_script.Row("ctl", (), note="control for `base`", against=("base",
+                                                                                    "gone"))))
+    rows = {"ctl": runs("ctl", late), "base": runs("base", early)}
+    lines = reproduce_script.pair_lines(suite, rows)
+    assert "| ctl | base | 1.00 [1.00, 1.00] | above (p = 0.01) | 0.00 [0.00, 0.00] | below " \
+           "(p = 0.01) |" in lines
+    assert not any("gone" in line or "sb3_base" in line for line in lines)  # no runs: no row
+    assert not any(line.startswith("Against the peer") for line in lines)
+    rows["sb3_base"] = runs("sb3_base", early, steps=(1, 2, 4))  # evaluated elsewhere
+    lines = reproduce_script.pair_lines(suite, rows)
+    peer = next(i for i, line in enumerate(lines) if line.startswith("Against the peer"))
+    assert lines[peer + 4] == "| base | sb3_base | 0.50 [0.16, 0.86] | no difference found " \
+                              "(p = 1.00) | — | — |"
+
+
 def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
     """The published table's updates column: rlzoo's from its config's warm-up and updates per
     step (an SB3 peer's from gradient_steps / train_freq), the source's from its warm-up."""
