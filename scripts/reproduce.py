@@ -267,7 +267,7 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=2_500,  # about 5 minutes of a 5-seed MADDPG group on 2 shared cores
         checkpoint_keep=1,
         why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
-            "5-seed cell of 25k took 21-47 minutes for MADDPG, 103 for HASAC on MPE and 8-12 "
+            "5-seed cell of 25k took 21-47 minutes for MADDPG, 51-103 for HASAC on MPE and 8-12 "
             "for COMA (on-policy), 33 for MADDPG and 43 for HASAC (alone, 2 threads) on "
             "HalfCheetah-2x3; HARL's curves run to 1e7 "
             "steps, so these are early-training numbers (on HalfCheetah-2x3, 25 episodes of "
