@@ -125,8 +125,9 @@ class Row:
             peer: the rlzoo config whose hyperparameters the peer takes (:func:`peer_settings`).
         peer: ``"sac"`` or ``"td3"`` for a Stable-Baselines3 row; None for an rlzoo row.
         note: what the page says about the row (how it differs from a paper's setting).
-        against: for a control row, the labels of the rows the page sets it against, seed by
-            seed (:func:`pair_lines`).
+        against: the labels of the rows the page sets this row against, seed by seed
+            (:func:`pair_lines`): a variant against its base, a control against the rows it
+            separates.
     """
 
     label: str
@@ -183,11 +184,11 @@ MUJOCO_ROWS = (
     Row("sac", ("algo=sac",)),
     Row("td3", ("algo=td3",)),
     Row("dsac_t", ("algo=dsac_t",)),
-    Row("sac-ensemble", ("algo=sac", "critic=ensemble"),
+    Row("sac-ensemble", ("algo=sac", "critic=ensemble"), against=("sac",),
         note="SAC (rlzoo's SAC defaults, one update per env step) with a 10-member critic "
              "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
              "updates per step)"),
-    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
+    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"), against=("sac",),
         note="SAC with a critic of 4-action chunks executed open-loop (Q-chunking's form: "
              "the actor outputs 4 x |A|, targets sum the chunk's 4 discounted rewards and "
              "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
@@ -430,7 +431,8 @@ REFERENCES: tuple[Reference, ...] = tuple(
     + _refs("Humanoid", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 5035, None)])
 )
 
-# What the page says where nothing comparable is published (by row label or task).
+# What the page says where nothing comparable is published, and what was found where a row stands
+# apart (by row label, TASK/label for one task's section, or the task's family prefix).
 UNPUBLISHED = {
     "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
               "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference. "
@@ -444,9 +446,14 @@ UNPUBLISHED = {
                     "updates per env step; e.g. SimbaV2's baselines), a different setting from "
                     "this row's one update per step: no reference.",
     "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
-                           "at these budgets: no reference. Not separated: how much of its lead "
-                           "over SAC comes from the 4-step backup alone (SAC with 4-step returns, "
-                           "`algo=sac algo.n_step=4`, was not run).",
+                           "at these budgets: no reference.",
+    "HalfCheetah/sac-action_sequence": "On HalfCheetah it trails SAC (on Hopper it leads) and "
+                                       "learns unevenly: seed 0 fell from 2,758 at 30k steps to "
+                                       "-165 at 35k and was back at 3,056 at 50k. One difference "
+                                       "between the tasks that may matter, not checked: a chunk "
+                                       "of 4 actions runs open-loop for 0.2 s of HalfCheetah's "
+                                       "time (dt 0.05 s) and 0.032 s of Hopper's (dt 0.008 s). "
+                                       "The control `sac-n_step4` was run on Hopper only.",
     "hasac": "HASAC: every temperature starts at 1, as in HARL (auto_alpha starts log alpha at "
              "0), and learns with Adam at lr 1e-3 (rlzoo's tuner default; HARL's tuned MPE and "
              "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread the agents' alpha was 0.30 "
@@ -1397,14 +1404,15 @@ PAIR_HOW = ("P(A > B) = the fraction of seed pairs where A's return is higher, w
 
 def pair_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
     """The page's tables setting one task's rows against each other (:func:`versus_cells`):
-    each rlzoo row against its Stable-Baselines3 peer, and each control row against the rows it
-    is set against (``Row.against``); only pairs where both rows have runs."""
+    each rlzoo row against its Stable-Baselines3 peer, and each row against the rows it is set
+    against (``Row.against``); only pairs where both rows have runs."""
     peers = [(str(r.peer), r.label) for r in suite.rows if r.peer]
-    controls = [(r.label, other) for r in suite.rows for other in r.against]
+    against = [(r.label, other) for r in suite.rows for other in r.against]
     lines = []
     for pairs, intro, names in (
             (peers, "Against the peer", "| rlzoo row (A) | peer row (B) |"),
-            (controls, "Control rows against the rows they control", "| control (A) | row (B) |")):
+            (against, "Variants and controls against the rows they build on",
+             "| row (A) | row (B) |")):
         shown = [f"| {a} | {b} | {versus_cells(rows[a], rows[b])} |" for a, b in pairs
                  if rows.get(a) and rows.get(b)]
         if shown:
@@ -1541,7 +1549,8 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
                            {label: g["final_eval_returns"] for label, g in groups.items()})
         if scale:
             lines += [scale, ""]
-        unpublished = [UNPUBLISHED[label] for label in rows if label in UNPUBLISHED]
+        unpublished = [UNPUBLISHED[key] for label in rows for key in (label, f"{env}/{label}")
+                       if key in UNPUBLISHED]
         unpublished += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
                         if env.startswith(prefix)]
         if unpublished:

@@ -527,9 +527,14 @@ def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -
             assert (page.parent / target).exists(), target
 
 
-def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
+def test_marl_notes_follow_the_task_family(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """MPE sections carry HARL's sum-over-agents caveat; the MaMuJoCo section its own note
-    (one shared reward, the single-agent scale) and not the MPE one."""
+    (one shared reward, the single-agent scale) and not the MPE one; a row's note goes to every
+    section the row is in, a TASK/row note to that task's only."""
+    monkeypatch.setitem(reproduce_script.UNPUBLISHED, "maddpg", "Row-wide note.")
+    monkeypatch.setitem(reproduce_script.UNPUBLISHED, "mamujoco-HalfCheetah-2x3/maddpg",
+                        "One-task note.")
     root = tmp_path / "results" / "marl"
     group = {"n_runs": 1, "total_steps": [25_000], "iqm": -20.0, "iqm_ci": [-21.0, -19.0],
              "mean": -20.0, "std": 0.0, "final_eval_returns": [-20.0]}
@@ -557,6 +562,8 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path) -> None:
     # each seed's final return (-20.0) against the zero action's mean: not above -20, above -21
     assert "beats the zero action's: maddpg 0 of 1." in mpe
     assert "beats the zero action's: maddpg 1 of 1." in mamujoco
+    assert "Row-wide note." in mpe and "Row-wide note. One-task note." in mamujoco
+    assert "One-task note." not in mpe
 
 
 def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
