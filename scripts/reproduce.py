@@ -157,6 +157,7 @@ class Suite:
             each is large: it holds K seeds' whole replay buffers, at their full capacity.
         overrides: rlzoo overrides every row of the suite gets (SB3 peers read them too).
         why: why the budgets are what they are (shown on the page).
+        first_eval: what a row's first evaluation measures (shown on the page).
         not_run: why a cell with no result and no recorded outcome has none (on the page).
     """
 
@@ -172,6 +173,7 @@ class Suite:
     checkpoint_keep: int
     overrides: tuple[str, ...] = ()
     why: str = ""
+    first_eval: str = "the earliest point of each curve"
     not_run: str = "not scheduled yet: the 2-core machine's hours went to the other cells"
 
     def cells(self) -> list[tuple[Task, Row]]:
@@ -188,7 +190,8 @@ MUJOCO_ROWS = (
         note="SAC (rlzoo's SAC defaults, one update per env step) with a 10-member critic "
              "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
              "updates per step)"),
-    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"), against=("sac",),
+    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
+        against=("sac", "sac-n_step4"),
         note="SAC with a critic of 4-action chunks executed open-loop (Q-chunking's form: "
              "the actor outputs 4 x |A|, targets sum the chunk's 4 discounted rewards and "
              "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
@@ -203,7 +206,7 @@ CONTROL_ROWS = (
              "(`algo.n_step=4`, cut at episode ends), whose targets, as the chunked critic's, "
              "sum 4 discounted rewards and bootstrap with gamma^4; what `sac-action_sequence` "
              "gains beyond this row comes from the chunked actions and critic",
-        against=("sac", "sac-action_sequence")),
+        against=("sac",)),
     Row("dsac_t-sac_start", ("algo=dsac_t", "tuner.init_alpha=1.0", "tuner.lr=1e-3",
                              "algo.actor_lr=3e-4", "algo.critic_lr=1e-3", "algo.policy_delay=1",
                              "algo.target_delay=1", "algo.learning_starts=5000"),
@@ -232,9 +235,12 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
         why="50k env steps, where every published source has a point: measured or estimated "
-            "from short runs on 2 shared cores (docs/reproducing.md), the 10 rlzoo cells take "
-            "about 16 h (TD3 20-34 min, SAC about an hour, the ensemble critic's 10 members "
-            "about 4 h per task) and the 4 SB3 cells about 2-3 h; 100k would double that",
+            "from short runs on 2 shared cores (docs/reproducing.md), the 12 rlzoo cells (two of "
+            "them controls) take about 20 h (TD3 20-34 min, SAC about an hour, DSAC-T about 2 h, "
+            "the ensemble critic's 10 members about 4 h per task) and the 4 SB3 cells about "
+            "2-3 h; 100k would double that",
+        first_eval="every row's random warm-up lasts until at least the first evaluation, so it "
+                   "measures the untrained policy",
     ),
     "marl": Suite(
         name="marl",
@@ -273,6 +279,8 @@ SUITES: dict[str, Suite] = {
             "HalfCheetah-2x3; HARL's curves run to 1e7 "
             "steps, so these are early-training numbers (on HalfCheetah-2x3, 25 episodes of "
             "1,000 steps)",
+        first_eval="at 2,500 steps: for MADDPG and HASAC inside their 5,000-step random warm-up, "
+                   "so the untrained policy; COMA, on-policy, has made about 12 updates by then",
     ),
     "gpu": Suite(
         name="gpu",
@@ -288,6 +296,8 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         overrides=("device=cuda",),
         why="1M env steps, the papers' budget; needs a CUDA GPU",
+        first_eval="every row's random warm-up lasts until at least the first evaluation, so it "
+                   "measures the untrained policy",
         not_run="needs a CUDA GPU for the hours one cell takes: none was available to the "
                 "maintainers yet",
     ),
@@ -447,16 +457,27 @@ UNPUBLISHED = {
                     "this row's one update per step: no reference.",
     "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
                            "at these budgets: no reference.",
-    "HalfCheetah/sac-action_sequence": "On HalfCheetah it trails SAC (on Hopper it leads) and "
-                                       "learns unevenly: seed 0 fell from 2,758 at 30k steps to "
-                                       "-165 at 35k and was back at 3,056 at 50k. One difference "
-                                       "between the tasks that may matter, not checked: a chunk "
-                                       "of 4 actions runs open-loop for 0.2 s of HalfCheetah's "
-                                       "time (dt 0.05 s) and 0.032 s of Hopper's (dt 0.008 s). "
-                                       "The control `sac-n_step4` was run on Hopper only.",
+    "Hopper/sac-action_sequence": (
+        "On Hopper it is ahead of SAC on every seed pair's mean over evaluations, from its second "
+        "evaluation on (at 10k steps its seeds were at 404-1,108, SAC's at 224-306); on the "
+        "final return no difference was found, and its curves are uneven too (seed 0: 1,688 at "
+        "35k, 572 at 50k). Its final policies hop forward, they do not stand still for the "
+        "healthy reward (1 per step): in each seed's last evaluation the episodes lasted 180-873 "
+        "steps on average and 60-69% of the return was forward reward (return less episode "
+        "length; `python -m rlzoo.evaluate` on the runs' last checkpoints, which records episode "
+        "lengths). The control `sac-n_step4` has the same 4-step backup without the chunks."),
+    "HalfCheetah/sac-action_sequence": (
+        "On HalfCheetah it is behind SAC on every seed pair's mean over evaluations (on the final "
+        "return no difference was found), and learns unevenly: seed 0 fell from 2,758 at 30k "
+        "steps to -165 at 35k, stayed near zero (185, 12) and was at 3,056 at 50k; without seed 0 "
+        "the gap remains (the other seeds' means over evaluations 935-1,466, SAC's lowest 1,757). "
+        "No control was run on HalfCheetah. One difference between the tasks that may matter, "
+        "not checked: a chunk of 4 actions runs open-loop for 0.2 s of HalfCheetah's time (dt "
+        "0.05 s), 0.032 s of Hopper's (dt 0.008 s)."),
     "hasac": "HASAC: every temperature starts at 1, as in HARL (auto_alpha starts log alpha at "
              "0), and learns with Adam at lr 1e-3 (rlzoo's tuner default; HARL's tuned MPE and "
-             "HalfCheetah-2x3 configs use 3e-4). On mpe-simple_spread the agents' alpha was 0.30 "
+             "HalfCheetah-2x3 configs use 3e-4).",
+    "mpe-simple_spread/hasac": "On mpe-simple_spread HASAC's agents' alpha was 0.30 "
              "at 10k steps on all five seeds and 0.03-0.17 at 24k, the policies' entropy fell "
              "from 3.2 at 6k to between -4.3 and -5.8 at 24k (target -5): much of this budget "
              "is spent on a near-random policy. A second likely cause there: 20-step returns "
@@ -1399,7 +1420,13 @@ def versus_cells(ours: list[Path], theirs: list[Path]) -> str:
 PAIR_HOW = ("P(A > B) = the fraction of seed pairs where A's return is higher, with its 95% "
             "bootstrap CI; A vs B: Mann-Whitney U test, two-sided, `above` or `below` when "
             "p < 0.05; first on the final returns, then on each seed's mean over its "
-            "evaluations, which also weighs how early a row learns")
+            "evaluations, which also weighs how early a row learns. With 5 seeds a side, rows "
+            "apart on every seed pair show P = 1.00 [1.00, 1.00] or 0.00 [0.00, 0.00] (a "
+            "bootstrap of fully separated samples cannot widen) and p = 0.01, the smallest "
+            "two-sided p of 5 against 5 seeds (0.008). The mean over evaluations is a second "
+            "measure, added after the Hopper action-sequence cell had been seen (cells run later "
+            "are fresh tests of it); no p on the page is corrected for the number of "
+            "comparisons")
 
 
 def pair_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
@@ -1487,8 +1514,7 @@ def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
         rows = run_rows(root / env)
         lines += ["Final return (IQM [95% CI] over seeds of `final_eval_return`, "
                   "rlzoo.compare); beside it, where the row started: the IQM of each seed's "
-                  "first evaluation (for the single-agent rows, whose random warm-up lasts until "
-                  "at least the first evaluation, the untrained policy) and how many seeds ended "
+                  f"first evaluation ({suite.first_eval}) and how many seeds ended "
                   "above their own first evaluation:", "",
                   "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at "
                   "env step) | seeds above their first evaluation |",
@@ -1619,7 +1645,8 @@ def scale_line(suite: Suite, task_name: str, root: Path,
             f"over episodes (a {suite.eval_episodes}-episode mean, as each evaluation's, "
             f"varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform random "
             f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
-            f"{fmt(z_mean)} ± {fmt(z_std)}.")
+            f"{fmt(z_mean)} ± {fmt(z_std)}: floors, not marks of skill (beating them says a "
+            "policy does better than not acting, not that it does well).")
     beat = [f"{label} {sum(f > z_mean for f in values)} of {len(values)}"
             for label, values in sorted((finals or {}).items()) if values]
     if beat:

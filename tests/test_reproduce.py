@@ -557,7 +557,7 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     assert "Every agent gets the env's one reward" in mamujoco
     assert "7 episodes each on env seeds 10,000-10,006" in mpe
     assert "uniform random actions -30.0 ± 5.0, the env's zero action (no force or torque) " \
-           "-20.0 ± 4.0." in mpe
+           "-20.0 ± 4.0: floors" in mpe
     assert "uniform random actions -31.0 ± 5.0" in mamujoco
     # each seed's final return (-20.0) against the zero action's mean: not above -20, above -21
     assert "beats the zero action's: maddpg 0 of 1." in mpe
