@@ -92,6 +92,7 @@ PARTIAL_SUFFIX = ".partial"
 REPORT_DIR = "report"
 STATUS_FILE = "status.json"
 PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
+TRAIN_STOPPED = "rlzoo: stopped by SIG"  # rlzoo.train's last line after a SIGTERM/SIGINT
 
 
 # --------------------------------------------------------------------------- suites
@@ -857,10 +858,11 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     members = group_members(home, plan.seeds) if home.exists() else "no run dir"
     if isinstance(members, list) and group_steps(members) == steps:
         return Outcome(task.name, row.label, "finished", what, members)
-    last = log_tail(log)
+    last = repo_relative(log_tail(log))
     if status == 2 and "in use by a running rlzoo process" in last:
         return Outcome(task.name, row.label, "locked", last)
-    if STOP.signum:
+    if STOP.signum or (status == 0 and last.startswith(TRAIN_STOPPED)):
+        # stopped by a signal to this script, or to the trainer alone: resumable either way
         return Outcome(task.name, row.label, "unfinished", f"stopped ({last})")
     return Outcome(task.name, row.label, "failed", f"exit status {status}: {last}")
 

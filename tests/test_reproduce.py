@@ -212,6 +212,40 @@ def test_sigterm_then_rerun_resumes_bit_identically(reference_600: Path, tmp_pat
         assert_same_run(home.with_name(f"sac-s{seed}"), reference_600.with_name(f"sac-s{seed}"))
 
 
+def trainer_pid(run_dir: Path) -> int:
+    """The pid of the ``python -m rlzoo.train`` process whose run dir is ``run_dir``."""
+    wanted = f"hydra.run.dir={run_dir}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"rlzoo.train" in argv and wanted in argv:
+            return int(proc.name)
+    raise AssertionError(f"no trainer of {run_dir} is running")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_sigterm_to_the_trainer_alone_leaves_the_cell_unfinished(tmp_path: Path) -> None:
+    """A SIGTERM sent to the trainer (not to the script) stops the cell at a checkpoint: the
+    script goes on, and reports and records the cell as unfinished (resumable), not failed."""
+    home = tmp_path / "smoke" / "Pendulum" / "sac-s0"
+    proc = start("smoke", "--only", "Pendulum/sac", "--steps", "600", "--out", tmp_path)
+    deadline = time.monotonic() + 300
+    while not list((home / "checkpoints").glob("step_*.pt")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no checkpoint within 300 s"
+        time.sleep(0.02)
+    os.kill(trainer_pid(home), signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout
+    assert "Pendulum/sac: unfinished (stopped (rlzoo: stopped by SIGTERM" in stdout, stdout
+    assert "failed" not in stdout, stdout
+    status = json.loads((tmp_path / "results" / "smoke" / "status.json").read_text())
+    assert status["Pendulum/sac"].startswith("unfinished: stopped (rlzoo: stopped by SIGTERM")
+    assert not (home / "summary.json").exists()
+
+
 @pytest.mark.parametrize(("args", "fragment"), [
     (["nosuch"], "unknown suite 'nosuch'"),
     (["smoke", "--seeds", "0"], "--seeds must be a positive"),
