@@ -514,7 +514,8 @@ UNPUBLISHED = {
                  "seed runs forward, the others are around standing still or below it. HASAC's "
                  "seeds end at 241, -44.6, -58.8, -97.6 and -100; the single-agent SAC row of "
                  "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 86.9, "
-                 "82.9, -43.2, -124 and -181: at this budget neither has begun to run.",
+                 "82.9, -43.2, -124 and -181: after 5,000 updates neither has begun to run "
+                 "but for one HASAC seed.",
 }
 
 
