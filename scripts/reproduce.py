@@ -221,6 +221,10 @@ SB3_ROWS = (
     Row("sb3_td3", ("algo=td3",), peer="td3"),
 )
 
+# what the first evaluation measures where every row's warm-up outlasts it (Suite.first_eval)
+WARM_UP_FIRST_EVAL = ("every row's random warm-up lasts until at least the first evaluation, "
+                      "so it measures the untrained policy")
+
 SUITES: dict[str, Suite] = {
     "mujoco": Suite(
         name="mujoco",
@@ -240,8 +244,7 @@ SUITES: dict[str, Suite] = {
             "them controls) take about 21 h (TD3 20-34 min, SAC about an hour, DSAC-T about 2 h, "
             "the ensemble critic's 10 members about 4 h per task) and the 4 SB3 cells about "
             "2-3 h; 100k would double that",
-        first_eval="every row's random warm-up lasts until at least the first evaluation, so it "
-                   "measures the untrained policy",
+        first_eval=WARM_UP_FIRST_EVAL,
         not_run="not scheduled: on the 2-core machine a DSAC-T cell takes about 2 h (Hopper "
                 "dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
@@ -303,8 +306,7 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         overrides=("device=cuda",),
         why="1M env steps, the papers' budget; needs a CUDA GPU",
-        first_eval="every row's random warm-up lasts until at least the first evaluation, so it "
-                   "measures the untrained policy",
+        first_eval=WARM_UP_FIRST_EVAL,
         not_run="needs a CUDA GPU for the hours one cell takes: none was available to the "
                 "maintainers yet",
     ),
