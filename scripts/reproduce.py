@@ -92,7 +92,6 @@ PARTIAL_SUFFIX = ".partial"
 REPORT_DIR = "report"
 STATUS_FILE = "status.json"
 PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
-TRAIN_STOPPED = "rlzoo: stopped by SIG"  # rlzoo.train's last line after a SIGTERM/SIGINT
 
 
 # --------------------------------------------------------------------------- suites
@@ -887,8 +886,9 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     last = repo_relative(log_tail(log))
     if status == 2 and "in use by a running rlzoo process" in last:
         return Outcome(task.name, row.label, "locked", last)
-    if STOP.signum or (status == 0 and last.startswith(TRAIN_STOPPED)):
-        # stopped by a signal to this script, or to the trainer alone: resumable either way
+    if STOP.signum or status == 0:
+        # rlzoo.train exits 0 short of its budget only when a signal (to this script, or to the
+        # trainer alone) stopped it after a checkpoint: resumable either way
         return Outcome(task.name, row.label, "unfinished", f"stopped ({last})")
     return Outcome(task.name, row.label, "failed", f"exit status {status}: {last}")
 
