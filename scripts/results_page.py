@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from published_references import (
     NORMALIZER,
+    PUBLISHED_DIR,
     REFERENCES,
     SOURCES,
     UNPUBLISHED,
@@ -106,24 +107,22 @@ def run_rows(folder: Path) -> dict[str, list[Path]]:
     return rows
 
 
-_CURVES: dict[tuple[str, int], list[tuple[int, float]]] = {}  # by run dir and its mtime
+_CURVES: dict[str, list[tuple[int, float]]] | None = None  # while render_page reads: by run dir
 
 
 def eval_points(run_dir: Path) -> list[tuple[int, float]]:
     """A run's ``eval/return`` curve as (env step, return) pairs in step order; [] when none.
-    Read once per run dir and modification time of its summary.json."""
+    While :func:`render_page` runs, each run dir is read once."""
     from rlzoo.analysis.curves import CURVE_TAG, load_scalars
 
-    try:
-        key = (str(run_dir), (run_dir / "summary.json").stat().st_mtime_ns)
-    except OSError:
-        key = (str(run_dir), -1)
-    if key not in _CURVES or key[1] == -1:
-        points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
-        _CURVES[key] = [] if points is None else [
-            (int(step), float(value)) for step, value in zip(points[0].tolist(),
-                                                             points[1].tolist())]
-    return _CURVES[key]
+    if _CURVES is not None and str(run_dir) in _CURVES:
+        return _CURVES[str(run_dir)]
+    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
+    curve = [] if points is None else [
+        (int(step), float(value)) for step, value in zip(points[0].tolist(), points[1].tolist())]
+    if _CURVES is not None:
+        _CURVES[str(run_dir)] = curve
+    return curve
 
 
 def value_at(run_dir: Path, steps: int, window: int) -> float | None:
@@ -903,7 +902,7 @@ def scale_line(suite: Suite, task_name: str, root: Path,
 # --------------------------------------------------------------------------- the page
 
 
-def sources_lines(rel_results: str) -> list[str]:
+def sources_lines(page_dir: Path) -> list[str]:
     lines = ["## Sources", ""]
     for s in SOURCES.values():
         line = f"- `{s.key}`: {s.text}."
@@ -913,7 +912,8 @@ def sources_lines(rel_results: str) -> list[str]:
             record = None
         if record:
             line += (f" Per-seed values used here: [`results/published/{s.key}.json`]"
-                     f"({rel_results}/published/{s.key}.json) ({record['repo']} at "
+                     f"({os.path.relpath(PUBLISHED_DIR / f'{s.key}.json', page_dir.resolve())}) "
+                     f"({record['repo']} at "
                      f"{record['commit'][:7]}, `{record['path']}`; written by "
                      "`scripts/published_seeds.py`).")
         lines.append(line)
@@ -925,6 +925,16 @@ def render_page(results: Path, page_dir: Path, suites: Sequence[Suite],
     """The page's text from ``results`` for a page in ``page_dir`` (its links are relative to
     it): the headline of each suite with headline budgets, the per-seed values, the method, each
     suite in detail (``leads``: a suite's first sentence), the sources."""
+    global _CURVES
+    _CURVES = {}
+    try:
+        return _render(results, page_dir, suites, leads)
+    finally:
+        _CURVES = None
+
+
+def _render(results: Path, page_dir: Path, suites: Sequence[Suite],
+            leads: dict[str, str] | None) -> str:
     tests = Tests()
     data = [SuiteData.read(s, results) for s in suites]
     rels = {d.suite.name: Path(os.path.relpath(d.root, page_dir.resolve())) for d in data}
@@ -953,6 +963,6 @@ def render_page(results: Path, page_dir: Path, suites: Sequence[Suite],
         for d in data:
             lines += suite_section(d, tests, rels[d.suite.name],
                                    (leads or {}).get(d.suite.name, ""), shown)
-        lines += sources_lines(rel_results)
+        lines += sources_lines(page_dir)
         tests.holm()
     return "\n".join(lines)
