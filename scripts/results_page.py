@@ -805,7 +805,9 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
         lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
     lines += row_notes(suite, set() if shown is None else shown)
     if data.report is None:
-        return lines + [f"**Not run yet**: no cell of this suite has run ({suite.not_run}).", ""]
+        lines += ["**Not run yet**: no cell of this suite has run" + (
+            f" ({suite.not_run})." if not data.status else "."), ""]
+        return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
     for env, groups in sorted(data.report["results"].items(),
                               key=lambda item: (order.index(item[0]) if item[0] in order

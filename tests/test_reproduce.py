@@ -40,7 +40,7 @@ def load_script() -> ModuleType:
 
 
 reproduce_script = load_script()
-page = sys.modules["results_page"]  # the page's module, which reproduce.py imports
+results_page = sys.modules["results_page"]  # the page's module, which reproduce.py imports
 
 
 def reproduce(*args: str | Path, env: dict[str, str] | None = None,
@@ -362,8 +362,10 @@ def test_missing_sb3_is_one_line_and_on_the_page(tmp_path: Path) -> None:
     lines = [line for line in stdout.splitlines() if "Stable-Baselines3 is not available" in line]
     assert len(lines) == 1 and "simulated: not installed" in lines[0], stdout
     page = (out / "results.md").read_text()
-    assert "| Pendulum | sb3_sac | not run (a) | — |" in page
-    assert "(a) skipped: stable_baselines3 is not importable" in page
+    row = next(line for line in page.splitlines() if line.startswith("| Pendulum | sb3_sac |"))
+    letter = row.split("not run (")[1][0]  # the reason, said once below the status table
+    assert f"\n({letter}) skipped: stable_baselines3 is not importable (ImportError: " \
+           "simulated: not installed)." in page, page
     assert not list((out / "smoke" / "Pendulum").glob("sb3_sac-s*"))
 
 
@@ -519,11 +521,11 @@ def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path:
     rows = {"ctl": runs("ctl", late), "base": runs("base", early)}
 
     def lines_of(rows: dict) -> list[str]:
-        data = page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
-        tests = page.Tests()
-        page.pair_lines(data, tests, "T")
+        data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
+        tests = results_page.Tests()
+        results_page.pair_lines(data, tests, "T")
         tests.holm()  # as the page does: every test of the page first, then the lines
-        return page.pair_lines(data, tests, "T")
+        return results_page.pair_lines(data, tests, "T")
 
     lines = lines_of(rows)
     # two tests, each at p = 0.008 (the least of 5 against 5): Holm doubles them, 0.016
@@ -600,8 +602,8 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     scale = {task: {"episodes": 7, "random": [-30.0 - i, 5.0], "zero": [-20.0 - i, 4.0]}
              for i, task in enumerate(results)}
     (root / "scale.json").write_text(json.dumps(scale))  # read, not recomputed
-    data = page.SuiteData.read(reproduce_script.SUITES["marl"], tmp_path / "results")
-    text = "\n".join(page.suite_section(data, page.Tests(), Path("../results/marl"),
+    data = results_page.SuiteData.read(reproduce_script.SUITES["marl"], tmp_path / "results")
+    text = "\n".join(results_page.suite_section(data, results_page.Tests(), Path("../results/marl"),
                                         reproduce_script.LEADS["marl"]))
     lead, rest = text.split("### mpe-simple_spread")
     mpe, mamujoco = rest.split("### mamujoco-HalfCheetah-2x3")
@@ -624,7 +626,7 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     """A task missing from scale.json is computed (random and zero actions on the evaluations'
     seeds), written, and read back next time; the numbers repeat exactly and differ between the
     two policies."""
-    monkeypatch.setattr(page, "SCALE_EPISODES", 6)
+    monkeypatch.setattr(results_page, "SCALE_EPISODES", 6)
     suite = reproduce_script.SUITES["marl"]
     assert reproduce_script.scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
     line = reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path)
@@ -635,7 +637,7 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     assert again == {k: cached[k] for k in ("random", "zero")}
     assert again["random"] != again["zero"]
     assert all(np.isfinite(v).all() and v[0] < 0 for v in again.values())  # distance costs
-    monkeypatch.setattr(page, "scale_returns", lambda *a: pytest.fail("recomputed"))
+    monkeypatch.setattr(results_page, "scale_returns", lambda *a: pytest.fail("recomputed"))
     assert reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path) == line
 
 
@@ -643,7 +645,7 @@ def test_results_page_is_a_fresh_rendering_of_the_committed_results() -> None:
     """docs/results.md is, byte for byte, what the script renders from results/ now: a hand
     edit of the page, or a result changed without regenerating it, fails here. Regenerate with
     ``python scripts/reproduce.py mujoco --report-only``."""
-    fresh = page.render_page(REPO / "results", REPO / "docs",
+    fresh = results_page.render_page(REPO / "results", REPO / "docs",
                              [reproduce_script.SUITES[s] for s in reproduce_script.PAGE_SUITES],
                              reproduce_script.LEADS)
     committed = (REPO / "docs" / "results.md").read_text()
@@ -684,18 +686,18 @@ def test_published_seeds_are_the_sources_numbers() -> None:
     simba = refs[("Hopper", "SAC (SimbaV2 baseline)")]
     assert np.allclose(simba.window(50_000, 10_000), simba.curve()[1][:, 3])  # only 49,998
     for key in ("td3-paper", "tianshou", "simbav2"):
-        record = page.published_data(key)
+        record = results_page.published_data(key)
         assert len(record["commit"]) == 40 and record["repo"].startswith("github.com/")
-    low, high = page.normalizer("Hopper")
+    low, high = results_page.normalizer("Hopper")
     assert low < 100 < 3000 < high  # untrained policy, the paper's mean at 1M
 
 
 def test_holm_and_the_verdicts() -> None:
     """Holm's step-down adjustment (the i-th smallest p times m - i, monotone, capped at 1) and
     the verdict it gives: a side only when the adjusted p is under 0.05."""
-    tests = page.Tests()
+    tests = results_page.Tests()
     for i, p in enumerate([0.01, 0.04, 0.03, 0.5]):
-        tests.items[("ref", str(i))] = page.Test((0.9, 0.5, 1.0), p)
+        tests.items[("ref", str(i))] = results_page.Test((0.9, 0.5, 1.0), p)
     tests.holm()
     adjusted = [tests.items[("ref", str(i))].adjusted for i in range(4)]
     assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.5])
@@ -722,14 +724,14 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
             write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
             (run / "summary.json").write_text(json.dumps(
                 {"final_eval_return": level + seed, "total_steps": 50_000}))
-    data = page.SuiteData.read(suite, tmp_path)
-    tests = page.Tests()
-    lines = page.headline_lines(data, tests, Path("x"))
+    data = results_page.SuiteData.read(suite, tmp_path)
+    tests = results_page.Tests()
+    lines = results_page.headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
     assert rows["new_algo"].startswith("| Hopper | new_algo | 102 [101, 104] | no reference | — |")
     assert "TD3 (paper): 285 (10)" in rows["td3"] and "not run yet" in rows["td3"]
     assert tests.count("ref") == 2  # td3 against the paper's and Tianshou's seeds at 50k
-    tasks, scores = page.aggregate_scores(data, 50_000)
+    tasks, scores = results_page.aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
