@@ -187,7 +187,7 @@ UNPUBLISHED = {
         "last checkpoints, which prints episode lengths; that output is not stored under "
         "results/). The control `sac-n_step4`, the same 4-step backup without the chunks, shows "
         "no difference from SAC on either measure, and this row is above it on every seed "
-        "pair's mean over evaluations (p = 0.01) and on the final return (P = 0.92, p = 0.03): "
+        "pair's mean over evaluations (p = 0.008) and on the final return (P = 0.92, p = 0.03): "
         "4-step returns alone do not reproduce this row's lead over SAC on the mean over "
         "evaluations, which points to the chunked actions and critic; none of these p survives "
         "Holm's correction (see the method)."),

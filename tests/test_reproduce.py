@@ -707,6 +707,22 @@ def test_holm_and_the_verdicts() -> None:
     assert tests.count("ref") == 4 and tests.count("pair") == 0
 
 
+def test_rank_test_power_is_the_exact_tests() -> None:
+    """The page's power statement: under no difference the exact test of 5 against 10 seeds
+    rejects at most alpha of the time; at a gap of 1.75 std its rate is scipy's exact
+    Mann-Whitney's on the same kind of draws; below the least p it can give (2 / C(15, 5)) it
+    never rejects."""
+    from scipy.stats import mannwhitneyu
+
+    power = results_page.rank_test_power
+    assert 0.03 < power(5, 10, 0.0, 0.05) <= 0.05
+    assert power(5, 10, 3.0, 0.9 * 2 / 3003) == 0.0
+    rng = np.random.default_rng(1)
+    hits = np.mean([mannwhitneyu(rng.normal(1.75, 1, 5), rng.normal(0, 1, 10),
+                                 method="exact").pvalue < 0.05 for _ in range(1000)])
+    assert abs(power(5, 10, 1.75, 0.05) - hits) < 0.05, hits
+
+
 def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path) -> None:
     """A suite row that has not run, and one that ran but has no published curve: the headline
     says `not run yet` and `no reference`; a row with a curve gets the best one and a verdict;
@@ -716,22 +732,26 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
         seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
         rows=(reproduce_script.Row("td3", ()), reproduce_script.Row("new_algo", ()),
               reproduce_script.Row("never_run", ())), headline_steps=(50_000, 100_000))
-    steps = np.arange(5_000, 50_001, 5_000)
-    for label, level in (("td3", 300.0), ("new_algo", 100.0)):
+    for label, level, last in (("td3", 300.0, 100_000), ("new_algo", 100.0, 50_000)):
+        steps = np.arange(5_000, last + 1, 5_000)
         for seed in range(5):
             run = tmp_path / "x" / "Hopper" / f"{label}-s{seed}"
             run.mkdir(parents=True)
             write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
             (run / "summary.json").write_text(json.dumps(
-                {"final_eval_return": level + seed, "total_steps": 50_000}))
+                {"final_eval_return": level + seed, "total_steps": int(last)}))
     data = results_page.SuiteData.read(suite, tmp_path)
     tests = results_page.Tests()
     lines = results_page.headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
     assert rows["new_algo"].startswith("| Hopper | new_algo | 102 [101, 104] | no reference | — |")
-    assert "TD3 (paper): 285 (10)" in rows["td3"] and "not run yet" in rows["td3"]
-    assert tests.count("ref") == 2  # td3 against the paper's and Tianshou's seeds at 50k
+    # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336)
+    assert rows["td3"] == (
+        "| Hopper | td3 | 302 [301, 304] | TD3 (paper): 285 (10) | no difference found (P = 0.60 "
+        "[0.30, 0.90]) | 302 [301, 304] | TD3 (paper): 559 (10) | below at p < 0.05, not after "
+        "Holm (P = 0.10 [0.00, 0.30]) |")
+    assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
     tasks, scores = results_page.aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
