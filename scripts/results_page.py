@@ -545,6 +545,7 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
              "seeds', with P(rlzoo > published) [95% CI], after Holm's correction "
              "([method](#method)). `not run yet`: no result at that budget (the cells' status "
              f"is at the end of the `{suite.name}` section).", "", head, rule]
+    verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     for task, row in suite.cells():
         cells = []
         for s in budgets:
@@ -557,11 +558,12 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                 cells += [iqm_text(values), "no reference", "—"]
                 continue
             ref, theirs, test = best
+            verdicts[s].append((f"{task.name} {row.label}", test))
             point, lo, hi = test.poi
             cells += [iqm_text(values), f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})",
                       f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
-    lines.append("")
+    lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s]) for s in budgets), ""]
     for task in suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""
@@ -574,6 +576,24 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
     lines += aggregate_lines(data, rel)
     return lines
+
+
+def verdict_summary(steps: int, found: list[tuple[str, Test]]) -> str:
+    """One sentence on the headline's verdicts at ``steps``: how many cells have a reference,
+    how many differ after Holm, and which differ only before it."""
+    if not found:
+        return f"At {kilo(steps)}, no cell with a published reference has run yet."
+    after = [(name, t) for name, t in found if t.adjusted < ALPHA]
+    before = [(name, t) for name, t in found if t.p < ALPHA <= t.adjusted]
+    def names(items: list[tuple[str, Test]]) -> str:
+        return ", ".join(f"{name} {'above' if t.poi[0] > 0.5 else 'below'}" for name, t in items)
+    cells = f"{len(found)} cells have" if len(found) != 1 else "1 cell has"
+    text = (f"At {kilo(steps)}, {cells} a published reference; "
+            f"{len(after)} differ from the best one after Holm" + (f" ({names(after)})"
+                                                                   if after else ""))
+    if before:
+        text += f", {len(before)} more only before it ({names(before)})"
+    return text + f"; the other {len(found) - len(after) - len(before)} show no difference."
 
 
 def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:

@@ -742,6 +742,8 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
                 {"final_eval_return": level + seed, "total_steps": int(last)}))
     data = results_page.SuiteData.read(suite, tmp_path)
     tests = results_page.Tests()
+    results_page.headline_lines(data, tests, Path("x"))
+    tests.holm()  # as the page does: every test first, then the lines
     lines = results_page.headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
@@ -749,9 +751,13 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336)
     assert rows["td3"] == (
         "| Hopper | td3 | 302 [301, 304] | TD3 (paper): 285 (10) | no difference found (P = 0.60 "
-        "[0.30, 0.90]) | 302 [301, 304] | TD3 (paper): 559 (10) | below at p < 0.05, not after "
-        "Holm (P = 0.10 [0.00, 0.30]) |")
+        "[0.30, 0.90]) | 302 [301, 304] | TD3 (paper): 559 (10) | below (P = 0.10 [0.00, "
+        "0.30]) |")
     assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
+    assert "**In short.** At 50k, 1 cell has a published reference; 0 differ from the best one " \
+           "after Holm; the other 1 show no difference. At 100k, 1 cell has a published " \
+           "reference; 1 differ from the best one after Holm (Hopper td3 below); the other 0 " \
+           "show no difference." in lines
     tasks, scores = results_page.aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
