@@ -6,8 +6,9 @@
 Suites (:data:`SUITES`; every setting of a suite is declared there once):
 
 * ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
-  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, 50k env steps,
-  5 seeds, on the CPU.
+  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, SAC, TD3 and
+  the peer on Walker2d-v5, 100k env steps (the page's headline reads 50k and 100k), 5 seeds, on
+  the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
   HASAC on MaMuJoCo HalfCheetah-2x3, 5 seeds, on the CPU (budgets per task, see the suite).
 * ``gpu``: the rlzoo rows of ``mujoco`` at 1M env steps on Hopper-v5, HalfCheetah-v5 and
@@ -43,9 +44,12 @@ training launch's commit, command, package versions, CPU and threads; no checkpo
 TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
 ``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),
 and the page (``--page``) is rewritten from every page suite's results (a suite off the page,
-``smoke``, gets a page of its own), with the published reference
-returns (:data:`REFERENCES`) beside rlzoo's at the same env steps. A cell that did not finish is
-never exported, so an earlier finished copy of it stays as it was.
+``smoke``, gets a page of its own), with the published seeds (:data:`REFERENCES`) beside rlzoo's
+at the same env steps. A cell that did not finish is never exported, so an earlier finished copy
+of it stays as it was. This file holds the suites, the runner, the SB3 peer and the export; the
+page is rendered by ``scripts/results_page.py``, the references are data in
+``scripts/published_references.py`` (their seeds under ``results/published/``), and the shapes of
+a suite are in ``scripts/suite_schema.py``.
 
 Defaults: ``--out runs/reproduce`` (relative to the current directory); ``--results`` and
 ``--page`` are the repository's ``results/`` and ``docs/results.md``, except for ``smoke``, whose

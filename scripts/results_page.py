@@ -192,11 +192,12 @@ def iqm_text(values: list[float] | np.ndarray) -> str:
     return f"{fmt(point)} [{fmt(lo)}, {fmt(hi)}]"
 
 
-def mean_over_evaluations(run_dir: Path) -> tuple[tuple[int, ...], float] | None:
-    """A run's evaluation steps and the mean of its ``eval/return`` over them (the area under
-    its curve divided by its length: it weighs how early a run learns as well as where it
-    ends); None when it has no evaluation."""
-    points = eval_points(run_dir)
+def mean_over_evaluations(run_dir: Path, last: int | None = None
+                          ) -> tuple[tuple[int, ...], float] | None:
+    """A run's evaluation steps (up to ``last``, default all) and the mean of its
+    ``eval/return`` over them (the area under its curve divided by its length: it weighs how
+    early a run learns as well as where it ends); None when it has no evaluation."""
+    points = [(s, v) for s, v in eval_points(run_dir) if last is None or s <= last]
     if not points:
         return None
     return tuple(step for step, _ in points), sum(v for _, v in points) / len(points)
@@ -383,7 +384,9 @@ def pair_tests(data: SuiteData, tests: Tests, task: str) -> list[tuple[str, str,
                                                                        Test | None]]:
     """The rows of one task set against each other: (kind, A, B, test on the final returns,
     test on the means over evaluations or None when the rows were evaluated at other steps);
-    each rlzoo row against its peer, and each row against the rows of ``Row.against``."""
+    each rlzoo row against its peer, and each row against the rows of ``Row.against``. Rows
+    trained to different budgets are compared at the smaller one (B's label then says at which
+    step): each seed's evaluation there, and its mean over the evaluations up to it."""
     rows = data.runs.get(task, {})
     peers = [("peer", str(r.peer), r.label) for r in data.suite.rows if r.peer]
     against = [("against", r.label, other) for r in data.suite.rows for other in r.against]
@@ -391,16 +394,26 @@ def pair_tests(data: SuiteData, tests: Tests, task: str) -> list[tuple[str, str,
     for kind, a, b in peers + against:
         if not (rows.get(a) and rows.get(b)):
             continue
-        finals = [[float((read_json(d / "summary.json") or {})["final_eval_return"])
-                   for d in rows[name]] for name in (a, b)]
+        budgets = {name: max(summary_steps(d) or 0 for d in rows[name]) for name in (a, b)}
+        common = min(budgets.values())
+        label = b if budgets[a] == budgets[b] else f"{b} (both at {kilo(common)})"
+        if budgets[a] == budgets[b]:
+            finals = [[float((read_json(d / "summary.json") or {})["final_eval_return"])
+                       for d in rows[name]] for name in (a, b)]
+        else:
+            finals = [[value_at(d, common, data.suite.eval_every) for d in rows[name]]
+                      for name in (a, b)]
+            if any(v is None for side in finals for v in side):
+                continue
         base = ("pair", data.suite.name, task, a, b)
-        final = tests.run((*base, "final"), *finals)
-        means = [[mean_over_evaluations(d) for d in rows[name]] for name in (a, b)]
+        final = tests.run((*base, "final"), *finals)  # type: ignore[arg-type]
+        last = None if budgets[a] == budgets[b] else common
+        means = [[mean_over_evaluations(d, last) for d in rows[name]] for name in (a, b)]
         flat = [m for side in means for m in side]
         curve = None
         if all(m is not None for m in flat) and len({m[0] for m in flat if m}) == 1:
             curve = tests.run((*base, "curve"), *([m[1] for m in side if m] for side in means))
-        out.append((kind, a, b, final, curve))
+        out.append((kind, a, label, final, curve))
     return out
 
 

@@ -761,3 +761,29 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     tasks, scores = results_page.aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
+
+
+def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Path) -> None:
+    """A row resumed to 100k set against one still at 50k: both are read at 50k (each seed's
+    evaluation there and its mean over the evaluations up to it), and the table says so."""
+    suite = reproduce_script.Suite(
+        name="x", title="x", tasks=(), steps=100_000, seeds=5, eval_every=50_000,
+        eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(reproduce_script.Row("base", ()), reproduce_script.Row("sb3_base", (), peer="base")))
+    rows = {}
+    for label, curve in (("base", [1.0, 10.0, 1000.0]), ("sb3_base", [2.0, 20.0])):
+        rows[label] = []
+        for seed in range(5):
+            run = tmp_path / f"{label}-s{seed}"
+            run.mkdir()
+            steps = np.array([0, 50_000, 100_000][:len(curve)])
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, np.array(curve) + seed)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": curve[-1] + seed, "total_steps": int(steps[-1])}))
+            rows[label].append(run)
+    data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
+    tests = results_page.Tests()
+    (kind, a, b, final, curve), = results_page.pair_tests(data, tests, "T")
+    assert (kind, a, b) == ("peer", "base", "sb3_base (both at 50k)")
+    assert final.poi[0] == pytest.approx(0.0)  # at 50k base (10-14) is below sb3_base (20-24)
+    assert curve is not None and curve.poi[0] == pytest.approx(0.0)  # means 5.5-9.5 vs 11-15
