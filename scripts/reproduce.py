@@ -6,8 +6,9 @@
 Suites (:data:`SUITES`; every setting of a suite is declared there once):
 
 * ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
-  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, 50k env steps,
-  5 seeds, on the CPU.
+  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, SAC, TD3 and
+  the peer on Walker2d-v5, 100k env steps (the page's headline reads 50k and 100k), 5 seeds, on
+  the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
   HASAC on MaMuJoCo HalfCheetah-2x3, 5 seeds, on the CPU (budgets per task, see the suite).
 * ``gpu``: the rlzoo rows of ``mujoco`` at 1M env steps on Hopper-v5, HalfCheetah-v5 and
@@ -43,9 +44,12 @@ training launch's commit, command, package versions, CPU and threads; no checkpo
 TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
 ``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),
 and the page (``--page``) is rewritten from every page suite's results (a suite off the page,
-``smoke``, gets a page of its own), with the published reference
-returns (:data:`REFERENCES`) beside rlzoo's at the same env steps. A cell that did not finish is
-never exported, so an earlier finished copy of it stays as it was.
+``smoke``, gets a page of its own), with the published seeds (:data:`REFERENCES`) beside rlzoo's
+at the same env steps. A cell that did not finish is never exported, so an earlier finished copy
+of it stays as it was. This file holds the suites, the runner, the SB3 peer and the export; the
+page is rendered by ``scripts/results_page.py``, the references are data in
+``scripts/published_references.py`` (their seeds under ``results/published/``), and the shapes of
+a suite are in ``scripts/suite_schema.py``.
 
 Defaults: ``--out runs/reproduce`` (relative to the current directory); ``--results`` and
 ``--page`` are the repository's ``results/`` and ``docs/results.md``, except for ``smoke``, whose
@@ -65,7 +69,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -83,104 +86,44 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # this checkout's rlzoo, wherever the script is run from
     sys.path.insert(0, str(REPO))
 
+if str(Path(__file__).resolve().parent) not in sys.path:  # the page's and the references' modules
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published_references import REFERENCES, SOURCES, UNPUBLISHED, Reference  # noqa: E402, F401
+from results_page import (  # noqa: E402, F401
+    PROFILE_FIGURE,
+    PROVENANCE_FILE,
+    PUBLISHED_SUFFIX,
+    REPORT_DIR,
+    STATUS_FILE,
+    SuiteData,  # noqa: E402
+    aggregate_scores,
+    first_columns,
+    fmt,
+    plot_profile,
+    plot_published,
+    published_figure,
+    read_json,
+    render_page,
+    repo_relative,
+    scale_line,
+    scale_returns,
+    summary_steps,
+    updates_by,
+    value_at,
+    write_text_atomic,
+)
+from suite_schema import Row, Suite, Task, compose_cell_config  # noqa: E402, F401
+
 import rlzoo  # noqa: E402, F401 - cheap; before torch loads anywhere: rlzoo's OpenMP spin-wait
 
 PROG = "reproduce"
 PAGE_SUITES = ("mujoco", "marl", "gpu")  # the suites of the repository's results page, in order
 CELL_LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
-REPORT_DIR = "report"
-STATUS_FILE = "status.json"
-PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
 
 
 # --------------------------------------------------------------------------- suites
-
-
-@dataclass(frozen=True)
-class Task:
-    """One environment of a suite.
-
-    Attributes:
-        name: the env config's ``env.name`` (what summary.json and the report call it); also the
-            task's folder under ``OUT/<suite>/`` and ``RESULTS/<suite>/``.
-        env: the env config group option (``env=<env>`` on the command line).
-        rows: the labels of the suite's rows run on this task (default: every row).
-        steps: this task's default budget in env steps per seed (default: the suite's).
-    """
-
-    name: str
-    env: str
-    rows: tuple[str, ...] | None = None
-    steps: int | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    """One algorithm and config of a suite.
-
-    Attributes:
-        label: names the row's run dirs (``<label>-s<seed>``) and its cell (``TASK/label``).
-        overrides: the rlzoo command-line overrides of the row, besides the suite's. For an SB3
-            peer: the rlzoo config whose hyperparameters the peer takes (:func:`peer_settings`).
-        peer: ``"sac"`` or ``"td3"`` for a Stable-Baselines3 row; None for an rlzoo row.
-        note: what the page says about the row (how it differs from a paper's setting).
-        against: the labels of the rows the page sets this row against, seed by seed
-            (:func:`pair_lines`): a variant against its base, a control against the rows it
-            separates.
-    """
-
-    label: str
-    overrides: tuple[str, ...]
-    peer: str | None = None
-    note: str = ""
-    against: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A named set of cells (tasks x rows) and the settings every run of it shares.
-
-    Attributes:
-        name: the suite's name on the command line.
-        title: one line for the page.
-        tasks: the environments.
-        rows: the algorithms and configs.
-        steps: default budget per seed, env steps (``--steps`` replaces it for every task).
-        seeds: default K, seeds ``0 .. K-1`` (``--seeds``).
-        eval_every: env steps between deterministic evaluations (every row, SB3 included).
-        eval_episodes: episodes per evaluation (seeds ``seed + 10000 + i``, as rlzoo's).
-        checkpoint_every: env steps between checkpoints of an rlzoo cell: a few minutes of
-            training, so a stopped cell loses little.
-        checkpoint_keep: checkpoints kept per cell. One is enough (a checkpoint is written to
-            a temporary file and renamed, so a crash while writing keeps the previous one) and
-            each is large: it holds K seeds' whole replay buffers, at their full capacity.
-        overrides: rlzoo overrides every row of the suite gets (SB3 peers read them too).
-        why: why the budgets are what they are (shown on the page).
-        first_eval: what a row's first evaluation measures (shown on the page).
-        not_run: why a cell with no result and no recorded outcome has none (on the page).
-    """
-
-    name: str
-    title: str
-    tasks: tuple[Task, ...]
-    rows: tuple[Row, ...]
-    steps: int
-    seeds: int
-    eval_every: int
-    eval_episodes: int
-    checkpoint_every: int
-    checkpoint_keep: int
-    overrides: tuple[str, ...] = ()
-    why: str = ""
-    first_eval: str = "the earliest point of each curve"
-    not_run: str = "not scheduled yet: the 2-core machine's hours went to the other cells"
-
-    def cells(self) -> list[tuple[Task, Row]]:
-        """Every (task, row) of the suite, in the order they run (task by task)."""
-        return [(task, row) for task in self.tasks for row in self.rows
-                if task.rows is None or row.label in task.rows]
-
 
 MUJOCO_ROWS = (
     Row("sac", ("algo=sac",)),
@@ -189,14 +132,16 @@ MUJOCO_ROWS = (
     Row("sac-ensemble", ("algo=sac", "critic=ensemble"), against=("sac",),
         note="SAC (rlzoo's SAC defaults, one update per env step) with a 10-member critic "
              "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
-             "updates per step)"),
+             "updates per step; the published ensemble numbers are REDQ's, e.g. SimbaV2's "
+             "baselines, so no reference)"),
     Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
         against=("sac", "sac-n_step4"),
         note="SAC with a critic of 4-action chunks executed open-loop (Q-chunking's form: "
              "the actor outputs 4 x |A|, targets sum the chunk's 4 discounted rewards and "
              "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
              "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
-             "chunk; evaluated open-loop too)"),
+             "chunk; evaluated open-loop too; nothing is published on these tasks at these "
+             "budgets, so no reference)"),
 )
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
 # page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
@@ -230,26 +175,27 @@ SUITES: dict[str, Suite] = {
         title="single-agent MuJoCo on the CPU",
         tasks=(Task("Hopper", "Hopper"),
                Task("HalfCheetah", "HalfCheetah",
-                    tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",))),
+                    tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",)),
+               Task("Walker2d", "Walker2d", ("sac", "td3", "sb3_sac", "sb3_td3"))),
         rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
-        steps=50_000,
+        steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
+        headline_steps=(50_000, 100_000),
         seeds=5,
         eval_every=5_000,       # hits the published 25k / 50k / 100k points
         eval_episodes=10,
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
-        why="50k env steps, where every published source has a point: measured or estimated "
-            "from short runs on 2 shared cores (docs/reproducing.md), the 13 rlzoo cells (three of "
-            "them controls) take about 21 h (TD3 20-34 min, SAC about an hour, DSAC-T about 2 h, "
-            "the ensemble critic's 10 members about 4 h per task) and the 4 SB3 cells about "
-            "2-3 h; 100k would double that",
+        why="100k env steps, where every published source has a point (the headline also "
+            "reads each curve at 50k): measured on 2 shared cores, a 5-seed cell of 50k took "
+            "TD3 20-34 min, SAC about an hour, DSAC-T about 2 h and the ensemble critic's 10 "
+            "members about 4 h (estimated), an SB3 cell 1-3 h of one core per seed "
+            "(docs/reproducing.md); 100k takes about twice that, Walker2d about Hopper's",
         first_eval=WARM_UP_FIRST_EVAL,
-        not_run="not scheduled: on the 2-core machine a DSAC-T cell takes about 2 h (Hopper "
-                "dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
+        not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
+                "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
-                "rows has a published reference at this budget; after Hopper dsac_t, the hours "
-                "went to the rows that have one, to the peer and to the action-sequence critic "
-                "with its control",
+                "rows has a published reference; the hours went to the rows that have one, to "
+                "the peer and to the action-sequence critic with its control",
     ),
     "marl": Suite(
         name="marl",
@@ -269,7 +215,9 @@ SUITES: dict[str, Suite] = {
                   note="HARL's learning rates, batch, n-step and networks, but not its schedule "
                        "(0.05 updates per env step after 10,000 random steps in HARL's tuned "
                        "configs; rlzoo 0.25 after 5,000) nor its temperature learning rate "
-                       "(HARL 3e-4, rlzoo 1e-3)"),
+                       "(HARL 3e-4, rlzoo 1e-3); every temperature starts at 1, as in HARL "
+                       "(auto_alpha starts log alpha at 0), and learns with Adam at lr 1e-3 "
+                       "(rlzoo's tuner default)"),
               Row("coma", ("algo=coma",),
                   note="on-policy: by 25k env steps COMA has made 129 actor updates "
                        "(summary.json's `updates`: one per rollout of 200 vector steps, reset "
@@ -285,9 +233,7 @@ SUITES: dict[str, Suite] = {
         why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
             "5-seed cell of 25k took 21-47 minutes for MADDPG, 51-103 for HASAC on MPE and 8-12 "
             "for COMA (on-policy), 33 for MADDPG and 43 for HASAC (alone, 2 threads) on "
-            "HalfCheetah-2x3; HARL's curves run to 1e7 "
-            "steps, so these are early-training numbers (on HalfCheetah-2x3, 25 episodes of "
-            "1,000 steps)",
+            "HalfCheetah-2x3 (on HalfCheetah-2x3, 25 episodes of 1,000 steps)",
         first_eval="at 2,500 steps: for MADDPG and HASAC inside their 5,000-step random warm-up, "
                    "so the untrained policy; COMA, on-policy, has made about 12 updates by then",
     ),
@@ -328,206 +274,6 @@ SUITES: dict[str, Suite] = {
 }
 
 
-# --------------------------------------------------------------------------- published references
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where published numbers come from: ``text`` (markdown, with a link a reader can open)."""
-
-    key: str
-    text: str
-
-
-SOURCES = {s.key: s for s in (
-    Source("td3-paper",
-           "Fujimoto et al. 2018, *Addressing Function Approximation Error in Actor-Critic "
-           "Methods* (TD3); mean ± std over its 10 seeds computed from the per-seed evaluation "
-           "curves in [github.com/sfujim/TD3](https://github.com/sfujim/TD3), "
-           "`learning_curves/<Env>/TD3_<Env>-v1_<seed>.npy` (gym v1 envs; 1,000 random steps, "
-           "10,000 on HalfCheetah; batch 100, 400x300, lr 1e-3: rlzoo's TD3 defaults, whose "
-           "warm-up is 10,000 on every task)"),
-    Source("tianshou",
-           "Tianshou's former MuJoCo benchmark, [github.com/thu-ml/tianshou at 39acf20]"
-           "(https://github.com/thu-ml/tianshou/tree/39acf2094d96268d92ebb54dcbfc3de76d702567/"
-           "examples/mujoco/benchmark), `examples/mujoco/benchmark/<Env>-v3/{sac,td3}/"
-           "test_rew_10seeds.csv` (gym v3 envs, 10 seeds; its env steps exclude the random "
-           "warm-up and were shifted by it here; its SAC has 10,000 random steps, "
-           "`mujoco_sac.py`'s default; its TD3 uses lr 3e-4, 256x256 and 25,000 random steps, "
-           "not rlzoo's TD3 defaults)"),
-    Source("simbav2",
-           "SimbaV2's baseline results, [github.com/dojeon-ai/SimbaV2 at 6f4e162]"
-           "(https://github.com/dojeon-ai/SimbaV2/tree/6f4e16241bc59ca0a0a84e3e6977bdd95a65b987/"
-           "results), `results/baseline/sac_mujoco.csv` (gym v4 envs, 10 seeds; the CSV does "
-           "not say how many random steps came first)"),
-    Source("cleanrl",
-           "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
-           "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
-           "return at 1M steps, not a deterministic evaluation, so only a scale"),
-)}
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A published mean return at ``steps`` env steps (random warm-up included).
-
-    Attributes:
-        task: the env's name as rlzoo reports it (``Hopper``).
-        rows: the labels of the rows it is set beside (same algorithm; see the source for
-            differences in settings).
-        algo: the algorithm's name in the source.
-        steps: env steps per seed.
-        mean: mean return over the source's seeds; ``std`` their std as the sources compute it,
-            dividing by the number of seeds n (None when not given); the page rescales it to
-            rlzoo's n - 1.
-        seeds: how many seeds; None when not given.
-        source: a key of :data:`SOURCES`.
-        warmup: env steps of random actions before the source's first update (one update per
-            env step after it), so it had made ``steps - warmup`` updates by ``steps``; None
-            when the source does not say.
-    """
-
-    task: str
-    rows: tuple[str, ...]
-    algo: str
-    steps: int
-    mean: float
-    std: float | None
-    seeds: int | None
-    source: str
-    warmup: int | None = None
-
-    @property
-    def updates(self) -> int | None:
-        """The source's gradient updates by ``steps`` (None when its warm-up is unknown)."""
-        return None if self.warmup is None else max(0, self.steps - self.warmup)
-
-    @property
-    def spread(self) -> float | None:
-        """``std`` rescaled from dividing by the seeds n to dividing by n - 1 (rlzoo's
-        measure); as given when n is unknown or 1; None without a std."""
-        if self.std is None or self.seeds is None or self.seeds < 2:
-            return self.std
-        return self.std * math.sqrt(self.seeds / (self.seeds - 1))
-
-
-def _refs(task: str, rows: tuple[str, ...], algo: str, source: str, seeds: int | None,
-          points: Sequence[tuple[int, float, float | None]],
-          warmup: int | None = None) -> list[Reference]:
-    return [Reference(task, rows, algo, steps, mean, std, seeds, source, warmup)
-            for steps, mean, std in points]
-
-
-SAC_ROWS = ("sac", "sb3_sac")
-TD3_ROWS = ("td3", "sb3_td3")
-# Read from the raw per-seed data of the sources (mean ± std over seeds, deterministic
-# evaluation unless the source says otherwise).
-REFERENCES: tuple[Reference, ...] = tuple(
-    _refs("HalfCheetah", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
-          [(25_000, 1327, 389), (50_000, 3352, 851), (100_000, 5514, 554),
-           (200_000, 6833, 683)], warmup=10_000)
-    + _refs("Hopper", TD3_ROWS, "TD3 (paper)", "td3-paper", 10,
-            [(25_000, 178, 98), (50_000, 285, 69), (100_000, 660, 752), (200_000, 2441, 746)],
-            warmup=1_000)
-    + _refs("HalfCheetah", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
-            [(50_000, 4327, 213), (100_000, 6213, 437)], warmup=10_000)
-    + _refs("Hopper", SAC_ROWS, "SAC (Tianshou)", "tianshou", 10,
-            [(50_000, 1030, 794), (100_000, 1766, 1036)], warmup=10_000)
-    + _refs("HalfCheetah", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
-            [(50_000, 2023, 524), (100_000, 4715, 387)], warmup=25_000)
-    + _refs("Hopper", TD3_ROWS, "TD3 (Tianshou)", "tianshou", 10,
-            [(50_000, 227, 46), (100_000, 336, 81)], warmup=25_000)
-    + _refs("HalfCheetah", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
-            [(50_000, 4212, 498), (100_000, 6156, 700)])
-    + _refs("Hopper", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
-            [(50_000, 530, 284), (100_000, 1103, 368)])
-    + _refs("HalfCheetah", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 9635, None)])
-    + _refs("Hopper", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 2310, None)])
-    + _refs("Humanoid", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 4996, None)])
-    + _refs("HalfCheetah", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 9583, None)])
-    + _refs("Hopper", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 3135, None)])
-    + _refs("Humanoid", ("td3",), "TD3 (CleanRL)", "cleanrl", None, [(1_000_000, 5035, None)])
-)
-
-# What the page says where nothing comparable is published, and what was found where a row stands
-# apart (by row label, TASK/label for one task's section, or the task's family prefix).
-UNPUBLISHED = {
-    "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
-              "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference. "
-              "Its official settings (rlzoo's defaults) start slowly, so at this budget it is "
-              "not comparable with SAC's row: lr 1e-4 (SAC: 3e-4 actor, 1e-3 critic), policy and "
-              "temperature updated every second step, the temperature starting at e (SAC: 1) "
-              "with lr 3e-4, and 10,000 random steps (SAC: 5,000). On Hopper seed 0 its "
-              "temperature was 2.34 at 11k steps, 0.29 at 26k and 0.065 at 46k: the policy is "
-              "pushed towards high entropy for about half of the 50k steps. The control "
-              "`dsac_t-sac_start` would test this explanation; it has not been run (status "
-              "table).",
-    "sac-ensemble": "SAC with the ensemble critic: the published ensemble numbers are REDQ's (20 "
-                    "updates per env step; e.g. SimbaV2's baselines), a different setting from "
-                    "this row's one update per step: no reference.",
-    "sac-action_sequence": "SAC with the action-sequence critic: nothing published on these tasks "
-                           "at these budgets: no reference.",
-    "Hopper/sac-action_sequence": (
-        "On Hopper it is ahead of SAC on every seed pair's mean over evaluations (a measure chosen "
-        "after this cell had been seen, so not a fresh test; the control cells below are); its "
-        "IQM is above SAC's at every evaluation from the second (10k steps: its seeds at "
-        "404-1,108, SAC's at 224-306) on, though not on every seed pair (at 45k its seed 4 was "
-        "at 254). On the final return no difference was found, and its curves are uneven too "
-        "(seed 0: 1,688 at 35k, 572 at 50k). Its final policies hop forward, they do not stand "
-        "still for the healthy reward (1 per step): in each seed's last evaluation the episodes "
-        "lasted 180-873 steps on average and 60-69% of the return was forward reward less "
-        "control cost (return less episode length; `python -m rlzoo.evaluate` on the runs' "
-        "last checkpoints, which prints episode lengths; that output is not stored under "
-        "results/). The control `sac-n_step4`, the same 4-step backup without the chunks, shows "
-        "no difference from SAC on either measure, and this row is above it on every seed "
-        "pair's mean over evaluations (p = 0.01) and on the final return (P = 0.92, p = 0.03): "
-        "4-step returns alone do not reproduce this row's lead over SAC on the mean over "
-        "evaluations, which points to the chunked actions and critic."),
-    "HalfCheetah/sac-action_sequence": (
-        "On HalfCheetah it is behind SAC on every seed pair's mean over evaluations (on the final "
-        "return no difference was found), and learns unevenly: seed 0 fell from 2,758 at 30k "
-        "steps to -165 at 35k, stayed below 200 (185, 12) and was at 3,056 at 50k; without "
-        "seed 0 the gap remains (the other seeds' means over evaluations 935-1,466, SAC's "
-        "lowest 1,757). The control `sac-n_step4`, the same 4-step backup without the chunks, "
-        "is behind SAC the same way (on every seed pair's mean over evaluations; its seeds' "
-        "means 952-1,620): 4-step returns alone reproduce the gap, and no further effect of the "
-        "chunks (which run open-loop for 0.2 s of HalfCheetah's time, 0.032 s of Hopper's) "
-        "was found between the two rows (mean over evaluations P = 0.24, p = 0.22; 5 seeds a "
-        "side find only large effects). Why 4-step returns slow SAC here, while no slowdown "
-        "was found on Hopper, was not checked; they are taken from replayed actions of older "
-        "policies without a correction."),
-    "hasac": "HASAC: every temperature starts at 1, as in HARL (auto_alpha starts log alpha at "
-             "0), and learns with Adam at lr 1e-3 (rlzoo's tuner default; HARL's tuned MPE and "
-             "HalfCheetah-2x3 configs use 3e-4).",
-    "mpe-simple_spread/hasac": "On mpe-simple_spread HASAC's agents' alpha was 0.30 "
-             "at 10k steps on all five seeds and 0.03-0.17 at 24k, the policies' entropy fell "
-             "from 3.2 at 6k to between -4.3 and -5.8 at 24k (target -5): much of this budget "
-             "is spent on a near-random policy. A second likely cause there: 20-step returns "
-             "(HARL's MPE setting) on 25-step episodes, learned from replay that is mostly the "
-             "warm-up's random actions (the HASAC of [multi_agent.md](multi_agent.md#measured) "
-             "reached -17.8 at 25k on one seed with 5-step returns, among other changes). "
-             "Neither was checked at this budget.",
-    "mpe-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable below "
-            "200k steps, and no COMA numbers for continuous MPE: no reference. (HARL's MPE reward "
-            "gives each agent the sum over agents, rlzoo reports the mean: divide HARL's by the "
-            "number of agents to compare.)",
-    "mamujoco-": "HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps, nothing readable "
-                 "below 200k steps: no reference. Every agent gets the env's one reward, so the "
-                 "return is on the scale of the single-agent HalfCheetah rows of the `mujoco` "
-                 "suite (25k steps here: 25 episodes of 1,000 steps). By 25k steps MADDPG and "
-                 "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
-                 "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
-                 "drop to an IQM of -542 at 7,500 steps (full torque on all six joints costs "
-                 "about -600 an episode) and end at 25k at 331, 43, 12.5, -9.6 and -125: one "
-                 "seed runs forward, the others are around standing still or below it. HASAC's "
-                 "seeds end at 241, -44.6, -58.8, -97.6 and -100; the single-agent SAC row of "
-                 "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 86.9, "
-                 "82.9, -43.2, -124 and -181: neither HASAC nor single-agent SAC has begun to "
-                 "run after 5,000 updates, except one HASAC seed (241), although HASAC has "
-                 "collected 2.5 times the env steps for them.",
-}
-
-
 # --------------------------------------------------------------------------- small helpers
 
 
@@ -549,23 +295,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message}; see python scripts/reproduce.py --help")
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """``path`` as a JSON object, or None when missing or unreadable."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a temporary file in the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
@@ -770,13 +499,6 @@ class Outcome:
     note: str = ""
     dirs: list[Path] = field(default_factory=list)
     mistake: bool = False  # skipped because its runs do not match this invocation's K or budget
-
-
-def summary_steps(run_dir: Path) -> int | None:
-    """``total_steps`` of ``run_dir/summary.json`` (None without a usable one)."""
-    summary = read_json(run_dir / "summary.json")
-    steps = summary.get("total_steps") if summary else None
-    return int(steps) if isinstance(steps, int) else None
 
 
 def group_steps(members: list[Path]) -> int | None:
@@ -1061,14 +783,6 @@ def peer_settings(cfg: Any, peer: str) -> PeerSettings:
     return PeerSettings(kwargs, rates, exploration_noise=float(algo.exploration_noise))
 
 
-def compose_cell_config(overrides: Sequence[str]) -> Any:
-    """rlzoo's composed config for these overrides (read, never instantiated)."""
-    from hydra import compose, initialize_config_module
-
-    with initialize_config_module("rlzoo.conf", version_base="1.3"):
-        return compose("config", overrides=list(overrides))
-
-
 def sb3_worker(spec: dict[str, Any]) -> None:
     """One SB3 seed (in its own process): train, evaluate every ``eval_every`` env steps as rlzoo
     does (deterministic, ``eval_episodes`` episodes from seeds ``seed + 10000 + i``), write
@@ -1204,14 +918,6 @@ def sb3_worker(spec: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- export
 
-
-def repo_relative(text: str) -> str:
-    """``text`` with this checkout's absolute path written relative to it (``/x/repo/runs/a`` ->
-    ``runs/a``, ``/x/repo`` -> ``.``), so exported configs carry no path of this machine."""
-    repo = re.escape(str(REPO))
-    return re.sub(repo + r"(?![^/\s'\"])", ".", re.sub(repo + "/", "", text))
-
-
 def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> bool:
     """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml``, its ``eval/*``
     curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv) and ``provenance.json``
@@ -1260,478 +966,22 @@ def export_suite(plan: Plan) -> tuple[int, int]:
     return cells, written
 
 
-# --------------------------------------------------------------------------- the page
+# --------------------------------------------------------------------------- the report
 
 
-def fmt(x: float | None) -> str:
-    """A return in a table: no decimals from 100 up, 1 below, ``—`` when missing."""
-    if x is None or not math.isfinite(x):
-        return "—"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
-
-
-def run_rows(folder: Path) -> dict[str, list[Path]]:
-    """The exported runs of one task folder by row label: ``{label: [run dirs]}``."""
-    rows: dict[str, list[Path]] = {}
-    for d in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if (d / "summary.json").is_file() and "-s" in d.name and not d.name.startswith("."):
-            rows.setdefault(d.name.rsplit("-s", 1)[0], []).append(d)
-    return rows
-
-
-def eval_points(run_dir: Path) -> list[tuple[int, float]]:
-    """A run's ``eval/return`` curve as (env step, return) pairs in step order; [] when none."""
-    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
-
-    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
-    if points is None:
-        return []
-    return [(int(step), float(value))
-            for step, value in zip(points[0].tolist(), points[1].tolist())]
-
-
-def value_at(run_dir: Path, steps: int, window: int) -> float | None:
-    """A run's ``eval/return`` at ``steps``: its first evaluation at a step in
-    ``[steps, steps + window)`` (an evaluation lands on the first env step at or after its
-    multiple), None when it has none there."""
-    return next((v for step, v in eval_points(run_dir) if steps <= step < steps + window), None)
-
-
-def first_eval(run_dir: Path) -> tuple[int, float] | None:
-    """A run's first ``eval/return`` point: (env step, return); None when it has none."""
-    return next(iter(eval_points(run_dir)), None)
-
-
-def first_columns(runs: list[Path]) -> tuple[str, str]:
-    """The final-return table's two cells about where the runs started: the IQM over seeds of
-    each run's first evaluation with its env step (a range when the seeds differ), and how many
-    seeds ended above it (``final_eval_return`` of summary.json against the first evaluation);
-    ``—`` for each when no run has a first evaluation."""
-    from rlzoo.analysis import stats
-
-    pairs = [(f, read_json(d / "summary.json") or {}) for d in runs
-             if (f := first_eval(d)) is not None]
-    if not pairs:
-        return "—", "—"
-    steps = [f[0] for f, _ in pairs]
-    at = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,}-{max(steps):,}"
-    finals = [(f[1], summary.get("final_eval_return")) for f, summary in pairs]
-    better = sum(1 for first, final in finals if final is not None and final > first)
-    return f"{fmt(stats.iqm([f[1] for f, _ in pairs]))} (at {at})", f"{better} of {len(pairs)}"
-
-
-def updates_by(run_dir: Path, steps: int) -> int | None:
-    """Gradient updates a run had made by env step ``steps``, from its config: (steps - warm-up)
-    x updates per env step (rlzoo's ``algo.learning_starts`` and ``algo.utd``; an SB3 peer's
-    ``learning_starts`` and ``gradient_steps / train_freq``); None when the config lacks them."""
-    from omegaconf import OmegaConf
-
-    path = run_dir / ".hydra" / "config.yaml"
-    algo = OmegaConf.load(path).get("algo", {}) if path.is_file() else {}
-    start = algo.get("learning_starts")
-    utd = algo.get("utd")
-    if utd is None and algo.get("gradient_steps") and algo.get("train_freq"):
-        utd = algo["gradient_steps"] / algo["train_freq"]
-    if start is None or utd is None:
-        return None
-    return int(max(0, steps - int(start)) * float(utd))
-
-
-def versus(values: list[float], ref: Reference, alpha: float = 0.05) -> str:
-    """rlzoo's per-seed ``values`` against a published mean ± std over its seeds: Welch's t-test
-    (two-sided, unequal variances) from both samples' means and stds; ``above``/``below`` when
-    p < ``alpha``, else ``no difference found``, with p. ``—`` when either side has no spread."""
-    from scipy.stats import ttest_ind_from_stats
-
-    if ref.std is None or ref.seeds is None or ref.seeds < 2 or len(values) < 2:
-        return "—"
-    mean = float(np.mean(values))
-    _, p = ttest_ind_from_stats(mean, float(np.std(values, ddof=1)), len(values), ref.mean,
-                                ref.spread, ref.seeds, equal_var=False)
-    if not math.isfinite(p):
-        return "—"
-    word = ("above" if mean > ref.mean else "below") if p < alpha else "no difference found"
-    return f"{word} (p = {p:.2f})" if p >= 0.01 else f"{word} (p < 0.01)"
-
-
-PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-published.png
-SOURCE_MARKERS = {"td3-paper": "s", "tianshou": "^", "simbav2": "D", "cleanrl": "*"}
-
-
-def published_figure(figure: str) -> str:
-    """The page figure's name beside rlzoo.compare's ``figure`` (``Hopper.png``)."""
-    return Path(figure).stem + PUBLISHED_SUFFIX
-
-
-def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> bool:
-    """The page's figure of one task: each row's IQM curve and 95% CI band (from
-    ``comparison.json``'s ``curves``) and, in the colour of the row they are set beside, the
-    published means ± std (over seeds - 1) within the curves' steps, one marker per source.
-    False (nothing written) when no reference falls on the curves' steps."""
-    refs = [r for r in REFERENCES if r.task == env and any(label in curves for label in r.rows)]
-    last = max((max(c["steps"]) for c in curves.values() if c["steps"]), default=0)
-    refs = [r for r in refs if r.steps <= last]
-    if not refs:
-        return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    colors = {}
-    for label, c in curves.items():
-        (line,) = ax.plot(c["steps"], c["iqm"], label=f"rlzoo {label} (n={c['n_runs']})"
-                          if not label.startswith("sb3_") else f"{label} (n={c['n_runs']})")
-        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=line.get_color(),
-                        alpha=0.2, linewidth=0)
-        colors[label] = line.get_color()
-    shown: set[str] = set()
-    for ref in refs:
-        label = next(label for label in ref.rows if label in curves)
-        spread = ref.spread
-        same_step = [r for r in refs if r.steps == ref.steps]  # side by side, not on top
-        dodge = (same_step.index(ref) - (len(same_step) - 1) / 2) * 0.015 * last
-        name = ref.algo
-        ax.errorbar([ref.steps + dodge], [ref.mean],
-                    yerr=None if spread is None else [[spread], [spread]],
-                    color=colors[label], marker=SOURCE_MARKERS.get(ref.source, "o"),
-                    markerfacecolor="white", markersize=7, capsize=4, linestyle="none",
-                    label=None if name in shown else name)
-        shown.add(name)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("eval/return (IQM over seeds)")
-    ax.set_title(f"{env}: IQM and 95% CI over seeds; published mean ± std")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return True
-
-
-def mean_over_evaluations(run_dir: Path) -> tuple[tuple[int, ...], float] | None:
-    """A run's evaluation steps and the mean of its ``eval/return`` over them (the area under
-    its curve divided by its length: it weighs how early a run learns as well as where it
-    ends); None when it has no evaluation."""
-    points = eval_points(run_dir)
-    if not points:
-        return None
-    return tuple(step for step, _ in points), sum(v for _, v in points) / len(points)
-
-
-def versus_cells(ours: list[Path], theirs: list[Path]) -> str:
-    """Two rows' seeds against each other, as table cells: P(ours > theirs) over seed pairs with
-    its 95% bootstrap CI and the two-sided Mann-Whitney U test (``above``/``below`` when
-    p < 0.05), first on the final returns (summary.json's ``final_eval_return``), then on each
-    run's mean over its evaluations (``—`` unless every run was evaluated at the same steps)."""
-    from scipy.stats import mannwhitneyu
-
-    from rlzoo.analysis import stats
-
-    def cells(x: list[float], y: list[float]) -> str:
-        point, lo, hi = stats.probability_of_improvement_ci(x, y)
-        p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
-        word = ("above" if point > 0.5 else "below") if p < 0.05 else "no difference found"
-        return f"{point:.2f} [{lo:.2f}, {hi:.2f}] | {word} (p = {p:.2f})"
-
-    finals = ([float((read_json(d / "summary.json") or {})["final_eval_return"]) for d in dirs]
-              for dirs in (ours, theirs))
-    means = [[mean_over_evaluations(d) for d in dirs] for dirs in (ours, theirs)]
-    flat = [m for side in means for m in side]
-    if all(m is not None for m in flat) and len({m[0] for m in flat if m}) == 1:
-        curve = cells(*([m[1] for m in side if m] for side in means))
-    else:
-        curve = "— | —"
-    return f"{cells(*finals)} | {curve}"
-
-
-PAIR_HOW = ("P(A > B) = the fraction of seed pairs where A's return is higher, with its 95% "
-            "bootstrap CI; A vs B: Mann-Whitney U test, two-sided, `above` or `below` when "
-            "p < 0.05; first on the final returns, then on each seed's mean over its "
-            "evaluations, which also weighs how early a row learns. With 5 seeds a side, rows "
-            "apart on every seed pair show P = 1.00 [1.00, 1.00] or 0.00 [0.00, 0.00] (a "
-            "bootstrap of fully separated samples cannot widen) and p = 0.01, the smallest "
-            "two-sided p of 5 against 5 seeds (0.008). The mean over evaluations is a second "
-            "measure, added after the Hopper action-sequence cell had been seen (cells run later "
-            "are fresh tests of it); no p on the page is corrected for the number of "
-            "comparisons")
-
-
-def pair_lines(suite: Suite, rows: dict[str, list[Path]]) -> list[str]:
-    """The page's tables setting one task's rows against each other (:func:`versus_cells`):
-    each rlzoo row against its Stable-Baselines3 peer, and each row against the rows it is set
-    against (``Row.against``); only pairs where both rows have runs."""
-    peers = [(str(r.peer), r.label) for r in suite.rows if r.peer]
-    against = [(r.label, other) for r in suite.rows for other in r.against]
-    lines = []
-    for pairs, intro, names in (
-            (peers, "Against the peer", "| rlzoo row (A) | peer row (B) |"),
-            (against, "Variants and controls against the rows they build on",
-             "| row (A) | row (B) |")):
-        shown = [f"| {a} | {b} | {versus_cells(rows[a], rows[b])} |" for a, b in pairs
-                 if rows.get(a) and rows.get(b)]
-        if shown:
-            lines += [f"{intro} ({PAIR_HOW}):", "",
-                      f"{names} final: P(A > B) [95% CI] | final: A vs B | mean over "
-                      "evaluations: P(A > B) [95% CI] | mean over evaluations: A vs B |",
-                      "|---|---|---|---|---|---|", *shown, ""]
-    return lines
-
-
-def iqm_ci(values: list[float]) -> tuple[float, float, float]:
-    """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
-    from rlzoo.analysis import stats
-
-    return stats.stratified_bootstrap_ci(values)
-
-
-def suite_section(suite: Suite, results: Path, page_dir: Path) -> list[str]:
-    """The page's section for one suite: status, per task the table and figure, and the
-    published references at equal env steps."""
-    root = results / suite.name
-    report = read_json(root / REPORT_DIR / "comparison.json")
-    status = read_json(root / STATUS_FILE) or {}
-    rel = Path(os.path.relpath(root, page_dir))
-    here = repo_relative(str(root.resolve()))
-    raw = f"[`{here}`]({rel})" if root.is_dir() else f"none yet (they will go to `{here}`)"
-    lines = [f"## `{suite.name}`: {suite.title}", ""]
-    lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
-              f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
-              f"{suite.eval_every:,} env steps. Raw results: {raw}; from the repository's root, "
-              f"`python -m rlzoo.compare {here} --out report/` regenerates the final-return "
-              f"tables and learning curves, and `python scripts/reproduce.py {suite.name} "
-              "--report-only` (which trains nothing) this whole section.", ""]
-    if suite.overrides:
-        lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
-    if report is None:
-        lines += ["**Not run yet**: no finished cell of this suite is in the results.", ""]
-    lines += ["| task | row | status |", "|---|---|---|"]
-    for task, row in suite.cells():
-        runs = run_rows(root / task.name).get(row.label, [])
-        if runs:
-            steps = sorted({summary_steps(d) for d in runs}, key=lambda s: s or 0)
-            state = f"finished: {len(runs)} seeds x {', '.join(f'{s:,}' for s in steps if s)} " \
-                    "steps"
-        else:
-            note = status.get(f"{task.name}/{row.label}")
-            state = f"not run ({note or suite.not_run})"
-        lines.append(f"| {task.name} | {row.label} | {state} |")
-    lines.append("")
-    notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
-    peers = [r for r in suite.rows if r.peer]
-    if peers:
-        notes.append(
-            f"{', '.join(f'`{r.label}`' for r in peers)}: Stable-Baselines3's "
-            f"{' and '.join(str(r.peer).upper() for r in peers)} (the peer) with rlzoo's "
-            "settings for the same algorithm, read from rlzoo's config (networks, batch, buffer, "
-            "warm-up, tau, gamma, one update per step, TD3's noises and delay, SAC's initial "
-            "temperature and target entropy), each optimizer at rlzoo's learning rate for it "
-            "(SB3 has one rate for all: a subclass sets each optimizer's rate before an update, "
-            "nothing else is changed). What still differs: SB3's SAC clamps log std to [-20, 2] "
-            "(rlzoo's SAC: [-5, 2]).")
-    if notes:
-        lines += ["Rows: " + " ".join(notes), ""]
-    if report is None:
-        return lines
-    window = suite.eval_every
-    order = [t.name for t in suite.tasks]  # the suite's order, not the report's (alphabetical)
-    for env, groups in sorted(report["results"].items(),
-                              key=lambda item: (order.index(item[0]) if item[0] in order
-                                                else len(order), item[0])):
-        lines += [f"### {env}", ""]
-        rows = run_rows(root / env)
-        lines += ["Final return (IQM [95% CI] over seeds of `final_eval_return`, "
-                  "rlzoo.compare); beside it, where the row started: the IQM of each seed's "
-                  f"first evaluation ({suite.first_eval}) and how many seeds ended "
-                  "above their own first evaluation:", "",
-                  "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at "
-                  "env step) | seeds above their first evaluation |",
-                  "|---|---:|---:|---|---|---|---:|"]
-        for label, g in groups.items():
-            steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
-            lo, hi = g["iqm_ci"]
-            names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
-            row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
-            first, better = first_columns([d for name in names for d in rows.get(name, [])])
-            lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
-                         f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} "
-                         f"| {first} | {better} |")
-        lines.append("")
-        figure = report.get("figures", {}).get(env)
-        published = published_figure(figure) if figure else ""
-        if figure and (root / REPORT_DIR / published).is_file():
-            lines += [f"![{env} learning curves and published returns]"
-                      f"({rel / REPORT_DIR / published})", "",
-                      "Hollow markers: published mean ± std at that env step (sources below); "
-                      f"`python scripts/reproduce.py {suite.name} --report-only` redraws this "
-                      f"figure, `rlzoo.compare` draws the curves alone ([{figure}]"
-                      f"({rel / REPORT_DIR / figure})).", ""]
-        elif figure:
-            lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
-        refs = [r for r in REFERENCES if r.task == env]
-        shown = []
-        for ref in refs:
-            for label in ref.rows:
-                runs = rows.get(label, [])
-                values = [v for v in (value_at(d, ref.steps, window) for d in runs)
-                          if v is not None]
-                if not values:
-                    continue
-                point, lo, hi = iqm_ci(values)
-                std = float(np.std(values, ddof=1)) if len(values) > 1 else None
-                published = fmt(ref.mean) + (f" ± {fmt(ref.spread)}" if ref.spread is not None
-                                             else "")
-                seeds = f" ({ref.seeds} seeds)" if ref.seeds else ""
-                where = versus(values, ref)
-                ours = updates_by(runs[0], ref.steps)
-                updates = " / ".join("?" if n is None else f"{n:,}" for n in (ours, ref.updates))
-                shown.append(f"| {ref.steps:,} | {label} | {fmt(point)} [{fmt(lo)}, {fmt(hi)}] "
-                             f"| {fmt(float(np.mean(values)))} ± {fmt(std)} ({len(values)}) "
-                             f"| {ref.algo}: {published}{seeds} | `{ref.source}` | {updates} "
-                             f"| {where} |")
-        if shown:
-            lines += ["At the published budgets (rlzoo's value: each seed's evaluation at that "
-                      "env step; sources at the end of the page):", "",
-                      "| env steps | row | rlzoo IQM [95% CI] | rlzoo mean ± std (seeds) | "
-                      "published mean ± std (seeds) | source | updates by then: rlzoo / source "
-                      "| rlzoo vs published (Welch) |",
-                      "|---:|---|---|---|---|---|---:|---|", *shown, ""]
-        elif refs:
-            lines += ["No run of this task reached a published budget yet.", ""]
-        lines += pair_lines(suite, rows)
-        scale = scale_line(suite, env, root,
-                           {label: g["final_eval_returns"] for label, g in groups.items()})
-        if scale:
-            lines += [scale, ""]
-        unpublished = [UNPUBLISHED[key] for label in rows for key in (label, f"{env}/{label}")
-                       if key in UNPUBLISHED]
-        unpublished += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
-                        if env.startswith(prefix)]
-        if unpublished:
-            lines += [" ".join(unpublished), ""]
-    return lines
-
-
-SCALE_FILE = "scale.json"  # RESULTS/<suite>/: returns of scripted policies, computed once
-SCALE_EPISODES = 100       # episodes of each scripted policy (env seeds 10000..10099)
-MULTI_AGENT_PREFIXES = ("mpe-", "mamujoco-")  # task names of multi-agent envs
-
-
-def scripted_policy(kind: str, env: Any, rng: np.random.Generator) -> Any:
-    """Actions in ``[-1, 1]`` for ``env``'s observations ``[B, ...]``: uniform random
-    (``kind="random"``, from ``rng``) or the env's own zero action (``"zero"``), padding 0."""
-    span = np.where(env.act_mask, env.action_high - env.action_low, 1.0)
-    zero = np.where(env.act_mask, -1.0 - 2.0 * env.action_low / span, 0.0)
-
-    def policy(batch: np.ndarray) -> np.ndarray:
-        shape = (len(batch), *env.act_shape)
-        return rng.uniform(-1.0, 1.0, shape) if kind == "random" else np.broadcast_to(zero, shape)
-
-    return policy
-
-
-def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, list[float]]:
-    """Mean and std over ``episodes`` episodes (env seeds ``EVAL_SEED_OFFSET + i``, which
-    include every evaluation's ``seed + EVAL_SEED_OFFSET + i`` for seed + i < episodes) of the
-    team return under uniform random actions (``random``) and under the env's zero action
-    (``zero``: no force in MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
-    from rlzoo.envs.base import run_episodes
-    from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
-
-    cfg = compose_cell_config([f"env={env_option}"])
-    out = {}
-    for kind in ("random", "zero"):
-        env = make_env(cfg, episodes, EVAL_SEED_OFFSET)
-        obs, _ = env.reset()
-        returns = run_episodes(env, obs, scripted_policy(kind, env, np.random.default_rng(0)))
-        env.close()
-        out[kind] = [float(returns.returns.mean()), float(returns.returns.std(ddof=1))]
-    return out
-
-
-def scale_line(suite: Suite, task_name: str, root: Path,
-               finals: dict[str, list[float]] | None = None) -> str | None:
-    """The page's scale sentence for a multi-agent task, from ``root/scale.json`` (computed and
-    written there when the task is missing from it), and for each row of ``finals`` (label:
-    the seeds' final returns, as in the report) how many beat the zero action's; None for other
-    tasks."""
-    from rlzoo.run.build import EVAL_SEED_OFFSET
-
-    task = next((t for t in suite.tasks if t.name == task_name), None)
-    if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES):
-        return None
-    cache = read_json(root / SCALE_FILE) or {}
-    if task.name not in cache:
-        cache[task.name] = {"episodes": SCALE_EPISODES,
-                            **scale_returns(task.env, SCALE_EPISODES)}
-        (root / SCALE_FILE).write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
-    entry = cache[task.name]
-    (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
-    first, last = EVAL_SEED_OFFSET, EVAL_SEED_OFFSET + int(entry["episodes"]) - 1
-    line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env seeds "
-            f"{first:,}-{last:,} (which hold every evaluation's: seed + {first:,} + i), mean ± std "
-            f"over episodes (a {suite.eval_episodes}-episode mean, as each evaluation's, "
-            f"varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform random "
-            f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
-            f"{fmt(z_mean)} ± {fmt(z_std)}: floors, not marks of skill (beating them says a "
-            "policy does better than not acting, not that it does well).")
-    beat = [f"{label} {sum(f > z_mean for f in values)} of {len(values)}"
-            for label, values in sorted((finals or {}).items()) if values]
-    if beat:
-        line += f" Seeds whose final return beats the zero action's: {', '.join(beat)}."
-    return line
+# the first sentence of a suite's section on the page
+LEADS = {"marl": "At 25k env steps this section shows that the multi-agent runs run, not how "
+                 "well the algorithms do: HARL (MADDPG, HASAC) publishes only figures up to 1e7 "
+                 "steps, nothing readable below 200k and no COMA numbers for continuous MPE, so "
+                 "there is no reference, and HARL's MPE settings were not run here. (HARL's MPE "
+                 "reward gives each agent the sum over agents, rlzoo reports the mean: divide "
+                 "HARL's by the number of agents to compare.)"}
 
 
 def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
-    """Rewrite the results page from ``RESULTS/<suite>/`` of each of ``suites``."""
-    page_dir = page.parent.resolve()
-    lines = [
-        "# Results: rlzoo against published curves and a peer library, at small budgets",
-        "",
-        "Generated by `python scripts/reproduce.py SUITE` from the raw results under "
-        f"[`{os.path.relpath(results, page_dir)}`]({os.path.relpath(results, page_dir)}) "
-        "(every seed's `summary.json` and evaluation curve as `eval.csv`); do not edit by hand. "
-        "A table row is one algorithm and config; its seeds are 0..K-1. "
-        "IQM = interquartile mean over seeds; the 95% CI is a stratified bootstrap over seeds "
-        "(2,000 resamples, rlzoo.compare's method; with 5 seeds the IQM is the mean of the "
-        "middle three and the CI is best read as a lower bound on the uncertainty). Returns are "
-        "the mean of deterministic evaluation episodes (the policy's "
-        "mode), on env seeds `seed + 10000 + i` (so seeds s and s + 1 share 9 of their 10 "
-        "evaluation start states; their training runs are independent).",
-        "",
-        "**Hyperparameters.** Every row runs rlzoo's defaults unchanged but a control row, "
-        "which changes the settings its note names (\"control for ...\"); each file under "
-        "`rlzoo/conf/algo/` says which paper or reference code each default comes from, and no "
-        "run on these tasks chose them. One choice between published settings was made by "
-        "looking at returns, on another task: TD3's defaults were switched from CleanRL's (lr "
-        "3e-4, 256x256, batch 256) to the TD3 paper's (lr 1e-3, 400x300, batch 100) with 10,000 "
-        "random steps (the paper's warm-up on HalfCheetah and Ant; it used 1,000 on Hopper) "
-        "after CleanRL's, with 1,000 random steps, did not solve InvertedPendulum-v5 within 15k "
-        "steps on seeds 0 and 1 (nor did Stable-Baselines3's TD3 with those settings on the one "
-        "seed tried) and the paper's solved it by 25k steps on seeds 0-2 "
-        "(`rlzoo/conf/algo/td3.yaml`). "
-        "Nothing else was tuned. The Stable-Baselines3 peer takes the same settings as the rlzoo "
-        "row of the same algorithm.",
-        "",
-        "**Published references** are set beside rlzoo's value at the same number of env steps, "
-        "random warm-up included; where the warm-ups differ so do the numbers of gradient "
-        "updates made by then, which the `updates` column gives for both sides (one per env "
-        "step after the warm-up; `?` where the source does not say). They come from older env "
-        "versions (gym v1, v3, v4; rlzoo runs v5) and, where the source says so, other "
-        "settings: a difference is a prompt to look, not a verdict on the algorithm. Both stds "
-        "divide by seeds - 1 (the published ones, computed over seeds, are rescaled). The last "
-        "column is Welch's two-sided t-test of rlzoo's seeds against the published mean and "
-        "std: `above` or `below` when p < 0.05, else `no difference found`. With 5 and 10 seeds "
-        "it finds a true gap of one std only about a third of the time, and 1.75 std about 80% "
-        "of the time (simulated, equal stds), so `no difference found` is not evidence that "
-        "rlzoo matches the reference, only that no gap of that size showed.",
-        "",
-    ]
-    for name in suites:
-        lines += suite_section(SUITES[name], results, page_dir)
-    lines += ["## Sources", "", *[f"- `{s.key}`: {s.text}" for s in SOURCES.values()], ""]
-    write_text_atomic(page, "\n".join(lines))
+    """Rewrite ``page`` from ``RESULTS/<suite>/`` of each of ``suites`` (:func:`render_page`)."""
+    write_text_atomic(page, render_page(results, page.parent, [SUITES[s] for s in suites],
+                                        LEADS))
 
 
 def report(plan: Plan, outcomes: list[Outcome]) -> None:
@@ -1770,6 +1020,12 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
                 for env, by_label in kept.get("curves", {}).items():
                     plot_published(env, by_label, root / REPORT_DIR / published_figure(
                         kept["figures"][env]))
+                for path in (root / REPORT_DIR).glob(PROFILE_FIGURE.format(k="*")):
+                    path.unlink()
+                data = SuiteData.read(plan.suite, plan.results)
+                for steps in plan.suite.headline_steps:
+                    plot_profile(*aggregate_scores(data, steps), steps,
+                                 root / REPORT_DIR / PROFILE_FIGURE.format(k=steps // 1000))
             except CompareError as err:
                 say(f"rlzoo.compare failed: {err}")
             say(f"compared {len(runs)} runs into {root / REPORT_DIR}")

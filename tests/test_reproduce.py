@@ -40,6 +40,7 @@ def load_script() -> ModuleType:
 
 
 reproduce_script = load_script()
+results_page = sys.modules["results_page"]  # the page's module, which reproduce.py imports
 
 
 def reproduce(*args: str | Path, env: dict[str, str] | None = None,
@@ -147,7 +148,7 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     assert "## `mujoco`" not in page and "## `gpu`" not in page  # a page of its own
     assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
     assert ("| sac | sb3_sac | " in page) == HAS_SB3  # rlzoo against the peer, seed pairs
-    assert f"finished: {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps" in page
+    assert f"| {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps |" in page
     assert " (at 100) | " in page  # the first evaluation, at step 100
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
         REPO / "docs" / "results.md").read_text()  # the smoke suite never goes on the real page
@@ -361,7 +362,10 @@ def test_missing_sb3_is_one_line_and_on_the_page(tmp_path: Path) -> None:
     lines = [line for line in stdout.splitlines() if "Stable-Baselines3 is not available" in line]
     assert len(lines) == 1 and "simulated: not installed" in lines[0], stdout
     page = (out / "results.md").read_text()
-    assert "| Pendulum | sb3_sac | not run (skipped: stable_baselines3 is not importable" in page
+    row = next(line for line in page.splitlines() if line.startswith("| Pendulum | sb3_sac |"))
+    letter = row.split("not run (")[1][0]  # the reason, said once below the status table
+    assert f"\n({letter}) skipped: stable_baselines3 is not importable (ImportError: " \
+           "simulated: not installed)." in page, page
     assert not list((out / "smoke" / "Pendulum").glob("sb3_sac-s*"))
 
 
@@ -421,10 +425,12 @@ def test_suites_are_as_the_issue_lists() -> None:
     rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "sb3_sac", "sb3_td3"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
-    assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls
+    walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3")}
+    assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls | walker
     for row in suites["mujoco"].rows:  # a control row says what it controls
         assert (row.label in rows) != row.note.startswith("control for `"), row.label
-    assert suites["mujoco"].steps >= 50_000 and suites["mujoco"].seeds == 5
+    assert suites["mujoco"].steps == 100_000 and suites["mujoco"].seeds == 5
+    assert suites["mujoco"].headline_steps == (50_000, 100_000)
     marl = {(t.name, r.label) for t, r in suites["marl"].cells()}
     assert marl == {(t, r) for t in ("mpe-simple_spread", "mpe-simple_speaker_listener")
                     for r in ("maddpg", "hasac", "coma")} | {
@@ -453,15 +459,15 @@ def test_exported_configs_carry_no_path_of_this_machine() -> None:
 
 
 def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) -> None:
-    """The page's figure of a task: drawn when a published point falls within the curves'
-    steps, not drawn (False, no file) when the curves end before the first one."""
+    """The page's figure of a task: drawn when a published curve is set beside one of its rows
+    (its points up to the curves' last step), not drawn (False, no file) for a task or rows with
+    no published curve."""
     curve = {"n_runs": 5, "steps": [5_000, 25_000, 50_000], "iqm": [10.0, 200.0, 300.0],
              "ci_low": [0.0, 150.0, 250.0], "ci_high": [20.0, 250.0, 350.0]}
     path = tmp_path / "Hopper-published.png"
     assert reproduce_script.plot_published("Hopper", {"td3": curve}, path)
     assert path.read_bytes()[:4] == b"\x89PNG"
-    short = {**curve, "steps": [1_000, 2_000, 3_000]}
-    assert not reproduce_script.plot_published("Hopper", {"td3": short}, tmp_path / "no.png")
+    assert not reproduce_script.plot_published("Hopper", {"dsac_t": curve}, tmp_path / "no.png")
     assert not reproduce_script.plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
     assert not (tmp_path / "no.png").exists()
     assert reproduce_script.published_figure("Hopper.png") == "Hopper-published.png"
@@ -513,16 +519,25 @@ def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path:
               reproduce_script.Row("ctl", (), note="control for `base`", against=("base",
                                                                                     "gone"))))
     rows = {"ctl": runs("ctl", late), "base": runs("base", early)}
-    lines = reproduce_script.pair_lines(suite, rows)
-    assert "| ctl | base | 1.00 [1.00, 1.00] | above (p = 0.01) | 0.00 [0.00, 0.00] | below " \
-           "(p = 0.01) |" in lines
+
+    def lines_of(rows: dict) -> list[str]:
+        data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
+        tests = results_page.Tests()
+        results_page.pair_lines(data, tests, "T")
+        tests.holm()  # as the page does: every test of the page first, then the lines
+        return results_page.pair_lines(data, tests, "T")
+
+    lines = lines_of(rows)
+    # two tests, each at p = 0.008 (the least of 5 against 5): Holm doubles them, 0.016
+    assert "| ctl | base | 1.00 [1.00, 1.00] | above (p = 0.008, Holm = 0.02) | 0.00 [0.00, " \
+           "0.00] | below (p = 0.008, Holm = 0.02) |" in lines
     assert not any("gone" in line or "sb3_base" in line for line in lines)  # no runs: no row
     assert not any(line.startswith("Against the peer") for line in lines)
     rows["sb3_base"] = runs("sb3_base", early, steps=(1, 2, 4))  # evaluated elsewhere
-    lines = reproduce_script.pair_lines(suite, rows)
+    lines = lines_of(rows)
     peer = next(i for i, line in enumerate(lines) if line.startswith("Against the peer"))
     assert lines[peer + 4] == "| base | sb3_base | 0.50 [0.16, 0.86] | no difference found " \
-                              "(p = 1.00) | — | — |"
+                              "(p = 1.00, Holm = 1.00) | — | — |"
 
 
 def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
@@ -538,12 +553,13 @@ def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
     assert reproduce_script.updates_by(rlzoo_run, 5_000) == 0  # still in the warm-up
     assert reproduce_script.updates_by(sb3_run, 50_000) == 22_500
     assert reproduce_script.updates_by(bare, 50_000) is None
-    by_source = {(r.task, r.algo, r.steps): r.updates for r in reproduce_script.REFERENCES}
-    assert by_source[("Hopper", "TD3 (paper)", 50_000)] == 49_000  # 1,000 random steps
-    assert by_source[("HalfCheetah", "TD3 (paper)", 50_000)] == 40_000
-    assert by_source[("Hopper", "SAC (Tianshou)", 50_000)] == 40_000
-    assert by_source[("Hopper", "TD3 (Tianshou)", 50_000)] == 25_000
-    assert by_source[("Hopper", "SAC (SimbaV2 baseline)", 50_000)] is None  # not stated
+    by_source = {(r.task, r.algo): r for r in reproduce_script.REFERENCES}
+    # the TD3 paper's main.py trains at each episode end, its random warm-up included
+    assert by_source[("Hopper", "TD3 (paper)")].updates(50_000) == "~50,000"
+    assert by_source[("HalfCheetah", "TD3 (paper)")].updates(100_000) == "~100,000"
+    assert by_source[("Hopper", "SAC (Tianshou)")].updates(50_000) == "40,000"
+    assert by_source[("Hopper", "TD3 (Tianshou)")].updates(50_000) == "25,000"
+    assert by_source[("Hopper", "SAC (SimbaV2 baseline)")].updates(50_000) == "?"  # not stated
 
 
 def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -> None:
@@ -556,9 +572,11 @@ def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -
     reproduce_script.write_page(tmp_path / "results", page, ["gpu"])
     text = page.read_text()
     assert "Raw results: none yet (they will go to `" in text, text[:2000]
-    assert "**Not run yet**" in text and "| Humanoid | sac | not run (" in text
+    assert "**Not run yet**: no cell of this suite has run (needs a CUDA GPU" in text
     for target in re.findall(r"\]\(([^)]+)\)", text):
-        if "://" not in target:
+        if target == "#method":  # an anchor of the page itself
+            assert "\n## Method\n" in text
+        elif "://" not in target:
             assert (page.parent / target).exists(), target
 
 
@@ -584,12 +602,14 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     scale = {task: {"episodes": 7, "random": [-30.0 - i, 5.0], "zero": [-20.0 - i, 4.0]}
              for i, task in enumerate(results)}
     (root / "scale.json").write_text(json.dumps(scale))  # read, not recomputed
-    text = "\n".join(reproduce_script.suite_section(
-        reproduce_script.SUITES["marl"], tmp_path / "results", tmp_path / "docs"))
-    mpe, mamujoco = text.split("### mamujoco-HalfCheetah-2x3")
-    assert "### mpe-simple_spread" in mpe and "divide HARL's by the number of agents" in mpe
-    assert "divide HARL's" not in mamujoco
-    assert "Every agent gets the env's one reward" in mamujoco
+    data = results_page.SuiteData.read(reproduce_script.SUITES["marl"], tmp_path / "results")
+    text = "\n".join(results_page.suite_section(data, results_page.Tests(), Path("../results/marl"),
+                                        reproduce_script.LEADS["marl"]))
+    lead, rest = text.split("### mpe-simple_spread")
+    mpe, mamujoco = rest.split("### mamujoco-HalfCheetah-2x3")
+    assert "shows that the multi-agent runs run, not how well" in lead  # said once, at the top
+    assert "divide HARL's by the number of agents" in lead and "divide HARL's" not in rest
+    assert "Every agent gets the env's one reward" in mamujoco and "one reward" not in mpe
     assert "7 episodes each on env seeds 10,000-10,006" in mpe
     assert "uniform random actions -30.0 ± 5.0, the env's zero action (no force or torque) " \
            "-20.0 ± 4.0: floors" in mpe
@@ -606,7 +626,7 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     """A task missing from scale.json is computed (random and zero actions on the evaluations'
     seeds), written, and read back next time; the numbers repeat exactly and differ between the
     two policies."""
-    monkeypatch.setattr(reproduce_script, "SCALE_EPISODES", 6)
+    monkeypatch.setattr(results_page, "SCALE_EPISODES", 6)
     suite = reproduce_script.SUITES["marl"]
     assert reproduce_script.scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
     line = reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path)
@@ -617,5 +637,153 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     assert again == {k: cached[k] for k in ("random", "zero")}
     assert again["random"] != again["zero"]
     assert all(np.isfinite(v).all() and v[0] < 0 for v in again.values())  # distance costs
-    monkeypatch.setattr(reproduce_script, "scale_returns", lambda *a: pytest.fail("recomputed"))
+    monkeypatch.setattr(results_page, "scale_returns", lambda *a: pytest.fail("recomputed"))
     assert reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path) == line
+
+
+def test_results_page_is_a_fresh_rendering_of_the_committed_results() -> None:
+    """docs/results.md is, byte for byte, what the script renders from results/ now: a hand
+    edit of the page, or a result changed without regenerating it, fails here. Regenerate with
+    ``python scripts/reproduce.py mujoco --report-only``."""
+    fresh = results_page.render_page(REPO / "results", REPO / "docs",
+                             [reproduce_script.SUITES[s] for s in reproduce_script.PAGE_SUITES],
+                             reproduce_script.LEADS)
+    committed = (REPO / "docs" / "results.md").read_text()
+    for suite in reproduce_script.PAGE_SUITES:  # the final-return tables' source is current
+        report = REPO / "results" / suite / "report" / "comparison.json"
+        if not report.is_file():
+            continue
+        for env, groups in json.loads(report.read_text())["results"].items():
+            for label, group in groups.items():
+                finals = [summary(REPO / run)["final_eval_return"] for run in group["runs"]]
+                assert finals == group["final_eval_returns"], (suite, env, label)
+    if fresh != committed:
+        import difflib
+
+        diff = "\n".join(list(difflib.unified_diff(committed.splitlines(), fresh.splitlines(),
+                                                   "docs/results.md", "rendered", lineterm=""))
+                         [:40])
+        pytest.fail(f"docs/results.md is not the rendering of results/:\n{diff}")
+
+
+def test_published_seeds_are_the_sources_numbers() -> None:
+    """The stored per-seed data reproduce the sources' published means (Tianshou's Hopper SAC
+    spike at 50k, its steps shifted by the 10,000-step warm-up; the TD3 paper's HalfCheetah),
+    each file names its repository and commit, and a window averages each seed over it."""
+    refs = {(r.task, r.algo): r for r in reproduce_script.REFERENCES}
+    tianshou = refs[("Hopper", "SAC (Tianshou)")]
+    steps, values = tianshou.curve()
+    means = {int(s): round(float(m)) for s, m in zip(steps, values.mean(axis=0))}
+    assert (means[45_000], means[50_000], means[55_000]) == (535, 1030, 705)
+    assert values.shape[0] == 10
+    window = tianshou.window(50_000, 10_000)
+    at = [list(steps).index(s) for s in (40_000, 45_000, 50_000)]
+    assert np.allclose(window, values[:, at].mean(axis=1))
+    td3 = refs[("HalfCheetah", "TD3 (paper)")]
+    steps, values = td3.curve()
+    assert round(float(values[:, list(steps).index(50_000)].mean())) == 3352
+    assert td3.window(50_000, 10_000).shape == (10,)
+    simba = refs[("Hopper", "SAC (SimbaV2 baseline)")]
+    assert np.allclose(simba.window(50_000, 10_000), simba.curve()[1][:, 3])  # only 49,998
+    for key in ("td3-paper", "tianshou", "simbav2"):
+        record = results_page.published_data(key)
+        assert len(record["commit"]) == 40 and record["repo"].startswith("github.com/")
+    low, high = results_page.normalizer("Hopper")
+    assert low < 100 < 3000 < high  # untrained policy, the paper's mean at 1M
+
+
+def test_holm_and_the_verdicts() -> None:
+    """Holm's step-down adjustment (the i-th smallest p times m - i, monotone, capped at 1) and
+    the verdict it gives: a side only when the adjusted p is under 0.05."""
+    tests = results_page.Tests()
+    for i, p in enumerate([0.01, 0.04, 0.03, 0.5]):
+        tests.items[("ref", str(i))] = results_page.Test((0.9, 0.5, 1.0), p)
+    tests.holm()
+    adjusted = [tests.items[("ref", str(i))].adjusted for i in range(4)]
+    assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert tests.items[("ref", "0")].verdict() == "above"
+    assert tests.items[("ref", "1")].verdict() == "above at p < 0.05, not after Holm"
+    assert tests.items[("ref", "3")].verdict() == "no difference found"
+    assert tests.count("ref") == 4 and tests.count("pair") == 0
+
+
+def test_rank_test_power_is_the_exact_tests() -> None:
+    """The page's power statement: under no difference the exact test of 5 against 10 seeds
+    rejects at most alpha of the time; at a gap of 1.75 std its rate is scipy's exact
+    Mann-Whitney's on the same kind of draws; below the least p it can give (2 / C(15, 5)) it
+    never rejects."""
+    from scipy.stats import mannwhitneyu
+
+    power = results_page.rank_test_power
+    assert 0.03 < power(5, 10, 0.0, 0.05) <= 0.05
+    assert power(5, 10, 3.0, 0.9 * 2 / 3003) == 0.0
+    rng = np.random.default_rng(1)
+    hits = np.mean([mannwhitneyu(rng.normal(1.75, 1, 5), rng.normal(0, 1, 10),
+                                 method="exact").pvalue < 0.05 for _ in range(1000)])
+    assert abs(power(5, 10, 1.75, 0.05) - hits) < 0.05, hits
+
+
+def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path) -> None:
+    """A suite row that has not run, and one that ran but has no published curve: the headline
+    says `not run yet` and `no reference`; a row with a curve gets the best one and a verdict;
+    the aggregate keeps only rows with every task."""
+    suite = reproduce_script.Suite(
+        name="x", title="x", tasks=(reproduce_script.Task("Hopper", "Hopper"),), steps=50_000,
+        seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(reproduce_script.Row("td3", ()), reproduce_script.Row("new_algo", ()),
+              reproduce_script.Row("never_run", ())), headline_steps=(50_000, 100_000))
+    for label, level, last in (("td3", 300.0, 100_000), ("new_algo", 100.0, 50_000)):
+        steps = np.arange(5_000, last + 1, 5_000)
+        for seed in range(5):
+            run = tmp_path / "x" / "Hopper" / f"{label}-s{seed}"
+            run.mkdir(parents=True)
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": level + seed, "total_steps": int(last)}))
+    data = results_page.SuiteData.read(suite, tmp_path)
+    tests = results_page.Tests()
+    results_page.headline_lines(data, tests, Path("x"))
+    tests.holm()  # as the page does: every test first, then the lines
+    lines = results_page.headline_lines(data, tests, Path("x"))
+    rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
+    assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
+    assert rows["new_algo"].startswith("| Hopper | new_algo | 102 [101, 104] | no reference | — |")
+    # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336)
+    assert rows["td3"] == (
+        "| Hopper | td3 | 302 [301, 304] | TD3 (paper): 285 (10) | no difference found (P = 0.60 "
+        "[0.30, 0.90]) | 302 [301, 304] | TD3 (paper): 559 (10) | below (P = 0.10 [0.00, "
+        "0.30]) |")
+    assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
+    assert "**In short.** At 50k, 1 cell has a published reference; 0 differ from the best one " \
+           "after Holm; the other 1 show no difference. At 100k, 1 cell has a published " \
+           "reference; 1 differ from the best one after Holm (Hopper td3 below); the other 0 " \
+           "show no difference." in lines
+    tasks, scores = results_page.aggregate_scores(data, 50_000)
+    assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
+    assert scores["TD3 (paper)"].shape == (10, 1)
+
+
+def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Path) -> None:
+    """A row resumed to 100k set against one still at 50k: both are read at 50k (each seed's
+    evaluation there and its mean over the evaluations up to it), and the table says so."""
+    suite = reproduce_script.Suite(
+        name="x", title="x", tasks=(), steps=100_000, seeds=5, eval_every=50_000,
+        eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(reproduce_script.Row("base", ()), reproduce_script.Row("sb3_base", (), peer="base")))
+    rows = {}
+    for label, curve in (("base", [1.0, 10.0, 1000.0]), ("sb3_base", [2.0, 20.0])):
+        rows[label] = []
+        for seed in range(5):
+            run = tmp_path / f"{label}-s{seed}"
+            run.mkdir()
+            steps = np.array([0, 50_000, 100_000][:len(curve)])
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, np.array(curve) + seed)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": curve[-1] + seed, "total_steps": int(steps[-1])}))
+            rows[label].append(run)
+    data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
+    tests = results_page.Tests()
+    (kind, a, b, final, curve), = results_page.pair_tests(data, tests, "T")
+    assert (kind, a, b) == ("peer", "base", "sb3_base (both at 50k)")
+    assert final.poi[0] == pytest.approx(0.0)  # at 50k base (10-14) is below sb3_base (20-24)
+    assert curve is not None and curve.poi[0] == pytest.approx(0.0)  # means 5.5-9.5 vs 11-15
