@@ -366,6 +366,12 @@ def test_export_takes_raw_observations_without_rlzoo(tmp_path: Path) -> None:
         policy = load_policy(run_dir)
         norm = policy.algo.obs_normalizer
         assert norm is not None and norm.count.item() > 100
+        assert norm.mean.shape == policy.obs_shape  # [O], or [N, O]: per agent
+        state = policy.algo.state_normalizer  # the centralized critic's global state
+        assert (state is None) == (name == "sac")
+        if state is not None:
+            assert state.mean.shape == (policy.spec.state_dim,)
+            assert state.count.item() == norm.count.item()
         obs = torch.randn(6, *policy.obs_shape) * 2 + norm.mean.float()  # raw observations
         torch.save(obs, tmp_path / f"{name}.obs.pt")
         expected[name] = policy(obs)
