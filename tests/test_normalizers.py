@@ -29,7 +29,14 @@ import pytest
 import torch
 from conftest import TINY, assert_user_error, run_cli
 from hydra import compose, initialize
-from test_resume_split import PENDULUM, assert_identical, final_checkpoint
+from test_resume_split import (
+    COMMON,
+    PENDULUM,
+    REPLAY,
+    STATE_KEYS,
+    assert_identical,
+    final_checkpoint,
+)
 
 from rlzoo.algos import SAC, EnvSpec
 from rlzoo.algos.base import Algorithm
@@ -331,6 +338,30 @@ def test_split_resume_of_a_normalized_seed_group_is_bit_identical(tmp_path: Path
     assert "normalize_pending" in want["members"][1]["loop"]
     for key in ("algo", "members", "counters", "rng"):
         assert_identical(want[key], got[key], key)
+
+
+def test_split_resume_of_a_normalized_multi_agent_run_is_bit_identical(tmp_path: Path) -> None:
+    """HASAC on simple_speaker_listener (speaker obs 3, listener 11: padded), 2 envs, split at
+    vector step 87 (12 steps into an episode), resumed to 300; per-agent statistics leave the
+    speaker's 8 padding entries at mean 0."""
+    args = ["algo=hasac", "env=mpe/simple_speaker_listener", "num_envs=2", *COMMON, *REPLAY, *ON]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    proc = run_cli([*args, "total_steps=300"], straight)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([*args, "total_steps=174"], split)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([f"resume={split}", "total_steps=300"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    assert want["algo"]["updates"] > 0
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    modules = want["algo"]["modules"]
+    mean, var = modules["obs_normalizer.mean"], modules["obs_normalizer.var"]
+    assert mean.shape == (2, 11)
+    padding = mean == 0.0
+    assert int(padding.sum()) == 8 and bool((var[padding] < 1e-5).all())
+    assert modules["state_normalizer.mean"].dim() == 1
 
 
 # --------------------------------------------------------------------------- policy and export
