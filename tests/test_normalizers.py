@@ -178,7 +178,9 @@ def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> No
     raw = batch_of()
     torch.testing.assert_close(algo.act(raw.obs), norm(raw.obs), rtol=0, atol=0)
     assert not torch.allclose(norm(raw.obs), raw.obs)
-    algo.update(raw)
+    metrics = algo.update(raw)
+    assert metrics == {"stats/reward_scale": scaler.scale().float()}
+    assert metrics["stats/reward_scale"].item() > 1.0  # rewards of size ~10 were seen
     torch.testing.assert_close(algo.seen.obs, norm(raw.obs), rtol=0, atol=0)
     torch.testing.assert_close(algo.seen.next_obs, norm(raw.next_obs), rtol=0, atol=0)
     torch.testing.assert_close(algo.seen.reward, scaler(raw.reward), rtol=0, atol=0)

@@ -124,18 +124,24 @@ def _raw_obs_in(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``update`` taking a raw ``Batch`` / ``Rollout``: normalized first (once) when the
-    algorithm has normalizers (``Algorithm.normalized_inputs``)."""
+    algorithm has normalizers (``Algorithm.normalized_inputs``); with a reward scaler its
+    metrics gain ``stats/reward_scale``, the divisor the batch's rewards were scaled by."""
 
     @functools.wraps(fn)
     def call(self: Algorithm, batch: Any, *args: Any, **kwargs: Any) -> Any:
         if not self.normalizes or self._inputs_normalized:
             return fn(self, batch, *args, **kwargs)
         batch = self.normalized_inputs(batch)
+        if self.reward_scaler is not None:
+            scale = self.per_seed(self.reward_scaler.scale).float()  # before the update
         self._inputs_normalized = True
         try:
-            return fn(self, batch, *args, **kwargs)
+            metrics = fn(self, batch, *args, **kwargs)
         finally:
             self._inputs_normalized = False
+        if self.reward_scaler is not None and isinstance(metrics, dict):
+            metrics["stats/reward_scale"] = scale
+        return metrics
 
     call._raw_inputs = True  # type: ignore[attr-defined]
     return call
