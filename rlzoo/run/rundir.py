@@ -100,11 +100,12 @@ def holds_a_run(path: Path) -> bool:
     return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))
 
 
-def in_use(run_dir: Path, owner: str) -> UserError:
-    """The one line for a run dir whose lock the live process ``owner`` (a pid) holds."""
+def in_use(run_dir: Path, owner: str, option: str = "hydra.run.dir") -> UserError:
+    """The one line for a run dir whose lock the live process ``owner`` (a pid) holds;
+    ``option`` names the caller's run dir setting (``run_dir`` for ``rlzoo.train``)."""
     return UserError(
         f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to finish or "
-        "stop it, or choose another hydra.run.dir"
+        f"stop it, or choose another {option}"
     )
 
 
@@ -143,7 +144,7 @@ class RunLock:
         return lock
 
     @staticmethod
-    def check_free(run_dir: Path) -> None:
+    def check_free(run_dir: Path, option: str = "hydra.run.dir") -> None:
         """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
         nothing (a launch refused afterwards leaves the dir as it was)."""
         if run_dir.resolve() in _held:
@@ -156,7 +157,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise in_use(run_dir, owner) from None
+            raise in_use(run_dir, owner, option) from None
         finally:
             os.close(fd)  # closing drops the shared lock taken to test
 
