@@ -236,7 +236,8 @@ class Trainer:
             # member's own step (a seed ahead of the group's clock keeps its episodes)
             purge_step = member.step + 1 if resume else None
             member.logger = Logger(member.run_dir, s.total_steps, s.progress, member.step,
-                                   purge_step, progress_every_s=s.progress_every_s, text=k == 0)
+                                   purge_step, progress_every_s=s.progress_every_s, text=k == 0,
+                                   learning_starts=0 if s.on_policy else s.learning_starts)
         logger = self.logger = self.members[0].logger
         assert logger is not None
         if resume:
@@ -276,7 +277,7 @@ class Trainer:
                         "perf/updates_per_sec": (self.updates - window_updates) / seconds,
                     }
                     self.log_scalars(metrics, perf)
-                    logger.postfix(sps=perf["perf/sps"])
+                    logger.postfix()  # its sps: the recent window, as the progress lines
                     window_start, window_step, window_updates = now, self.step, self.updates
                     next_log = self.next_multiple(s.log_every)
                 last = self.step >= s.total_steps
