@@ -9,9 +9,11 @@ algo, seed and second) get ``<stamp>-s<seed>`` and ``<stamp>-2-s<seed>``. A run 
 by the process that trains into it; another launch into it (``resume=`` included) is refused,
 and a fresh run into a dir that already holds a run's results is refused too.
 
-Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint,
-or was already finished (``resume=``); 2 for a user mistake (one ``rlzoo: error:`` line); 3 when
-training, the env or the weights produced NaN/inf.
+Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint
+(also when stdout/stderr went to a pipe whose reader is gone), or was already finished
+(``resume=``); 2 for a user mistake or a run that cannot write its outputs (one ``rlzoo: error:``
+line: e.g. a full disk, the run dir deleted while training); 3 when training, the env or the
+weights produced NaN/inf. ``train.log`` ends with how the run stopped.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
-from rlzoo.errors import UserError, exit_with
+from rlzoo.errors import UserError, exit_with, say, settle_streams
 from rlzoo.run.build import check_env_config, read_run_config
 from rlzoo.run.group import Group, member_dir, read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
@@ -138,6 +140,9 @@ def execute(
         except AlreadyFinished:
             trainer.close_envs()
             raise
+        except (UserError, NonFiniteError) as err:  # train.log says how the run stopped
+            trainer.record(f"error: {err}")
+            raise
     finally:
         torch.set_num_threads(threads)
         release_members(dirs[1:])
@@ -151,28 +156,26 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
     try:
         summaries = execute(cfg, run_dir, resume, resume_overrides)
     except AlreadyFinished as done:
-        print(f"rlzoo: {done}", file=sys.stderr, flush=True)
+        say(f"rlzoo: {done}")
+        settle_streams()
         sys.exit(0)
     except UserError as err:
         exit_with(str(err))
     except NonFiniteError as err:
         exit_with(str(err), status=3)
-    except Interrupted as stop:
-        print(
-            f"rlzoo: stopped by {stop.signal_name} at step {stop.step}; checkpoint {stop.path}; "
-            "continue with: "
-            f"python -m rlzoo.train resume={stop.run_dir}",
-            file=sys.stderr, flush=True,
-        )
+    except Interrupted as stop:  # the same line is in train.log
+        say(f"rlzoo: {stop.line()}")
+        settle_streams()  # a pipe closed by the same Ctrl-C (`| tee log`) keeps the status 0
         sys.exit(0)
     group = read_group(run_dir) if len(summaries) > 1 else None
     for summary, d in zip(summaries, group.dirs if group else [run_dir]):
-        print(
+        say(
             f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
             f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
             f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
-            f"; run dir {d}"
+            f"; run dir {d}", sys.stdout,
         )
+    settle_streams()
     return summaries
 
 

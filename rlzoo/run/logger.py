@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections import deque
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
+
+from rlzoo.errors import UserError
+from rlzoo.run.rundir import check_run_dir
 
 LOG = logging.getLogger("rlzoo")
 PROGRESS_EVERY_S = 300.0  # default seconds between time-based progress lines
@@ -47,15 +52,31 @@ class _Stderr(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             shown = not self.bar.disable
-            if shown and getattr(record, "progress", False):
+            if getattr(record, "file_only", False) or (shown and getattr(record, "progress",
+                                                                         False)):
                 return
             line = f"rlzoo: {record.getMessage()}"
             if shown:
                 tqdm.write(line, file=sys.stderr)
             else:
                 print(line, file=sys.stderr, flush=True)
+        except OSError:  # stderr's reader is gone (a `| tee` stopped by Ctrl-C): train.log has it
+            pass
         except Exception:  # noqa: BLE001 - logging must never stop training
             self.handleError(record)
+
+
+CHECK_DIR_EVERY_S = 1.0  # seconds between checks that the run dir still exists
+_previous_hook = threading.excepthook
+
+
+def _quiet_event_writer(args: threading.ExceptHookArgs) -> None:
+    """TensorBoard's writer thread dies on an ``OSError`` (its run dir deleted, a full disk)
+    with a raw traceback; the Logger reports the same error in one line from the main thread
+    (the writer raises it again there), so the thread's traceback is not printed."""
+    if type(args.thread).__name__ == "_AsyncWriterThread" and issubclass(args.exc_type, OSError):
+        return
+    _previous_hook(args)
 
 
 def _duration(seconds: float) -> str:
@@ -91,6 +112,9 @@ class Logger:
         text: bool = True,
         learning_starts: int = 0,
     ) -> None:
+        threading.excepthook = _quiet_event_writer
+        self.run_dir = Path(run_dir)
+        self._last_check = time.monotonic()
         self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
         show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text
         self.bar = tqdm(
@@ -160,6 +184,12 @@ class Logger:
         ``train.log``; e.g. the run dir at the start of a run."""
         LOG.info(message)
 
+    def record(self, message: str) -> None:
+        """One line to ``train.log`` only (the caller reports it on stderr itself): how the
+        run stopped, e.g. the signal, the checkpoint and the resume command."""
+        if self.text:
+            LOG.info(message, extra={"file_only": True})
+
     def _sample(self, now: float) -> None:
         """Record ``(now, step)`` for the rates; the warm-up's samples go once it ends."""
         if self._learning_from is None and self.step >= self.learning_starts:
@@ -224,14 +254,32 @@ class Logger:
         self._last_line = time.monotonic()
         LOG.info(self.progress_line(), extra={"progress": True})
 
+    def _events(self, write: Any) -> None:
+        """Run ``write`` (calls of the TensorBoard writer) after checking that the run dir is
+        there; an ``OSError`` of the writer (or of its thread) becomes one ``UserError``."""
+        check_run_dir(self.run_dir, self.step)
+        try:
+            write()
+        except OSError as err:
+            check_run_dir(self.run_dir, self.step)
+            raise UserError(
+                f"cannot write TensorBoard events in {self.run_dir} "
+                f"({err.strerror or err}); make the dir writable (free space), then continue "
+                f"with resume={self.run_dir}"
+            ) from None
+
     def scalars(self, values: dict[str, float | torch.Tensor], step: int) -> None:
         """Write many scalars; tensors are read from the device in one transfer."""
         names = [k for k, v in values.items() if torch.is_tensor(v)]
         if names:
             host = torch.stack([values[k].detach().float().reshape(()) for k in names]).tolist()
             values = {**values, **dict(zip(names, host))}
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, float(value), step)
+
+        def write() -> None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, float(value), step)
+
+        self._events(write)
         if "eval/return" in values:  # an evaluation: one progress line
             std = values.get("eval/return_std")
             self.last_eval = (float(values["eval/return"]), None if std is None else float(std))
@@ -239,7 +287,8 @@ class Logger:
             self._progress()
 
     def episode(self, episode_return: float, step: int) -> None:
-        self.writer.add_scalar("train/episode_return", episode_return, step)
+        self._events(lambda: self.writer.add_scalar("train/episode_return", episode_return,
+                                                    step))
         self.last_return = episode_return
 
     def advance(self, n: int) -> None:
@@ -248,6 +297,9 @@ class Logger:
         self.step += n
         now = time.monotonic()
         self._sample(now)
+        if now >= self._last_check + CHECK_DIR_EVERY_S:  # a deleted run dir stops the run soon
+            self._last_check = now
+            check_run_dir(self.run_dir, self.step)
         if not self.bar.disable and now >= self._last_postfix + POSTFIX_EVERY_S:
             self.postfix()
         every = self.progress_every_s
@@ -285,15 +337,23 @@ class Logger:
         from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
         _, session_start, session_end = hparams_summaries(hparams, metrics)
-        self.writer.file_writer.add_summary(session_start, step)
-        self.writer.file_writer.add_summary(session_end, step)
-        for tag, value in metrics.items():
-            self.writer.add_scalar(tag, float(value), step)
+
+        def write() -> None:
+            self.writer.file_writer.add_summary(session_start, step)
+            self.writer.file_writer.add_summary(session_end, step)
+            for tag, value in metrics.items():
+                self.writer.add_scalar(tag, float(value), step)
+
+        self._events(write)
 
     def flush(self) -> None:
-        self.writer.flush()
+        self._events(self.writer.flush)
 
     def close(self) -> None:
+        """Close the bar, the event file and the text handlers (an event file that cannot be
+        written is one ``UserError``, raised after everything is closed)."""
         self.bar.close()
-        self.writer.close()
-        self._detach()
+        try:
+            self._events(self.writer.close)
+        finally:
+            self._detach()

@@ -59,7 +59,7 @@ from rlzoo.run.checkpoint import (
 )
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
-from rlzoo.run.rundir import write_atomic
+from rlzoo.run.rundir import check_run_dir, write_atomic
 from rlzoo.run.settings import read_settings
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError, StopSignals
 from rlzoo.run.state import (
@@ -290,9 +290,11 @@ class Trainer:
                     path = self.save()
                     next_ckpt = self.next_multiple(s.checkpoint_every)
                     if stop.signum and not last:
+                        stopped = Interrupted(stop.signum, path, self.run_dir, self.step)
+                        logger.record(stopped.line())  # train.log says how to continue
                         self.close_loggers()
                         self.close_envs()
-                        raise Interrupted(stop.signum, path, self.run_dir, self.step)
+                        raise stopped
             if self.last_eval is None:  # resumed at the end from a checkpoint without one
                 self.evaluate_and_log()
         self.wall_time = time.perf_counter() - start
@@ -326,6 +328,13 @@ class Trainer:
     def close_envs(self) -> None:
         for member in self.members:
             member.close()
+
+    def record(self, line: str) -> None:
+        """``line`` into ``train.log`` (not on stderr), once the run's logger exists: how the
+        run stopped, for whoever reads the log later."""
+        logger = getattr(self, "logger", None)
+        if logger is not None:
+            logger.record(line)
 
     def close_loggers(self) -> None:
         for member in reversed(self.members):  # the first member's text handlers last
@@ -578,6 +587,8 @@ class Trainer:
         """Write a checkpoint of this step and each seed's ``policy.pt``, only if everything in
         them is finite (so every checkpoint kept is one to go back to), and keep the newest
         ``checkpoint.keep`` checkpoints."""
+        for m in self.members:  # a checkpoint would recreate a deleted dir without its config
+            check_run_dir(m.run_dir, self.step)
         path = checkpoint_path(self.checkpoint_dir, self.step)
         state = self.state_dict()
         poisoned = nonfinite_entries(state)

@@ -95,6 +95,21 @@ def remove_if_created(path: Path) -> None:
         folder = folder.parent
 
 
+class RunDirGone(UserError):
+    """The run dir was deleted or moved while the run trained into it (one line)."""
+
+
+def check_run_dir(run_dir: Path, step: int) -> None:
+    """Raise :class:`RunDirGone` if ``run_dir`` no longer exists, before anything would write
+    into it again (a checkpoint would silently recreate a dir without its config)."""
+    if not run_dir.is_dir():
+        raise RunDirGone(
+            f"the run dir {run_dir} was deleted or moved while training (at step {step}); "
+            "training stopped and nothing more was written; start a new run, or, if you moved "
+            "the dir, continue it where it is now with resume=NEW_DIR"
+        )
+
+
 def holds_a_run(path: Path) -> bool:
     """Whether ``path`` already holds a run's results (a checkpoint or a summary)."""
     return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))

@@ -27,10 +27,13 @@ class Interrupted(Exception):  # noqa: N818 - it is the event, not an error
     def __init__(self, signum: int, path: Path, run_dir: Path, step: int) -> None:
         self.signum, self.path, self.run_dir, self.step = signum, path, run_dir, step
         self.signal_name = signal.Signals(signum).name
-        super().__init__(
-            f"stopped by {self.signal_name} at step {step}; checkpoint {path}; continue with: "
-            f"python -m rlzoo.train resume={run_dir} (or rlzoo.resume({str(run_dir)!r}))"
-        )
+        super().__init__(f"{self.line()} (or rlzoo.resume({str(run_dir)!r}))")
+
+    def line(self) -> str:
+        """The stop line of the command line and ``train.log``: the signal, the step, the
+        checkpoint and the command that continues the run."""
+        return (f"stopped by {self.signal_name} at step {self.step}; checkpoint {self.path}; "
+                f"continue with: python -m rlzoo.train resume={self.run_dir}")
 
 
 class StopSignals:
