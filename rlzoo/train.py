@@ -445,7 +445,20 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> D
     return task
 
 
+def warn_if_shadowed() -> None:
+    """One warning line when ``rlzoo`` is a bare folder (a namespace package: a folder named
+    ``rlzoo`` in the current directory, e.g. a clone, hides an editable install's package);
+    docs/extending.md, "The import trap"."""
+    package = sys.modules.get("rlzoo")
+    if package is not None and getattr(package, "__file__", None) is None:
+        where = ", ".join(str(p) for p in getattr(package, "__path__", [])) or "a folder"
+        say(f"rlzoo: warning: 'rlzoo' is the folder {where} here, not the installed package "
+            "(a folder named rlzoo in the current directory hides it); run from another "
+            "folder (docs/extending.md, \"The import trap\")")
+
+
 def main() -> None:
+    warn_if_shadowed()
     args = sys.argv[1:]
     if any(a.startswith("resume=") and a != "resume=null" for a in args):
         resume(args)
