@@ -46,7 +46,9 @@ class TruncatedQuantileCritic(EnsembleCritic):
         activation: str = "relu",
         layer_norm: bool = False,
     ) -> None:
-        super().__init__(obs_dim, act_dim, n, n, actor_reduce, hidden, activation, layer_norm)
+        # subset=n: the base's min over a random subset is never used (next_value is TQC's own)
+        super().__init__(obs_dim, act_dim, n=n, subset=n, actor_reduce=actor_reduce,
+                         hidden=hidden, activation=activation, layer_norm=layer_norm)
         if not 0 <= drop_per_member < quantiles:
             raise ValueError(f"critic.drop_per_member must be in [0, {quantiles}), got "
                              f"{drop_per_member}")

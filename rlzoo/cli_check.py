@@ -42,6 +42,7 @@ from omegaconf.errors import (
 )
 
 from rlzoo.errors import UserError
+from rlzoo.run.targets import check_buildable
 
 CONFIG_MODULE = "rlzoo.conf"
 CONFIG_NAME = "config"
@@ -239,6 +240,7 @@ class _Checker:
                 message = None
             raise UserError(message or _one_line(err)) from None
         self.resolve(cfg, job)
+        check_buildable(cfg)  # every _target_ imports and is a class of its kind
         return cfg
 
     # ------------------------------------------------------------------ composition errors

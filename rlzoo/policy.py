@@ -163,9 +163,15 @@ class Policy(nn.Module):
         Load it anywhere with only torch installed: ``torch.export.load(path).module()(obs)``
         maps ``obs [B, O]`` float32 (multi-agent ``[B, N, O]``) to actions in the env's units
         ``[B, A]`` (``[B, N, A]``), or with ``chunk=True`` to the whole chunk ``[B, H, A]``. The
-        program runs on the device this policy is on. The file is written atomically.
+        program runs on the device this policy is on. The file is written atomically. A name
+        ending in ``.onnx`` is refused (``UserError``): the file would not be ONNX.
         """
         path = Path(path)
+        if path.suffix.lower() == ".onnx":  # a torch.export archive is not ONNX: say so
+            raise UserError(
+                f"{path.name}: Policy.export writes a torch.export program, not ONNX (rlzoo has "
+                f"no ONNX exporter); name the file {path.with_suffix('.pt2').name}"
+            )
         if path.is_dir():
             raise UserError(f"{path} is a directory; pass a file name such as policy.pt2")
         if not path.parent.is_dir():

@@ -9,9 +9,11 @@ algo, seed and second) get ``<stamp>-s<seed>`` and ``<stamp>-2-s<seed>``. A run 
 by the process that trains into it; another launch into it (``resume=`` included) is refused,
 and a fresh run into a dir that already holds a run's results is refused too.
 
-Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint,
-or was already finished (``resume=``); 2 for a user mistake (one ``rlzoo: error:`` line); 3 when
-training, the env or the weights produced NaN/inf.
+Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint
+(also when stdout/stderr went to a pipe whose reader is gone), or was already finished
+(``resume=``); 2 for a user mistake or a run that cannot write its outputs (one ``rlzoo: error:``
+line: e.g. a full disk, the run dir deleted while training); 3 when training, the env or the
+weights produced NaN/inf. ``train.log`` ends with how the run stopped.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
-from rlzoo.errors import UserError, exit_with
+from rlzoo.errors import UserError, exit_with, say, settle_streams
 from rlzoo.run.build import check_env_config, read_run_config
 from rlzoo.run.group import Group, member_dir, read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
@@ -138,6 +140,9 @@ def execute(
         except AlreadyFinished:
             trainer.close_envs()
             raise
+        except (UserError, NonFiniteError) as err:  # train.log says how the run stopped
+            trainer.record(f"error: {err}")
+            raise
     finally:
         torch.set_num_threads(threads)
         release_members(dirs[1:])
@@ -151,27 +156,26 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
     try:
         summaries = execute(cfg, run_dir, resume, resume_overrides)
     except AlreadyFinished as done:
-        print(f"rlzoo: {done}", file=sys.stderr, flush=True)
+        say(f"rlzoo: {done}")
+        settle_streams()
         sys.exit(0)
     except UserError as err:
         exit_with(str(err))
     except NonFiniteError as err:
         exit_with(str(err), status=3)
-    except Interrupted as stop:
-        print(
-            f"rlzoo: stopped by {stop} at step {stop.step}; checkpoint {stop.path}; continue with: "
-            f"python -m rlzoo.train resume={stop.run_dir}",
-            file=sys.stderr, flush=True,
-        )
+    except Interrupted as stop:  # the same line is in train.log
+        say(f"rlzoo: {stop.line()}")
+        settle_streams()  # a pipe closed by the same Ctrl-C (`| tee log`) keeps the status 0
         sys.exit(0)
     group = read_group(run_dir) if len(summaries) > 1 else None
     for summary, d in zip(summaries, group.dirs if group else [run_dir]):
-        print(
+        say(
             f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
             f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
             f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
-            f"; run dir {d}"
+            f"; run dir {d}", sys.stdout,
         )
+    settle_streams()
     return summaries
 
 
@@ -195,31 +199,39 @@ def resume(args: list[str]) -> None:
     saved.
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
-    try:
-        group = read_group(run_dir) if run_dir.is_dir() else None
-    except UserError as err:
-        exit_with(str(err))
-    if group is not None:  # any seed's dir continues the whole group, from the first seed's
-        run_dir = group.home
     trust = parse_trust([a for a in args if a.startswith("trust=")])
     overrides = [a for a in args if not a.startswith(("resume=", "trust="))]
+    try:
+        cfg, run_dir, values = prepare_resume(run_dir, overrides, trust)
+    except UserError as err:
+        exit_with(str(err))
+    run(cfg, run_dir, resume=True, resume_overrides=values)
+
+
+def prepare_resume(
+    run_dir: Path, overrides: list[str], trust: tuple[str, ...] = ()
+) -> tuple[DictConfig, Path, dict[str, Any]]:
+    """Check a resume before anything runs: the overrides (only :data:`RESUME_OPTIONS`), the
+    run dir (any seed's dir of a group continues the group, from its first seed's), its lock
+    and its config (its ``_target_`` keys trusted). Returns the run's config with the resolved
+    overrides merged in, the dir to continue and the resolved overrides; raises ``UserError``.
+    """
+    group = read_group(run_dir) if run_dir.is_dir() else None
+    if group is not None:  # any seed's dir continues the whole group, from the first seed's
+        run_dir = group.home
     for item in overrides:
         key = item.split("=", 1)[0]
         if "=" not in item or key not in RESUME_OPTIONS:
-            exit_with(
+            raise UserError(
                 f"resume continues a run with its own config, so {item!r} cannot be changed; "
                 f"only {', '.join(k + '=...' for k in RESUME_OPTIONS)} may be given"
             )
-    try:
-        RunLock.acquire(run_dir) if run_dir.is_dir() else None
-        cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust),
-                              OmegaConf.from_dotlist(overrides))
-        values = resolved_values(cfg, [item.split("=", 1)[0] for item in overrides])
-    except UserError as err:
-        exit_with(str(err))
+    RunLock.acquire(run_dir) if run_dir.is_dir() else None
+    cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust), OmegaConf.from_dotlist(overrides))
+    values = resolved_values(cfg, [item.split("=", 1)[0] for item in overrides])
     for key, value in values.items():  # continue with what was resolved now, not an expression
         OmegaConf.update(cfg, key, value, merge=False)
-    run(cfg, run_dir, resume=True, resume_overrides=values)  # type: ignore[arg-type]
+    return cfg, run_dir, values  # type: ignore[return-value]
 
 
 def parse_trust(items: list[str]) -> tuple[str, ...]:
@@ -257,20 +269,26 @@ def claim_run_dir(args: list[str]) -> list[str]:
     return args if run_dir is None else [*args, run_dir_override(run_dir)]
 
 
-def claim(args: list[str]) -> tuple[DictConfig | None, Path | None]:
+def claim(
+    args: list[str], option: str = "hydra.run.dir"
+) -> tuple[DictConfig | None, Path | None]:
     """:func:`claim_run_dir`'s work: the composed config (with its ``hydra`` node) and the run
-    dir claimed and locked for it; ``(None, None)`` for a multirun or Hydra's own flags."""
+    dir claimed and locked for it; ``(None, None)`` for a multirun or Hydra's own flags.
+    ``option`` is how the messages name the run dir's setting (``run_dir`` for
+    :func:`train`)."""
     cfg = check_overrides(args)
     if cfg is None or any(a.startswith("-") for a in args):
         return None, None
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():
-            RunLock.check_free(run_dir)  # a dir in use by a live run is refused first
+            RunLock.check_free(run_dir, option)  # a dir in use by a live run is refused first
         if holds_a_run(run_dir):
+            how = (f"rlzoo.resume({str(run_dir)!r})" if option == "run_dir"
+                   else f"resume={run_dir}")
             raise UserError(
                 f"{run_dir} already holds a run (checkpoints or summary.json); continue it with "
-                f"resume={run_dir} or choose another hydra.run.dir"
+                f"{how} or choose another {option}"
             )
         if not run_dir.exists():
             run_dir = claim_new_dir(run_dir)  # records that this launch made it
@@ -346,8 +364,8 @@ def train(
     for item in args:
         if item.startswith("resume="):
             raise UserError(
-                f"rlzoo.train starts new runs, so {item!r} cannot be given; continue a run from "
-                "the shell with python -m rlzoo.train resume=RUN_DIR [total_steps=N]"
+                f"rlzoo.train starts new runs, so {item!r} cannot be given; continue a run with "
+                "rlzoo.resume(RUN_DIR[, \"total_steps=N\"])"
             )
         if item.startswith("hydra.run."):
             raise UserError(f"pass the run dir as rlzoo.train(..., run_dir=...), not {item!r}")
@@ -358,7 +376,7 @@ def train(
             )
     if run_dir is not None:
         args.append(run_dir_override(Path(run_dir).expanduser()))
-    cfg, path = claim(args)
+    cfg, path = claim(args, option="run_dir")
     assert cfg is not None and path is not None  # key=value overrides: one run, one config
     try:
         task = write_hydra_files(cfg, path, [a for a in args
@@ -367,6 +385,47 @@ def train(
     finally:
         RunLock.release_held(path)  # also when the run never started
     return Run(path)
+
+
+def resume_run(
+    run_dir: str | Path, *overrides: str, trust: str | tuple[str, ...] | list[str] = (),
+    on_eval: EvalCallback | None = None, on_checkpoint: CheckpointCallback | None = None,
+) -> Run:
+    """Continue a run in place from its newest valid checkpoint, as ``python -m rlzoo.train
+    resume=RUN_DIR`` does (``rlzoo.resume``); on the CPU bit-identical to a run never stopped.
+
+    Args:
+        run_dir: the run to continue (any seed's dir of a ``seeds=K`` group continues the whole
+            group).
+        overrides: only ``"total_steps=N"`` (a new budget, not below the checkpoint's step),
+            ``"log.progress=..."`` and ``"log.progress_every_s=..."``; the run keeps its config.
+        trust: modules besides rlzoo whose classes the run's config may build (the command
+            line's ``trust=[my_pkg]``).
+        on_eval, on_checkpoint: as for :func:`train`.
+
+    Returns the ``Run`` of ``run_dir``; a run that already reached its ``total_steps`` is
+    returned as it is, unchanged. Raises ``UserError`` (one line; nothing in the run dir
+    changes), ``NonFiniteError`` or ``Interrupted`` as :func:`train` does.
+    """
+    given = Path(run_dir).expanduser()
+    args = [str(item) for item in overrides]
+    for item in args:
+        if item.startswith(("resume=", "trust=")):
+            raise UserError(f"pass the run dir and trust as arguments of rlzoo.resume, not "
+                            f"{item!r}: rlzoo.resume(RUN_DIR, trust=['my_pkg'])")
+    names = (trust,) if isinstance(trust, str) else tuple(trust)
+    home = given
+    try:
+        cfg, home, values = prepare_resume(given, args, names)
+        try:
+            execute(cfg, home, resume=True, resume_overrides=values, on_eval=on_eval,
+                    on_checkpoint=on_checkpoint)
+        except AlreadyFinished:
+            pass  # nothing to do: the run is returned as it is
+    finally:
+        for d in {given, home}:
+            RunLock.release_held(d)
+    return Run(given)
 
 
 def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> DictConfig:
@@ -386,7 +445,20 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> D
     return task
 
 
+def warn_if_shadowed() -> None:
+    """One warning line when ``rlzoo`` is a bare folder (a namespace package: a folder named
+    ``rlzoo`` in the current directory, e.g. a clone, hides an editable install's package);
+    docs/extending.md, "The import trap"."""
+    package = sys.modules.get("rlzoo")
+    if package is not None and getattr(package, "__file__", None) is None:
+        where = ", ".join(str(p) for p in getattr(package, "__path__", [])) or "a folder"
+        say(f"rlzoo: warning: 'rlzoo' is the folder {where} here, not the installed package "
+            "(a folder named rlzoo in the current directory hides it); run from another "
+            "folder (docs/extending.md, \"The import trap\")")
+
+
 def main() -> None:
+    warn_if_shadowed()
     args = sys.argv[1:]
     if any(a.startswith("resume=") and a != "resume=null" for a in args):
         resume(args)

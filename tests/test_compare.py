@@ -507,3 +507,44 @@ def test_poi_with_an_ambiguous_algo_name_is_an_error(
     proc = run_main(capsys, str(tmp_path / "runs"), "--out", str(tmp_path / "o"), "--poi", "sac",
                     "td3")
     _assert_one_line_error(proc, "ambiguous", "sac critic=ensemble")
+
+
+# A subprocess in which matplotlib cannot be imported, as in an install without it.
+NO_MATPLOTLIB = """
+import runpy, sys
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Block())
+sys.argv = ["rlzoo.compare", *sys.argv[1:]]
+runpy.run_module("rlzoo.compare", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_without_matplotlib_the_tables_are_written_and_one_line_says_why(
+    runs_tree: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_MATPLOTLIB, str(runs_tree / "runs"), "--out", str(out)],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("rlzoo: warning:")]
+    assert warnings == [
+        "rlzoo: warning: matplotlib cannot be imported (No module named 'matplotlib'), so no "
+        f"learning-curve PNGs were drawn; the tables are in {out / 'comparison.md'}; install it "
+        "with pip install matplotlib (or pip install 'rlzoo[compare]')"
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["comparison.json", "comparison.md"]
+    report = json.loads((out / "comparison.json").read_text())
+    assert report["figures"] == {} and report["figures_missing"] == "No module named 'matplotlib'"
+    assert len(report["results"]["Pendulum-v1"]["sac"]["seeds"]) == 5  # the numbers are all there
+    md = (out / "comparison.md").read_text()
+    assert "| sac | 5 (0, 1, 2, 3, 4) |" in md
+    assert "No learning-curve figure for Pendulum-v1: matplotlib cannot be imported" in md

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -48,6 +49,7 @@ def test_the_doc_shows_both_examples() -> None:
     assert any("critic=tqc" in c for c in commands)
     assert any("critic._target_=examples.custom_critic" in c for c in commands)
     assert any("algo=crossq" in c for c in commands)
+    assert any("algo=sac_quick" in c for c in commands)
 
 
 @pytest.mark.parametrize("command", documented_commands())
@@ -76,9 +78,57 @@ def test_documented_command_runs(command: str, tmp_path: Path) -> None:
         )
         assert evaluated.returncode == 0, evaluated.stderr
         assert "over 2 episodes" in evaluated.stdout
+    elif "sac_quick" in command:  # inherits SAC's keys, its own default critic
+        assert summary["algo"] == "sac_quick"
+        assert modules["critic.net.layers.0.weight"].shape[0] == 10  # critic=ensemble's n
+        config = (run_dir / ".hydra" / "config.yaml").read_text()
+        assert "_target_: rlzoo.algos.SAC" in config and "critic_lr: 0.001" in config
     else:
         assert summary["algo"] == "sac"
         assert modules["critic.net.layers.4.weight"].shape == (2, 32, 5)  # N = 2, M = 5 quantiles
+
+
+def python_blocks() -> list[str]:
+    """The complete programs of docs/extending.md: its ```python blocks that start with an
+    import (the others are excerpts of examples/, shown for reading)."""
+    blocks = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), flags=re.DOTALL | re.MULTILINE)
+    return [b for b in blocks if b.startswith(("import ", "from "))]
+
+
+def test_the_doc_has_its_contract_examples() -> None:
+    text = "\n".join(python_blocks())
+    assert len(python_blocks()) >= 4
+    for fragment in ("critic.net(x)", "inspect.signature", "target_critic", "next_log_prob",
+                     "rlzoo.__file__"):
+        assert fragment in text, fragment
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks())))
+def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-c", python_blocks()[index]], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (python_blocks()[index][:300], proc.stderr[-3000:])
+
+
+def test_a_bare_rlzoo_folder_is_named_in_one_warning(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    import types
+
+    from rlzoo.train import warn_if_shadowed
+
+    warn_if_shadowed()
+    assert capsys.readouterr().err == ""  # the real package: nothing to say
+    folder = types.ModuleType("rlzoo")
+    folder.__file__ = None  # what Python makes of a folder without __init__.py
+    folder.__path__ = ["/home/me/src/rlzoo"]
+    monkeypatch.setitem(sys.modules, "rlzoo", folder)
+    warn_if_shadowed()
+    assert capsys.readouterr().err == (
+        "rlzoo: warning: 'rlzoo' is the folder /home/me/src/rlzoo here, not the installed "
+        "package (a folder named rlzoo in the current directory hides it); run from another "
+        'folder (docs/extending.md, "The import trap")\n')
 
 
 # --------------------------------------------------------------------------- TQC critic

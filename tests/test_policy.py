@@ -310,6 +310,11 @@ def test_bad_observations_and_export_path(sac_run: Path, tmp_path: Path) -> None
     user_error(lambda: policy(torch.zeros(4, 5)), "shape [B, 3]", "[4, 5]")
     user_error(lambda: policy(torch.zeros(3)), "shape [B, 3]")
     user_error(lambda: policy.export(tmp_path / "missing" / "p.pt2"), "does not exist")
+    for name in ("pol.onnx", "pol.ONNX"):  # a torch.export archive under an ONNX name: refused
+        user_error(lambda name=name: policy.export(tmp_path / name),
+                   f"{name}: Policy.export writes a torch.export program, not ONNX",
+                   "name the file pol.pt2")
+        assert not (tmp_path / name).exists()
     user_error(lambda: load_policy(sac_run, device="tpu"), "device")
 
 

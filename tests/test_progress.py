@@ -13,8 +13,8 @@ from rlzoo.run import logger as logger_module
 from rlzoo.run.logger import LOG, Logger
 from tests.conftest import TINY, run_cli
 
-LINE = re.compile(r"step (\d+)/(\d+) \(\d+%\) \| [\d.]+ steps/s \| train return \S+ \| "
-                  r"eval return (\S+)")
+LINE = re.compile(r"step (\d+)/(\d+) \(\d+%\) \| (?:[\d.]+|n/a) steps/s(?: \(warm-up\))? \| "
+                  r"train return \S+ \| eval return (\S+)")
 
 
 def progress_lines(text: str) -> list[re.Match[str]]:
@@ -137,3 +137,59 @@ def test_resumed_run_appends_to_train_log(tmp_path: Path) -> None:
     assert text.startswith("earlier line\n")
     (line,) = progress_lines(text)
     assert line.group(1) == "150" and line.group(2) == "200"
+
+
+def test_steps_per_second_and_eta_tell_the_truth_after_the_warm_up(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A warm-up at 1000 steps/s, then learning at 10 steps/s: the line shows the recent rate
+    (the last RATE_WINDOW_S seconds, within the phase) and the time left at the learning rate."""
+    log = Logger(tmp_path, total_steps=10_000, progress=False, progress_every_s=0,
+                 learning_starts=1000)
+    assert "n/a steps/s (warm-up)" in log.progress_line() and "eta n/a (warm-up)" in \
+        log.progress_line()
+    for _ in range(10):  # 1000 random steps in 1 s
+        clock.now += 0.1
+        log.advance(100)
+    line = log.progress_line()
+    assert "step 1000/10000 (10%) | n/a steps/s | " in line, line  # learning has just begun
+    assert line.endswith("elapsed 0:00:01, eta n/a (learning just started)"), line
+    for _ in range(30):  # 30 s of learning at 10 steps/s
+        clock.now += 1.0
+        log.advance(10)
+    line = log.progress_line()
+    assert "step 1300/10000 (13%) | 10.0 steps/s | " in line, line
+    assert line.endswith("elapsed 0:00:31, eta 0:14:30"), line  # 8700 steps at 10 steps/s
+    for _ in range(120):  # the learning phase slows to 5 steps/s for 2 minutes
+        clock.now += 1.0
+        log.advance(5)
+    line = log.progress_line()
+    assert "step 1900/10000 (19%) | 5.0 steps/s | " in line, line  # the last minute only
+    # the time left: 900 learning steps in 150 s = 6 steps/s, 8100 steps left
+    assert line.endswith("elapsed 0:02:31, eta 0:22:30"), line
+    log.close()
+
+
+def test_the_bar_shows_the_recent_rate(tmp_path: Path, clock: Clock) -> None:
+    log = Logger(tmp_path, total_steps=10_000, progress=True, progress_every_s=0,
+                 learning_starts=1000)
+    for _ in range(10):
+        clock.now += 0.1
+        log.advance(100)
+    for _ in range(90):
+        clock.now += 1.0
+        log.advance(40)
+    assert log.bar.postfix == "sps=40", log.bar.postfix
+    log.episode(-5.0, 4600)
+    log.postfix()
+    assert log.bar.postfix == "sps=40, return=-5.0", log.bar.postfix
+    log.close()
+
+
+def test_a_resumed_run_past_its_warm_up_estimates_at_once(tmp_path: Path, clock: Clock) -> None:
+    log = Logger(tmp_path, total_steps=2000, progress=False, progress_every_s=0,
+                 initial_step=1500, learning_starts=1000)
+    clock.now += 10.0
+    log.advance(100)
+    assert log.progress_line().endswith("eta 0:00:40"), log.progress_line()  # 400 at 10/s
+    log.close()

@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 import rlzoo.analysis.stats as stats
 from rlzoo.analysis.curves import CURVE_TAG
 from rlzoo.analysis.messages import CompareError
-from rlzoo.analysis.render import write_report
+from rlzoo.analysis.render import NO_PLOTS, write_report
 from rlzoo.analysis.report import compute_comparison
 from rlzoo.analysis.runs import SUMMARY_FILE, Run, find_runs
 
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{SUMMARY_FILE}); point at the runs/ or multirun/ directory of finished runs"
             )
         poi = tuple(args.poi) if args.poi else None
-        compare(
+        report = compare(
             runs,
             args.out,
             poi=poi,
@@ -155,5 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"rlzoo: error: {exc}; check the paths and permissions", file=sys.stderr)
         return 2
+    if report.get("figures_missing"):
+        line = NO_PLOTS.format(reason=report["figures_missing"], out=args.out / "comparison.md")
+        print(f"rlzoo: warning: {line}", file=sys.stderr)
     print(f"wrote {args.out / 'comparison.md'} ({len(runs)} runs)")
     return 0

@@ -18,18 +18,39 @@ from rlzoo.analysis.report import Comparison, CurveResult
 # --------------------------------------------------------------------------- files
 
 
+# The one line when the learning curves cannot be drawn; the tables are written all the same.
+NO_PLOTS = (
+    "matplotlib cannot be imported ({reason}), so no learning-curve PNGs were drawn; the tables "
+    "are in {out}; install it with pip install matplotlib (or pip install 'rlzoo[compare]')"
+)
+
+
+def plotting_unavailable() -> str | None:
+    """Why the learning curves cannot be drawn (matplotlib does not import), or None."""
+    try:
+        import matplotlib  # noqa: F401 - a dependency of rlzoo; a broken install is reported
+    except ImportError as err:
+        return " ".join(str(err).split())[:120] or type(err).__name__
+    return None
+
+
 def write_report(comparison: Comparison, out: Path, plots: bool = True) -> dict[str, Any]:
     """Write ``out/comparison.json``, ``out/comparison.md`` and (``plots``) ``out/<env>.png``.
 
-    ``out`` is created if needed. Returns the dict written to ``comparison.json``
-    (:func:`report_json`).
+    ``out`` is created if needed. Without matplotlib (:func:`plotting_unavailable`) the tables
+    are written without figures, ``figures`` is empty and ``figures_missing`` holds the reason
+    (``comparison.md`` says so under each table). Returns the dict written to
+    ``comparison.json`` (:func:`report_json`).
     """
     out.mkdir(parents=True, exist_ok=True)
-    figures = figure_names(comparison) if plots else {}
+    missing = plotting_unavailable() if plots and comparison.curves else None
+    figures = figure_names(comparison) if plots and missing is None else {}
     tag, confidence = comparison.method["curve_tag"], comparison.method["confidence"]
     for env, name in figures.items():
         plot_env(env, comparison.curves[env], out / name, tag, confidence)
     report = report_json(comparison, figures)
+    if missing is not None:
+        report["figures_missing"] = missing  # why matplotlib did not import
     (out / "comparison.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "comparison.md").write_text(markdown(report, comparison.n_runs))
     return report
@@ -225,6 +246,10 @@ def markdown(report: dict[str, Any], n_runs: int) -> str:
         if env in report["figures"]:
             fig = report["figures"][env]
             lines += [f"![{env} learning curves]({fig})", ""]
+        elif report.get("figures_missing") and env in report["curves"]:
+            lines += [f"No learning-curve figure for {env}: matplotlib cannot be imported "
+                      f"({report['figures_missing']}; `pip install matplotlib`); the curves' "
+                      "numbers are in comparison.json.", ""]
         else:
             lines += [f"No learning curve for {env}: no run has `{m['curve_tag']}` scalars.", ""]
     poi = report["probability_of_improvement"]

@@ -28,6 +28,7 @@ from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import TRAINER_KEYS, Settings
+from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
 
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
@@ -183,14 +184,22 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         cause: BaseException = err
         while cause.__cause__ is not None:
             cause = cause.__cause__
-        if isinstance(cause, (ValueError, TypeError)):
-            raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
         if isinstance(cause, MemoryError) or (
                 isinstance(cause, RuntimeError) and "alloc" in str(cause).lower()):
             raise UserError(
                 f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
                 "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
             ) from None
+        # the user's own constructor raised: name its line (any exception: it is their code)
+        where = user_frame(err, user_modules(cfg))
+        if where is not None:
+            raise UserError(
+                f"cannot build algo={cfg.algo.name}: {type(cause).__name__}: "
+                f"{one_line(cause, 160)} (raised at {where}); fix that constructor or the "
+                "keys passed to it"
+            ) from None
+        if isinstance(cause, (ValueError, TypeError)):
+            raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
         if isinstance(err, InstantiationException) and cause is err:  # Hydra refused the target
             raise UserError(f"cannot build algo={cfg.algo.name}: {one_line(err)}") from None
         raise

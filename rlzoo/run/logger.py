@@ -3,30 +3,39 @@
 Tags: ``train/episode_return``, ``eval/return``, ``loss/<name>``, ``stats/<name>``, ``perf/sps``,
 ``perf/updates_per_sec``; the x-axis is always env steps.
 
-Progress lines (step/total, steps/s, the last training episode's return, the last evaluation's
-return, elapsed time and an estimate of the time left) go through the ``rlzoo`` logger at each
-evaluation and every ``progress_every_s`` seconds: to stderr as ``rlzoo: <line>`` (not while a
-tqdm bar shows the same on a terminal) and always to the run dir's ``train.log``. Under Hydra,
-``train.log`` is Hydra's job log file (its handler on the root logger is reused); otherwise (a
-resumed run) the Logger opens ``<run dir>/train.log`` for appending. While a Logger is open the
-``rlzoo`` logger does not propagate to the root logger, whose Hydra console handler writes to
-stdout: each line is printed once, on stderr.
+Progress lines (step/total, steps/s over the last ``RATE_WINDOW_S`` seconds, the last training
+episode's return, the last evaluation's return, elapsed time and an estimate of the time left from
+the learning phase's own rate: the random warm-up, often 50x faster, never enters it) go through
+the ``rlzoo`` logger at each evaluation and every ``progress_every_s`` seconds: to stderr as
+``rlzoo: <line>`` (not while a tqdm bar shows the same on a terminal) and always to the run
+dir's ``train.log``. Under Hydra, ``train.log`` is Hydra's job log file (its handler on the root
+logger is reused); otherwise (a resumed run) the Logger opens ``<run dir>/train.log`` for
+appending. While a Logger is open the ``rlzoo`` logger does not propagate to the root logger,
+whose Hydra console handler writes to stdout: each line is printed once, on stderr.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
+from collections import deque
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
+from rlzoo.errors import UserError
+from rlzoo.run.rundir import check_run_dir
+
 LOG = logging.getLogger("rlzoo")
 PROGRESS_EVERY_S = 300.0  # default seconds between time-based progress lines
+RATE_WINDOW_S = 60.0  # steps/s of progress lines and the bar: over the last minute
+POSTFIX_EVERY_S = 1.0  # seconds between refreshes of the bar's sps
 FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # as Hydra's job log
 
 
@@ -43,15 +52,31 @@ class _Stderr(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             shown = not self.bar.disable
-            if shown and getattr(record, "progress", False):
+            if getattr(record, "file_only", False) or (shown and getattr(record, "progress",
+                                                                         False)):
                 return
             line = f"rlzoo: {record.getMessage()}"
             if shown:
                 tqdm.write(line, file=sys.stderr)
             else:
                 print(line, file=sys.stderr, flush=True)
+        except OSError:  # stderr's reader is gone (a `| tee` stopped by Ctrl-C): train.log has it
+            pass
         except Exception:  # noqa: BLE001 - logging must never stop training
             self.handleError(record)
+
+
+CHECK_DIR_EVERY_S = 1.0  # seconds between checks that the run dir still exists
+_previous_hook = threading.excepthook
+
+
+def _quiet_event_writer(args: threading.ExceptHookArgs) -> None:
+    """TensorBoard's writer thread dies on an ``OSError`` (its run dir deleted, a full disk)
+    with a raw traceback; the Logger reports the same error in one line from the main thread
+    (the writer raises it again there), so the thread's traceback is not printed."""
+    if type(args.thread).__name__ == "_AsyncWriterThread" and issubclass(args.exc_type, OSError):
+        return
+    _previous_hook(args)
 
 
 def _duration(seconds: float) -> str:
@@ -72,6 +97,8 @@ class Logger:
             default 300); 0 = progress lines only at evaluations.
         text: route the ``rlzoo`` log lines to stderr and ``train.log`` (default); the other
             members of a seed group write only their event files, so each line appears once.
+        learning_starts: the env step where the warm-up ends (``algo.learning_starts``; 0 when
+            there is none): the estimate of the time left uses only steps from here on.
     """
 
     def __init__(
@@ -83,7 +110,11 @@ class Logger:
         purge_step: int | None = None,
         progress_every_s: float = PROGRESS_EVERY_S,
         text: bool = True,
+        learning_starts: int = 0,
     ) -> None:
+        threading.excepthook = _quiet_event_writer
+        self.run_dir = Path(run_dir)
+        self._last_check = time.monotonic()
         self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
         show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text
         self.bar = tqdm(
@@ -96,7 +127,13 @@ class Logger:
         self.step = initial_step
         self.progress_every_s = float(progress_every_s)
         self._start_step = initial_step
-        self._start = self._last_line = time.monotonic()
+        self._start = self._last_line = self._last_postfix = time.monotonic()
+        self.learning_starts = int(learning_starts)
+        # (time, step) samples of the last RATE_WINDOW_S seconds (one older, as the window's
+        # start), restarted when the warm-up ends; and where the learning phase began
+        self._recent: deque[tuple[float, int]] = deque([(self._start, initial_step)])
+        self._learning_from = (self._start, initial_step) \
+            if initial_step >= self.learning_starts else None
         self._handlers: list[logging.Handler] = []
         self._owned: list[logging.Handler] = []
         self._saved = (LOG.propagate, LOG.level)
@@ -147,15 +184,52 @@ class Logger:
         ``train.log``; e.g. the run dir at the start of a run."""
         LOG.info(message)
 
+    def record(self, message: str) -> None:
+        """One line to ``train.log`` only (the caller reports it on stderr itself): how the
+        run stopped, e.g. the signal, the checkpoint and the resume command."""
+        if self.text:
+            LOG.info(message, extra={"file_only": True})
+
+    def _sample(self, now: float) -> None:
+        """Record ``(now, step)`` for the rates; the warm-up's samples go once it ends."""
+        if self._learning_from is None and self.step >= self.learning_starts:
+            self._learning_from = (now, self.step)
+            self._recent.clear()  # a rate straddling the warm-up's end would mix both phases
+        self._recent.append((now, self.step))
+        while len(self._recent) > 2 and self._recent[1][0] <= now - RATE_WINDOW_S:
+            self._recent.popleft()
+
+    def recent_rate(self, now: float | None = None) -> float | None:
+        """Env steps per second over the last ``RATE_WINDOW_S`` seconds (within one phase:
+        warm-up or learning); None before two samples exist."""
+        now = time.monotonic() if now is None else now
+        if not self._recent:
+            return None
+        t0, s0 = self._recent[0]
+        return (self.step - s0) / (now - t0) if now > t0 and self.step > s0 else None
+
+    def learning_rate(self, now: float | None = None) -> float | None:
+        """Env steps per second since the learning phase began (in this process); None during
+        the warm-up and before a step of it has been timed."""
+        if self._learning_from is None:
+            return None
+        now = time.monotonic() if now is None else now
+        t0, s0 = self._learning_from
+        return (self.step - s0) / (now - t0) if now > t0 and self.step > s0 else None
+
     def progress_line(self) -> str:
         """``step S/T (P%) | R steps/s | train return X | eval return Y ± Z | elapsed, eta``;
-        steps/s is the average since this process started training."""
+        steps/s is measured over the last ``RATE_WINDOW_S`` seconds (``(warm-up)`` while the
+        random warm-up runs), the time left from the learning phase's average rate."""
         now = time.monotonic()
+        self._sample(now)
         elapsed = now - self._start
-        rate = (self.step - self._start_step) / elapsed if elapsed > 0 else 0.0
+        rate = self.recent_rate(now)
+        warm_up = self.step < self.learning_starts
         total = max(self.total_steps, 1)
+        shown = "n/a steps/s" if rate is None else f"{rate:.1f} steps/s"
         parts = [f"step {self.step}/{self.total_steps} ({100.0 * self.step / total:.0f}%)",
-                 f"{rate:.1f} steps/s"]
+                 shown + (" (warm-up)" if warm_up else "")]
         train = "n/a" if self.last_return is None else f"{self.last_return:.1f}"
         parts.append(f"train return {train}")
         if self.last_eval is None:
@@ -164,7 +238,13 @@ class Logger:
             mean, std = self.last_eval
             parts.append(f"eval return {mean:.1f}" + ("" if std is None else f" ± {std:.1f}"))
         left = max(self.total_steps - self.step, 0)
-        eta = _duration(left / rate) if rate > 0 else "n/a"
+        learning = self.learning_rate(now)
+        if left == 0:
+            eta = _duration(0)
+        elif learning:
+            eta = _duration(left / learning)
+        else:  # the warm-up's speed says nothing about the learning phase's
+            eta = "n/a (warm-up)" if warm_up else "n/a (learning just started)"
         parts.append(f"elapsed {_duration(elapsed)}, eta {eta}")
         return " | ".join(parts)
 
@@ -174,14 +254,32 @@ class Logger:
         self._last_line = time.monotonic()
         LOG.info(self.progress_line(), extra={"progress": True})
 
+    def _events(self, write: Any) -> None:
+        """Run ``write`` (calls of the TensorBoard writer) after checking that the run dir is
+        there; an ``OSError`` of the writer (or of its thread) becomes one ``UserError``."""
+        check_run_dir(self.run_dir, self.step)
+        try:
+            write()
+        except OSError as err:
+            check_run_dir(self.run_dir, self.step)
+            raise UserError(
+                f"cannot write TensorBoard events in {self.run_dir} "
+                f"({err.strerror or err}); make the dir writable (free space), then continue "
+                f"with resume={self.run_dir}"
+            ) from None
+
     def scalars(self, values: dict[str, float | torch.Tensor], step: int) -> None:
         """Write many scalars; tensors are read from the device in one transfer."""
         names = [k for k, v in values.items() if torch.is_tensor(v)]
         if names:
             host = torch.stack([values[k].detach().float().reshape(()) for k in names]).tolist()
             values = {**values, **dict(zip(names, host))}
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, float(value), step)
+
+        def write() -> None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, float(value), step)
+
+        self._events(write)
         if "eval/return" in values:  # an evaluation: one progress line
             std = values.get("eval/return_std")
             self.last_eval = (float(values["eval/return"]), None if std is None else float(std))
@@ -189,20 +287,34 @@ class Logger:
             self._progress()
 
     def episode(self, episode_return: float, step: int) -> None:
-        self.writer.add_scalar("train/episode_return", episode_return, step)
+        self._events(lambda: self.writer.add_scalar("train/episode_return", episode_return,
+                                                    step))
         self.last_return = episode_return
 
     def advance(self, n: int) -> None:
         """``n`` more env steps; a progress line when ``progress_every_s`` has passed."""
         self.bar.update(n)
         self.step += n
+        now = time.monotonic()
+        self._sample(now)
+        if now >= self._last_check + CHECK_DIR_EVERY_S:  # a deleted run dir stops the run soon
+            self._last_check = now
+            check_run_dir(self.run_dir, self.step)
+        if not self.bar.disable and now >= self._last_postfix + POSTFIX_EVERY_S:
+            self.postfix()
         every = self.progress_every_s
-        if every > 0 and time.monotonic() >= self._last_line + every:
+        if every > 0 and now >= self._last_line + every:
             self._progress()
 
     def postfix(self, **values: float) -> None:
+        """The bar's postfix: ``values``, ``sps`` (steps/s over the last ``RATE_WINDOW_S``
+        seconds, as the progress lines) and the last training return."""
         if not self.bar.disable:
+            self._last_postfix = time.monotonic()
             shown = {k: f"{v:.4g}" for k, v in values.items()}
+            rate = self.recent_rate(self._last_postfix)
+            if rate is not None:
+                shown["sps"] = f"{rate:.4g}"
             if self.last_return is not None:
                 shown["return"] = f"{self.last_return:.1f}"
             self.bar.set_postfix(shown, refresh=False)
@@ -225,15 +337,23 @@ class Logger:
         from torch.utils.tensorboard.summary import hparams as hparams_summaries
 
         _, session_start, session_end = hparams_summaries(hparams, metrics)
-        self.writer.file_writer.add_summary(session_start, step)
-        self.writer.file_writer.add_summary(session_end, step)
-        for tag, value in metrics.items():
-            self.writer.add_scalar(tag, float(value), step)
+
+        def write() -> None:
+            self.writer.file_writer.add_summary(session_start, step)
+            self.writer.file_writer.add_summary(session_end, step)
+            for tag, value in metrics.items():
+                self.writer.add_scalar(tag, float(value), step)
+
+        self._events(write)
 
     def flush(self) -> None:
-        self.writer.flush()
+        self._events(self.writer.flush)
 
     def close(self) -> None:
+        """Close the bar, the event file and the text handlers (an event file that cannot be
+        written is one ``UserError``, raised after everything is closed)."""
         self.bar.close()
-        self.writer.close()
-        self._detach()
+        try:
+            self._events(self.writer.close)
+        finally:
+            self._detach()

@@ -60,7 +60,7 @@ from rlzoo.run.checkpoint import (
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
 from rlzoo.run.normalize import check_observations, fold_collected, pending
-from rlzoo.run.rundir import write_atomic
+from rlzoo.run.rundir import check_run_dir, write_atomic
 from rlzoo.run.settings import read_settings
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError, StopSignals
 from rlzoo.run.state import (
@@ -238,7 +238,8 @@ class Trainer:
             # member's own step (a seed ahead of the group's clock keeps its episodes)
             purge_step = member.step + 1 if resume else None
             member.logger = Logger(member.run_dir, s.total_steps, s.progress, member.step,
-                                   purge_step, progress_every_s=s.progress_every_s, text=k == 0)
+                                   purge_step, progress_every_s=s.progress_every_s, text=k == 0,
+                                   learning_starts=0 if s.on_policy else s.learning_starts)
         logger = self.logger = self.members[0].logger
         assert logger is not None
         if resume:
@@ -278,7 +279,7 @@ class Trainer:
                         "perf/updates_per_sec": (self.updates - window_updates) / seconds,
                     }
                     self.log_scalars(metrics, perf)
-                    logger.postfix(sps=perf["perf/sps"])
+                    logger.postfix()  # its sps: the recent window, as the progress lines
                     window_start, window_step, window_updates = now, self.step, self.updates
                     next_log = self.next_multiple(s.log_every)
                 last = self.step >= s.total_steps
@@ -291,9 +292,11 @@ class Trainer:
                     path = self.save()
                     next_ckpt = self.next_multiple(s.checkpoint_every)
                     if stop.signum and not last:
+                        stopped = Interrupted(stop.signum, path, self.run_dir, self.step)
+                        logger.record(stopped.line())  # train.log says how to continue
                         self.close_loggers()
                         self.close_envs()
-                        raise Interrupted(stop.signum, path, self.run_dir, self.step)
+                        raise stopped
             if self.last_eval is None:  # resumed at the end from a checkpoint without one
                 self.evaluate_and_log()
         self.wall_time = time.perf_counter() - start
@@ -327,6 +330,13 @@ class Trainer:
     def close_envs(self) -> None:
         for member in self.members:
             member.close()
+
+    def record(self, line: str) -> None:
+        """``line`` into ``train.log`` (not on stderr), once the run's logger exists: how the
+        run stopped, for whoever reads the log later."""
+        logger = getattr(self, "logger", None)
+        if logger is not None:
+            logger.record(line)
 
     def close_loggers(self) -> None:
         for member in reversed(self.members):  # the first member's text handlers last
@@ -584,6 +594,8 @@ class Trainer:
         """Write a checkpoint of this step and each seed's ``policy.pt``, only if everything in
         them is finite (so every checkpoint kept is one to go back to), and keep the newest
         ``checkpoint.keep`` checkpoints."""
+        for m in self.members:  # a checkpoint would recreate a deleted dir without its config
+            check_run_dir(m.run_dir, self.step)
         path = checkpoint_path(self.checkpoint_dir, self.step)
         state = self.state_dict()
         poisoned = nonfinite_entries(state)

@@ -95,16 +95,32 @@ def remove_if_created(path: Path) -> None:
         folder = folder.parent
 
 
+class RunDirGone(UserError):
+    """The run dir was deleted or moved while the run trained into it (one line)."""
+
+
+def check_run_dir(run_dir: Path, step: int) -> None:
+    """Raise :class:`RunDirGone` if ``run_dir`` no longer exists, before anything would write
+    into it again (a checkpoint would silently recreate a dir without its config)."""
+    if not run_dir.is_dir():
+        raise RunDirGone(
+            f"the run dir {run_dir} was deleted or moved while training (at step {step}); "
+            "training stopped and nothing more was written; start a new run, or, if you moved "
+            "the dir, continue it where it is now with resume=NEW_DIR"
+        )
+
+
 def holds_a_run(path: Path) -> bool:
     """Whether ``path`` already holds a run's results (a checkpoint or a summary)."""
     return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))
 
 
-def in_use(run_dir: Path, owner: str) -> UserError:
-    """The one line for a run dir whose lock the live process ``owner`` (a pid) holds."""
+def in_use(run_dir: Path, owner: str, option: str = "hydra.run.dir") -> UserError:
+    """The one line for a run dir whose lock the live process ``owner`` (a pid) holds;
+    ``option`` names the caller's run dir setting (``run_dir`` for ``rlzoo.train``)."""
     return UserError(
         f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to finish or "
-        "stop it, or choose another hydra.run.dir"
+        f"stop it, or choose another {option}"
     )
 
 
@@ -143,7 +159,7 @@ class RunLock:
         return lock
 
     @staticmethod
-    def check_free(run_dir: Path) -> None:
+    def check_free(run_dir: Path, option: str = "hydra.run.dir") -> None:
         """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
         nothing (a launch refused afterwards leaves the dir as it was)."""
         if run_dir.resolve() in _held:
@@ -156,7 +172,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise in_use(run_dir, owner) from None
+            raise in_use(run_dir, owner, option) from None
         finally:
             os.close(fd)  # closing drops the shared lock taken to test
 

@@ -17,11 +17,23 @@ class AlreadyFinished(Exception):  # noqa: N818 - it is the event, not an error
 
 
 class Interrupted(Exception):  # noqa: N818 - it is the event, not an error
-    """SIGTERM or SIGINT arrived; a checkpoint was written at ``step`` into ``path``."""
+    """SIGTERM or SIGINT arrived; a checkpoint was written at ``step`` into ``path``.
+
+    Its text says so and how to continue: ``stopped by SIGINT at step 300; checkpoint
+    RUN/checkpoints/step_300.pt; continue with: python -m rlzoo.train resume=RUN (or
+    rlzoo.resume('RUN'))``. ``signal_name`` is ``SIGINT`` or ``SIGTERM``.
+    """
 
     def __init__(self, signum: int, path: Path, run_dir: Path, step: int) -> None:
-        super().__init__(signal.Signals(signum).name)
         self.signum, self.path, self.run_dir, self.step = signum, path, run_dir, step
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(f"{self.line()} (or rlzoo.resume({str(run_dir)!r}))")
+
+    def line(self) -> str:
+        """The stop line of the command line and ``train.log``: the signal, the step, the
+        checkpoint and the command that continues the run."""
+        return (f"stopped by {self.signal_name} at step {self.step}; checkpoint {self.path}; "
+                f"continue with: python -m rlzoo.train resume={self.run_dir}")
 
 
 class StopSignals:
