@@ -312,7 +312,10 @@ class ReplayBuffer:
         else:  # full [T, E, ...] tensors: keep the rows that hold data (the rest are zero)
             for name, tensor in tensors.items():
                 field_for(self, name, tensor, "replay buffer")
-            filled = _written_rows(tensors, row_count, ptr, started)
+            if row_count.shape != (self.rows,):
+                raise ValueError(f"replay buffer row counts of shape {row_count.shape} do not "
+                                 f"fit {self.rows} rows")
+            filled = _written_rows(row_count, ptr, started)
             tensors = {name: t[:filled] for name, t in tensors.items()}
             index = index[:slots]
         load_leading_rows(self, tensors, "replay buffer", written=self.filled)
@@ -325,24 +328,16 @@ class ReplayBuffer:
         self.generator.set_state(state["generator"].cpu())
 
 
-def _written_rows(
-    tensors: dict[str, torch.Tensor], row_count: np.ndarray, ptr: int, started: bool
-) -> int:
-    """For a checkpoint holding every row ``[T, E, ...]``: the fewest leading rows after which
-    every field is zero bit for bit and no row holds a transition start (its next row, the next
-    observation, counts too). Cutting there and zeroing the rest gives back the same buffer."""
-    T = next(iter(tensors.values())).shape[0]
+def _written_rows(row_count: np.ndarray, ptr: int, started: bool) -> int:
+    """The rows an older checkpoint's buffer had written (it saved all ``T`` rows): row ``ptr``
+    (the newest observation) and every row up to the next one after the last row that holds a
+    transition start. Every row ``add`` writes is one of those: a row without a start is a
+    reset call, which follows a row whose episode ended (a start), or row ``ptr``; a ring
+    that has wrapped therefore gives ``T``. The rows after are zero, so cutting there and
+    zeroing the rest gives back the same buffer."""
+    T = len(row_count)
     last = ptr + 1 if started else 0
-    counted = np.flatnonzero(row_count[:T])
+    counted = np.flatnonzero(row_count)
     if counted.size:
         last = max(last, min(int(counted[-1]) + 2, T))
-    chunk = 4096
-    for t in tensors.values():
-        bits = t.reshape(T, -1).view(torch.uint8) if t.dtype != torch.bool else t.reshape(T, -1)
-        for end in range(T, last, -chunk):  # from the end: a wrapped ring stops at once
-            start = max(last, end - chunk)
-            nonzero = torch.nonzero(bits[start:end].ne(0).any(1))
-            if nonzero.numel():
-                last = start + int(nonzero[-1]) + 1
-                break
     return last
