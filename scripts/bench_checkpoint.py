@@ -19,7 +19,9 @@ bytes). Cases:
 * ``humanoid``: SAC on Humanoid-v5 (obs 348, actions 17), 3,000 steps, default 1M-step replay;
 * ``maddpg3``: a MADDPG 3-seed group on MPE simple_spread, 1,500 steps, default replay;
 * ``wrapped``: SAC on Humanoid-v5, 3,000 steps, ``algo.buffer_size=1000`` (the ring is full: a
-  checkpoint then holds the whole capacity, which is the data).
+  checkpoint then holds the whole capacity, which is the data);
+* ``full``: SAC on Humanoid-v5, 30,000 steps into a 30,000-step buffer (44 MB of replay): what
+  writing and loading a full buffer costs beyond the buffer itself.
 
 All steps are warm-up steps (uniform random actions, no update) so a case takes seconds to a
 minute; the buffer's contents, not learning, decide a checkpoint's size.
@@ -42,6 +44,8 @@ CASES = {
     "humanoid": ["algo=sac", "env=Humanoid", "total_steps=3000"],
     "maddpg3": ["algo=maddpg", "env=mpe/simple_spread", "seeds=3", "total_steps=1500"],
     "wrapped": ["algo=sac", "env=Humanoid", "total_steps=3000", "algo.buffer_size=1000"],
+    "full": ["algo=sac", "env=Humanoid", "total_steps=30000", "algo.buffer_size=30000",
+             "algo.learning_starts=30000"],
 }
 
 # Runs inside the measured process: wraps Trainer.save / Trainer.restore, then runs the CLI.

@@ -176,6 +176,19 @@ def test_loading_into_a_used_buffer_clears_the_rows_it_wrote_beyond_the_checkpoi
     assert_same_buffer(a, b)
 
 
+def test_a_full_ring_takes_the_loaded_tensors_instead_of_copying_them() -> None:
+    a = make(40, 2, seed=3)
+    feed(a, 47, seed=4)  # wrapped: every row is data
+    state = through_disk(a.state_dict())
+    b = make(40, 2, seed=3)
+    b.load_state_dict(state)
+    for name in ("obs", "action", "reward", "terminated", "ended", "index"):
+        assert getattr(b, name).data_ptr() == state["tensors"][name].data_ptr(), name
+    feed(a, 9, seed=5)  # the CPU write path writes into the adopted storage
+    feed(b, 9, seed=5)
+    assert_same_buffer(a, b)
+
+
 def test_a_checkpoint_of_another_shape_is_refused() -> None:
     a = make(64, 1)
     feed(a, 20, seed=1)

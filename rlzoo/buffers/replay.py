@@ -86,12 +86,8 @@ class ReplayBuffer:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         # On CPU, numpy views of the storage: writes cost no tensor construction per field.
-        self._host: dict[str, np.ndarray] | None = None
-        if self.device.type == "cpu":
-            names = ("obs", "action", "reward", "terminated", "ended", "index", "state",
-                     "agent_reward")
-            self._host = {n: getattr(self, n).numpy() for n in names
-                          if getattr(self, n) is not None}
+        self._host: dict[str, np.ndarray] | None = (
+            self._host_views() if self.device.type == "cpu" else None)
         self.row_count = np.zeros(T, dtype=np.int64)  # valid starts pushed per row
         self.ptr = 0  # row that holds the newest observation (no action yet)
         self.head = 0  # FIFO push counter (monotonic)
@@ -154,6 +150,12 @@ class ReplayBuffer:
         self.row_count[p] = n
         self.ptr = nxt
         self.filled = max(self.filled, min(p + 2, T))  # rows p and p + 1 (T once the ring wraps)
+
+    def _host_views(self) -> dict[str, np.ndarray]:
+        """Numpy views of the CPU storage, by field name."""
+        names = ("obs", "action", "reward", "terminated", "ended", "index", "state",
+                 "agent_reward")
+        return {n: getattr(self, n).numpy() for n in names if getattr(self, n) is not None}
 
     def _put(self, field: str, row: int, value: Any) -> None:
         """``self.<field>[row] = value``: through a numpy view of the storage on CPU (no tensor
@@ -318,9 +320,12 @@ class ReplayBuffer:
             filled = _written_rows(row_count, ptr, started)
             tensors = {name: t[:filled] for name, t in tensors.items()}
             index = index[:slots]
-        load_leading_rows(self, tensors, "replay buffer", written=self.filled)
+        # a full ring's tensors become the storage: no second copy of it in memory
+        load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=True)
         load_leading_rows(self, {"index": index}, "replay buffer",
-                          written=min(self.head, self.index.numel()))
+                          written=min(self.head, self.index.numel()), adopt=True)
+        if self._host is not None:
+            self._host = self._host_views()
         self.row_count = np.zeros(self.rows, dtype=np.int64)
         self.row_count[:filled] = row_count[:filled]
         self.ptr, self.head, self.tail, self.started = ptr, head, tail, started

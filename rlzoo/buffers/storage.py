@@ -58,15 +58,22 @@ def field_for(owner: object, name: str, tensor: torch.Tensor, what: str,
 
 
 def load_leading_rows(
-    owner: object, tensors: dict[str, torch.Tensor], what: str, written: int
+    owner: object, tensors: dict[str, torch.Tensor], what: str, written: int,
+    adopt: bool = False,
 ) -> None:
     """Copy each checkpointed tensor ``[n, ...]`` into rows ``[0, n)`` of ``owner``'s field of
     that name, in place (views of the storage stay valid), and zero rows ``[n, written)``: the
     rows ``owner`` itself has written beyond the checkpoint's (``written = 0`` for a fresh
-    owner, whose untouched rows stay untouched). A missing field, other trailing dimensions or
-    more rows than the field holds is a ``ValueError`` naming it."""
+    owner, whose untouched rows stay untouched). With ``adopt``, a tensor of the field's whole
+    shape, dtype and device becomes the field instead (no second copy of a full buffer in
+    memory; views of the old storage then see the old data). A missing field, other trailing
+    dimensions or more rows than the field holds is a ``ValueError`` naming it."""
     for name, tensor in tensors.items():
         mine = field_for(owner, name, tensor, what, rows=True)
+        if adopt and tensor.shape == mine.shape and tensor.dtype == mine.dtype \
+                and tensor.device == mine.device and tensor.is_contiguous():
+            setattr(owner, name, tensor)
+            continue
         n = tensor.shape[0]
         mine[:n].copy_(tensor)
         if written > n:
