@@ -21,7 +21,11 @@ bytes). Cases:
 * ``wrapped``: SAC on Humanoid-v5, 3,000 steps, ``algo.buffer_size=1000`` (the ring is full: a
   checkpoint then holds the whole capacity, which is the data);
 * ``full``: SAC on Humanoid-v5, 30,000 steps into a 30,000-step buffer (44 MB of replay): what
-  writing and loading a full buffer costs beyond the buffer itself.
+  writing and loading a full buffer costs beyond the buffer itself;
+* ``buffer1m``: no run, the checkpoint functions alone on a full 1M-step Humanoid-shaped buffer
+  (1.47 GB): ``state_dict``, the NaN/inf check and ``save_checkpoint`` as ``Trainer.save`` does
+  them, then in a fresh process a new buffer, ``load_latest_valid`` and ``load_state_dict`` as
+  ``Trainer.restore`` does (random data; needs about 6 GB free with the code before 2026-12-02).
 
 All steps are warm-up steps (uniform random actions, no update) so a case takes seconds to a
 minute; the buffer's contents, not learning, decide a checkpoint's size.
@@ -88,6 +92,66 @@ print("BENCH " + json.dumps(record), flush=True)
 """
 
 
+# The buffer1m case: the same measurements around the checkpoint functions themselves.
+BUFFER_CHILD = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+from rlzoo.buffers import ReplayBuffer
+from rlzoo.run.checkpoint import (checkpoint_path, load_latest_valid, nonfinite_entries,
+                                  save_checkpoint)
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+def reset():
+    record["life_peak"] = max(record.get("life_peak", 0), status("VmHWM"))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return status("VmRSS")
+
+directory, phase = Path(sys.argv[1]), sys.argv[2]
+T, O, A = 1_000_000, 348, 17
+record = {}
+buffer = ReplayBuffer(T, (O,), (A,), 1)
+if phase == "save":
+    rng = np.random.default_rng(0)
+    pool = rng.standard_normal((1024, 1, O)).astype(np.float32)
+    actions = rng.uniform(-1, 1, (1024, 1, A)).astype(np.float32)
+    no = np.zeros(1, bool)
+    for t in range(T + 10):  # wraps: every row holds data
+        buffer.add(pool[t % 1024], actions[t % 1024], pool[t % 1024, :, 0],
+                   pool[(t + 1) % 1024], no, no, no)
+    before = reset()
+    state = {"format": 1, "buffer": buffer.state_dict()}
+    assert not nonfinite_entries(state)
+    save_checkpoint(checkpoint_path(directory, T), state)
+    record["save"] = {"rss_before": before, "peak": status("VmHWM")}
+else:
+    before = reset()
+    path, state = load_latest_valid(directory)
+    buffer.load_state_dict(state["buffer"])
+    del state
+    record["restore"] = {"rss_before": before, "peak": status("VmHWM")}
+record["life_peak"] = max(record["life_peak"], status("VmHWM"))
+print("BENCH " + json.dumps(record), flush=True)
+"""
+
+
+def measure_buffer(checkout: Path, directory: Path, phase: str) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
+    proc = subprocess.run([sys.executable, "-c", BUFFER_CHILD, str(directory), phase],
+                          capture_output=True, text=True, cwd=checkout, env=env, timeout=3600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("BENCH ")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"buffer1m {phase} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1][len("BENCH "):])
+
+
 def measure(checkout: Path, args: list[str]) -> dict:
     """One measured CLI process: its ``save`` / ``restore`` records and life peak (bytes)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(checkout)}
@@ -105,6 +169,13 @@ def measure(checkout: Path, args: list[str]) -> dict:
 def run_case(checkout: Path, name: str, root: Path) -> dict:
     """Train, then resume, one case; sizes and RSS figures in bytes."""
     run_dir = root / name
+    if name == "buffer1m":
+        save = measure_buffer(checkout, run_dir, "save")
+        restore = measure_buffer(checkout, run_dir, "restore")
+        (path,) = run_dir.glob("step_*.pt")
+        return {"checkpoint_bytes": path.stat().st_size, "save": save["save"],
+                "train_life_peak": save["life_peak"], "restore": restore["restore"],
+                "resume_life_peak": restore["life_peak"]}
     train = measure(checkout, [*CASES[name], *COMMON, f"hydra.run.dir={run_dir}"])
     steps = next(a for a in CASES[name] if a.startswith("total_steps="))
     resume = measure(checkout, [f"resume={run_dir}", steps])
@@ -117,7 +188,7 @@ def run_case(checkout: Path, name: str, root: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=REPO, help="rlzoo checkout to measure")
-    parser.add_argument("--case", action="append", choices=sorted(CASES),
+    parser.add_argument("--case", action="append", choices=sorted([*CASES, "buffer1m"]),
                         help="case to run (repeatable; default: all)")
     opts = parser.parse_args()
     mb = 1e6
@@ -125,7 +196,7 @@ def main() -> None:
     print(f"{'case':10} {'file MB':>8} | {'save: RSS before':>16} {'peak':>7} {'+':>6} "
           f"{'life':>7} | {'restore: RSS before':>19} {'peak':>7} {'+':>6} {'life':>7}")
     with tempfile.TemporaryDirectory(prefix="bench_checkpoint_") as tmp:
-        for name in opts.case or list(CASES):
+        for name in opts.case or [*CASES, "buffer1m"]:
             r = run_case(opts.checkout.resolve(), name, Path(tmp))
             s, lo = r["save"], r["restore"]
             print(f"{name:10} {r['checkpoint_bytes'] / mb:8.1f} | "
