@@ -134,7 +134,10 @@ if phase == "save":
 else:
     before = reset()
     path, state = load_latest_valid(directory)
-    buffer.load_state_dict(state["buffer"])
+    try:  # as Trainer.restore: the loaded tensors are the buffer's to keep
+        buffer.load_state_dict(state["buffer"], take=True)
+    except TypeError:  # code before 2026-12-02: no take
+        buffer.load_state_dict(state["buffer"])
     del state
     record["restore"] = {"rss_before": before, "peak": status("VmHWM")}
 record["life_peak"] = max(record["life_peak"], status("VmHWM"))

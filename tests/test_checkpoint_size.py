@@ -181,12 +181,24 @@ def test_a_full_ring_takes_the_loaded_tensors_instead_of_copying_them() -> None:
     feed(a, 47, seed=4)  # wrapped: every row is data
     state = through_disk(a.state_dict())
     b = make(40, 2, seed=3)
-    b.load_state_dict(state)
+    b.load_state_dict(state, take=True)
     for name in ("obs", "action", "reward", "terminated", "ended", "index"):
         assert getattr(b, name).data_ptr() == state["tensors"][name].data_ptr(), name
     feed(a, 9, seed=5)  # the CPU write path writes into the adopted storage
     feed(b, 9, seed=5)
     assert_same_buffer(a, b)
+
+
+def test_loading_another_buffers_state_copies_it() -> None:
+    a = make(40, 2, seed=3)
+    feed(a, 47, seed=4)  # full: its state_dict shares its memory, whole fields included
+    b = make(40, 2, seed=3)
+    b.load_state_dict(a.state_dict())
+    before = fields(b)
+    before = {k: v.clone() if torch.is_tensor(v) else np.copy(v) if isinstance(v, np.ndarray)
+              else v for k, v in before.items()}
+    feed(a, 9, seed=5)
+    assert_identical(fields(b), before, "buffer")  # untouched by a's writes
 
 
 def test_a_checkpoint_of_another_shape_is_refused() -> None:

@@ -289,11 +289,16 @@ class ReplayBuffer:
             "generator": self.generator.get_state(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
         """Put back :meth:`state_dict`, or a checkpoint written before checkpoints were sized
         by the data (full ``[T, E, ...]`` tensors and no ``filled``). The rows after the
         checkpoint's are zero afterwards, as in the buffer that wrote it; on a fresh buffer
-        they are not touched (no memory becomes resident for them)."""
+        they are not touched (no memory becomes resident for them).
+
+        ``take=True``: ``state``'s tensors are the buffer's to keep (a checkpoint just loaded
+        from disk), so a full ring's become its storage instead of being copied (the data is
+        then in memory once). Default: copy, so ``state`` (maybe another buffer's memory, as
+        :meth:`state_dict` shares it) is never aliased."""
         tensors = dict(state["tensors"])
         index = tensors.pop("index")
         ptr, head, tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
@@ -320,10 +325,9 @@ class ReplayBuffer:
             filled = _written_rows(row_count, ptr, started)
             tensors = {name: t[:filled] for name, t in tensors.items()}
             index = index[:slots]
-        # a full ring's tensors become the storage: no second copy of it in memory
-        load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=True)
+        load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=take)
         load_leading_rows(self, {"index": index}, "replay buffer",
-                          written=min(self.head, self.index.numel()), adopt=True)
+                          written=min(self.head, self.index.numel()), adopt=take)
         if self._host is not None:
             self._host = self._host_views()
         self.row_count = np.zeros(self.rows, dtype=np.int64)

@@ -70,8 +70,7 @@ def load_leading_rows(
     dimensions or more rows than the field holds is a ``ValueError`` naming it."""
     for name, tensor in tensors.items():
         mine = field_for(owner, name, tensor, what, rows=True)
-        if adopt and tensor.shape == mine.shape and tensor.dtype == mine.dtype \
-                and tensor.device == mine.device and tensor.is_contiguous():
+        if adopt and _adoptable(tensor, mine):
             setattr(owner, name, tensor)
             continue
         n = tensor.shape[0]
@@ -80,8 +79,21 @@ def load_leading_rows(
             mine[n:written].zero_()
 
 
-def load_tensors(owner: object, tensors: dict[str, torch.Tensor], what: str) -> None:
+def load_tensors(
+    owner: object, tensors: dict[str, torch.Tensor], what: str, adopt: bool = False
+) -> None:
     """Copy each checkpointed tensor into ``owner``'s field of that name, in place (views of
-    the storage stay valid). A missing field or another shape is a ``ValueError`` naming it."""
+    the storage stay valid); with ``adopt``, one of the field's dtype and device becomes the
+    field instead. A missing field or another shape is a ``ValueError`` naming it."""
     for name, tensor in tensors.items():
-        field_for(owner, name, tensor, what).copy_(tensor)
+        mine = field_for(owner, name, tensor, what)
+        if adopt and _adoptable(tensor, mine):
+            setattr(owner, name, tensor)
+        else:
+            mine.copy_(tensor)
+
+
+def _adoptable(tensor: torch.Tensor, mine: torch.Tensor) -> bool:
+    """Whether ``tensor`` can replace the storage field ``mine`` as it is."""
+    return tensor.shape == mine.shape and tensor.dtype == mine.dtype \
+        and tensor.device == mine.device and tensor.is_contiguous()
