@@ -30,7 +30,13 @@ import torch
 
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
-from rlzoo.buffers.storage import load_tensors, to_storage
+from rlzoo.buffers.storage import (
+    field_for,
+    leading_rows,
+    load_leading_rows,
+    to_storage,
+    zeros,
+)
 
 ONE_STEP = Sampling()
 
@@ -66,30 +72,28 @@ class ReplayBuffer:
         self.num_envs = num_envs
         self.rows = math.ceil(capacity / num_envs)
         T, E = self.rows, num_envs
-        with torch.device(self.device):
-            self.obs = torch.zeros((T, E, *obs_shape), dtype=torch.float32)
-            self.action = torch.zeros((T, E, *action_shape), dtype=torch.float32)
-            self.reward = torch.zeros((T, E), dtype=torch.float32)
-            self.terminated = torch.zeros((T, E), dtype=torch.bool)
-            self.ended = torch.zeros((T, E), dtype=torch.bool)
-            self.state = torch.zeros((T, E, state_dim)) if state_dim else None
-            self.agent_reward = torch.zeros((T, E, agent_rewards)) if agent_rewards else None
-            # FIFO ring of flat indices of valid transition starts.
-            self.index = torch.zeros(T * E, dtype=torch.int64)
+        f32, dev = torch.float32, self.device
+        # On the CPU, pages become resident as rows are first written (storage.zeros).
+        self.obs = zeros((T, E, *obs_shape), f32, dev)
+        self.action = zeros((T, E, *action_shape), f32, dev)
+        self.reward = zeros((T, E), f32, dev)
+        self.terminated = zeros((T, E), torch.bool, dev)
+        self.ended = zeros((T, E), torch.bool, dev)
+        self.state = zeros((T, E, state_dim), f32, dev) if state_dim else None
+        self.agent_reward = zeros((T, E, agent_rewards), f32, dev) if agent_rewards else None
+        # FIFO ring of flat indices of valid transition starts.
+        self.index = zeros((T * E,), torch.int64, dev)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         # On CPU, numpy views of the storage: writes cost no tensor construction per field.
-        self._host: dict[str, np.ndarray] | None = None
-        if self.device.type == "cpu":
-            names = ("obs", "action", "reward", "terminated", "ended", "index", "state",
-                     "agent_reward")
-            self._host = {n: getattr(self, n).numpy() for n in names
-                          if getattr(self, n) is not None}
+        self._host: dict[str, np.ndarray] | None = (
+            self._host_views() if self.device.type == "cpu" else None)
         self.row_count = np.zeros(T, dtype=np.int64)  # valid starts pushed per row
         self.ptr = 0  # row that holds the newest observation (no action yet)
         self.head = 0  # FIFO push counter (monotonic)
         self.tail = 0  # FIFO pop counter (monotonic)
         self.started = False
+        self.filled = 0  # rows [0, filled) have been written; the rows after are all zero
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -145,6 +149,13 @@ class ReplayBuffer:
             self.head += n
         self.row_count[p] = n
         self.ptr = nxt
+        self.filled = max(self.filled, min(p + 2, T))  # rows p and p + 1 (T once the ring wraps)
+
+    def _host_views(self) -> dict[str, np.ndarray]:
+        """Numpy views of the CPU storage, by field name."""
+        names = ("obs", "action", "reward", "terminated", "ended", "index", "state",
+                 "agent_reward")
+        return {n: getattr(self, n).numpy() for n in names if getattr(self, n) is not None}
 
     def _put(self, field: str, row: int, value: Any) -> None:
         """``self.<field>[row] = value``: through a numpy view of the storage on CPU (no tensor
@@ -254,26 +265,88 @@ class ReplayBuffer:
         )
 
     # ------------------------------------------------------------------ state
+    def _row_fields(self) -> dict[str, torch.Tensor]:
+        """The storage tensors with a leading row axis ``[T, E, ...]``, by field name."""
+        fields = {"obs": self.obs, "action": self.action, "reward": self.reward,
+                  "terminated": self.terminated, "ended": self.ended,
+                  "state": self.state, "agent_reward": self.agent_reward}
+        return {name: t for name, t in fields.items() if t is not None}
+
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue bit-identically (tensors and plain ints)."""
-        tensors = {
-            "obs": self.obs, "action": self.action, "reward": self.reward,
-            "terminated": self.terminated, "ended": self.ended, "index": self.index,
-        }
-        if self.state is not None:
-            tensors["state"] = self.state
-        if self.agent_reward is not None:
-            tensors["agent_reward"] = self.agent_reward
+        """Everything needed to continue bit-identically (tensors and plain ints), sized by the
+        data, not the capacity: rows ``[0, filled)`` of each ``[T, E, ...]`` field (``filled``
+        = rows written, ``T`` once the ring has wrapped; every later row is zero) and the
+        FIFO's first ``min(head, T * E)`` slots (the rest were never written). On the CPU the
+        tensors share the buffer's memory: save them before the next ``add``."""
+        n, slots = self.filled, min(self.head, self.index.numel())
+        tensors = {name: leading_rows(t, n) for name, t in self._row_fields().items()}
+        tensors["index"] = leading_rows(self.index, slots)
         return {
             "tensors": tensors,
-            "row_count": torch.as_tensor(self.row_count),
+            "filled": n,
+            "row_count": torch.from_numpy(self.row_count[:n].copy()),
             "ptr": self.ptr, "head": self.head, "tail": self.tail, "started": self.started,
             "generator": self.generator.get_state(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        load_tensors(self, state["tensors"], "replay buffer")
-        self.row_count = state["row_count"].numpy().astype(np.int64).copy()
-        self.ptr, self.head, self.tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
-        self.started = bool(state["started"])
-        self.generator.set_state(state["generator"])
+    def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
+        """Put back :meth:`state_dict`, or a checkpoint written before checkpoints were sized
+        by the data (full ``[T, E, ...]`` tensors and no ``filled``). The rows after the
+        checkpoint's are zero afterwards, as in the buffer that wrote it; on a fresh buffer
+        they are not touched (no memory becomes resident for them).
+
+        ``take=True``: ``state``'s tensors are the buffer's to keep (a checkpoint just loaded
+        from disk), so a full ring's become its storage instead of being copied (the data is
+        then in memory once). Default: copy, so ``state`` (maybe another buffer's memory, as
+        :meth:`state_dict` shares it) is never aliased."""
+        tensors = dict(state["tensors"])
+        index = tensors.pop("index")
+        ptr, head, tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
+        started = bool(state["started"])
+        row_count = state["row_count"].cpu().numpy().astype(np.int64)
+        slots = min(head, self.index.numel())
+        if not (0 <= ptr < self.rows and 0 <= tail <= head and index.dim() == 1
+                and index.shape[0] >= slots):
+            raise ValueError(f"replay buffer counters ptr={ptr}, head={head}, tail={tail} and "
+                             f"{tuple(index.shape)} FIFO slots do not fit {self.rows} rows")
+        if "filled" in state:
+            filled = int(state["filled"])
+            rows = {t.shape[0] if t.dim() else -1 for t in tensors.values()}
+            if rows != {filled} or not 0 <= filled <= self.rows or index.shape[0] != slots:
+                raise ValueError(f"replay buffer fields with {sorted(rows)} rows and "
+                                 f"{index.shape[0]} FIFO slots do not match its {filled} "
+                                 f"filled rows of {self.rows} and {slots} slots")
+        else:  # full [T, E, ...] tensors: keep the rows that hold data (the rest are zero)
+            for name, tensor in tensors.items():
+                field_for(self, name, tensor, "replay buffer")
+            if row_count.shape != (self.rows,):
+                raise ValueError(f"replay buffer row counts of shape {row_count.shape} do not "
+                                 f"fit {self.rows} rows")
+            filled = _written_rows(row_count, ptr, started)
+            tensors = {name: t[:filled] for name, t in tensors.items()}
+            index = index[:slots]
+        load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=take)
+        load_leading_rows(self, {"index": index}, "replay buffer",
+                          written=min(self.head, self.index.numel()), adopt=take)
+        if self._host is not None:
+            self._host = self._host_views()
+        self.row_count = np.zeros(self.rows, dtype=np.int64)
+        self.row_count[:filled] = row_count[:filled]
+        self.ptr, self.head, self.tail, self.started = ptr, head, tail, started
+        self.filled = filled
+        self.generator.set_state(state["generator"].cpu())
+
+
+def _written_rows(row_count: np.ndarray, ptr: int, started: bool) -> int:
+    """The rows an older checkpoint's buffer had written (it saved all ``T`` rows): row ``ptr``
+    (the newest observation) and every row up to the next one after the last row that holds a
+    transition start. Every row ``add`` writes is one of those: a row without a start is a
+    reset call, which follows a row whose episode ended (a start), or row ``ptr``; a ring
+    that has wrapped therefore gives ``T``. The rows after are zero, so cutting there and
+    zeroing the rest gives back the same buffer."""
+    T = len(row_count)
+    last = ptr + 1 if started else 0
+    counted = np.flatnonzero(row_count)
+    if counted.size:
+        last = max(last, min(int(counted[-1]) + 2, T))
+    return last

@@ -178,6 +178,8 @@ class RolloutStore:
             "ptr": self.ptr, "started": self.started,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        load_tensors(self, state["tensors"], "rollout")
+    def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
+        """Put back :meth:`state_dict`; ``take=True`` keeps ``state``'s tensors as the storage
+        instead of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``)."""
+        load_tensors(self, state["tensors"], "rollout", adopt=take)
         self.ptr, self.started = int(state["ptr"]), bool(state["started"])

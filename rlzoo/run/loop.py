@@ -657,7 +657,7 @@ class Trainer:
         }
 
     def load_member_state(self, m: Member, part: dict[str, Any]) -> None:
-        m.storage.load_state_dict(part["buffer"])
+        m.storage.load_state_dict(part["buffer"], take=True)  # loaded from disk: kept as is
         m.env.set_state(part["env"])
         m.load_loop_state(part["loop"])
         counters = part["counters"]
