@@ -8,10 +8,12 @@ from rlzoo.nets.critics import (
     EnsembleCritic,
     TwinCritic,
 )
-from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP
+from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
+from rlzoo.nets.hyperspherical import HypersphericalMLP
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
     "ActionSequenceCritic", "Critic", "DeterministicActor", "DistributionalCritic",
-    "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "TanhGaussianActor", "TwinCritic", "mlp",
+    "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "HypersphericalMLP", "TanhGaussianActor",
+    "TwinCritic", "make_network", "mlp",
 ]
