@@ -1,6 +1,7 @@
 """Networks: MLPs, the batched-ensemble layer, actors and critics."""
 
 from rlzoo.nets.actors import DeterministicActor, TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
 from rlzoo.nets.critics import (
     ActionSequenceCritic,
     Critic,
@@ -13,7 +14,7 @@ from rlzoo.nets.hyperspherical import HypersphericalMLP
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
-    "ActionSequenceCritic", "Critic", "DeterministicActor", "DistributionalCritic",
-    "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "HypersphericalMLP", "TanhGaussianActor",
-    "TwinCritic", "make_network", "mlp",
+    "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
+    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "HypersphericalMLP",
+    "TanhGaussianActor", "TwinCritic", "make_network", "mlp",
 ]
