@@ -160,3 +160,29 @@ def test_the_config_composes_the_references_defaults() -> None:
     # one override swaps one part
     assert swapped.critic._target_ == "rlzoo.nets.TwinCritic" and swapped.critic.network is None
     assert "network" not in swapped.algo.actor and swapped.algo._target_ == "rlzoo.algos.SimbaV2"
+
+
+def test_a_short_run_trains_normalizes_and_exports(tmp_path: Path) -> None:
+    """The composed algorithm through the CLI: normalizers attached and fed, weights projected,
+    and the exported program equals the policy on raw observations."""
+    from conftest import read_summary, run_cli
+
+    import rlzoo
+    from rlzoo.nets.hyperspherical import HyperLinear
+
+    run = tmp_path / "run"
+    proc = run_cli(["algo=simbav2", "env=Pendulum", "total_steps=160", "algo.learning_starts=100",
+                    "algo.batch_size=16", "eval.every=0", "eval.episodes=1", "log.progress=false",
+                    "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8"], run)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    policy = rlzoo.load_policy(run)
+    algo = policy.algo
+    assert isinstance(algo, SimbaV2) and read_summary(run)["updates"] >= 60
+    assert algo.obs_normalizer is not None and algo.reward_scaler is not None
+    assert float(algo.obs_normalizer.count) > 100  # fed from the collected observations
+    for m in algo.modules():
+        if isinstance(m, HyperLinear) and not any(m is t for t in algo.target_critic.modules()):
+            assert torch.allclose(m.weight.norm(dim=-2), torch.ones(()), atol=1e-6)
+    obs = torch.randn(7, 3) * 4
+    program = torch.export.load(str(policy.export(tmp_path / "policy.pt2"))).module()
+    assert torch.equal(program(obs), policy(obs))
