@@ -255,7 +255,9 @@ SUITES: dict[str, Suite] = {
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference at this budget; after Hopper dsac_t, the hours "
                 "went to the rows that have one, to the peer and to the action-sequence critic "
-                "with its control",
+                "with its control; `simbav2` costs about 30x SAC per update on this CPU "
+                "(docs/performance.md), about a day per 5-seed cell: its cells belong to the "
+                "`gpu` suite",
     ),
     "marl": Suite(
         name="marl",
