@@ -118,6 +118,10 @@ GROUP_CASES = {
     "sac-simbav2_net-seeds2": (["algo=sac", "net=simbav2", "seeds=2", *PENDULUM,
                                 "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8"],
                                137, 260),
+    # algo=simbav2 whole: categorical critic, normalizers, its update order and decaying rates
+    "simbav2-seeds2": (["algo=simbav2", "seeds=2", *PENDULUM, "algo.actor.network.hidden_dim=8",
+                        "critic.network.hidden_dim=8", "critic.network.num_blocks=1",
+                        "algo.lr_decay_updates=300"], 141, 250),
     "sac-categorical-seeds2": (["algo=sac", "critic=categorical", "seeds=2", *PENDULUM], 143, 250),
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
