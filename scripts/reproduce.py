@@ -142,6 +142,12 @@ MUJOCO_ROWS = (
              "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
              "chunk; evaluated open-loop too; nothing is published on these tasks at these "
              "budgets, so no reference)"),
+    Row("simbav2", ("algo=simbav2",), against=("sac",),
+        note="SimbaV2 with the reference's gym-MuJoCo defaults (conf/algo/simbav2.yaml: "
+             "hyperspherical 128x1-block actor and 512x2-block twin categorical critic, "
+             "observation and reward normalization, 5,000 random steps) at one update per env "
+             "step: the setting of the reference's UTD-1 curve; its headline baseline makes 2 "
+             "updates per step"),
 )
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
 # page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
@@ -195,7 +201,9 @@ SUITES: dict[str, Suite] = {
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference; the hours went to the rows that have one, to "
-                "the peer and to the action-sequence critic with its control",
+                "the peer and to the action-sequence critic with its control; `simbav2` costs "
+                "about 30x SAC per update on this CPU (docs/performance.md), about a day per "
+                "5-seed cell: its cells belong to the `gpu` suite",
     ),
     "marl": Suite(
         name="marl",

@@ -40,3 +40,19 @@ def test_td3_solves_inverted_pendulum(tmp_path: Path) -> None:
                     "checkpoint.every=0", "seed=0"], run_dir, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_summary(run_dir)["final_eval_return"] >= 900.0
+
+
+@pytest.mark.slow
+def test_simbav2_solves_pendulum(tmp_path: Path) -> None:
+    """algo=simbav2 with its own components (hyperspherical networks, categorical twin critic,
+    observation and reward normalization, its update order and learning rates) at smaller widths
+    than its MuJoCo defaults, and gamma from the reference's heuristic for 200-step episodes
+    (0.975). On seed 1 with a 128/64-wide network it was at -151 by 4,000 steps."""
+    run_dir = tmp_path / "simbav2"
+    proc = run_cli(["algo=simbav2", "env=Pendulum", "total_steps=5000",
+                    "algo.learning_starts=1000", "eval.every=0", "eval.episodes=10",
+                    "checkpoint.every=0", "seed=1", "critic.network.hidden_dim=64",
+                    "critic.network.num_blocks=1", "algo.actor.network.hidden_dim=32",
+                    "algo.gamma=0.975"], run_dir, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_summary(run_dir)["final_eval_return"] >= THRESHOLD

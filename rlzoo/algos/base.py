@@ -290,7 +290,8 @@ class Algorithm(nn.Module):
         self, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
         max_grad_norm: float | None = None,
     ) -> None:
-        """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step``.
+        """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step
+        -> apply_constraints``.
 
         ``loss`` is a scalar, or ``[K]`` per-seed losses of a group: their sum is differentiated
         (seed k's slice gets exactly seed k's gradient) and the clip is applied per seed.
@@ -304,6 +305,30 @@ class Algorithm(nn.Module):
             else:
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
+        self.apply_constraints(optimizer)
+
+    def apply_constraints(self, optimizer: torch.optim.Optimizer) -> None:
+        """Call ``project_parameters()`` of every network whose parameters ``optimizer`` steps
+        (e.g. SimbaV2's ``HypersphericalMLP``: weights back onto the unit sphere). ``step`` calls
+        it after each optimizer step; an algorithm that steps an optimizer itself calls it too.
+        Target copies are never projected (the reference's are not: they are polyak averages of
+        projected weights). The projection acts on each tensor's last axes, so per member and,
+        in a seed group, per seed. The networks are found once per optimizer."""
+        cache = self.__dict__.setdefault("_constrained", {})
+        modules = cache.get(id(optimizer))
+        if modules is None:
+            stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            modules, names = [], []
+            for name, module in self.named_modules():
+                if module is self or any(name.startswith(n + ".") for n in names):
+                    continue
+                if callable(getattr(module, "project_parameters", None)) and any(
+                        id(p) in stepped for p in module.parameters()):
+                    modules.append(module)
+                    names.append(name)
+            cache[id(optimizer)] = modules
+        for module in modules:
+            module.project_parameters()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """Networks, targets, tuner and every optimizer, plus the update counter."""
