@@ -5,7 +5,8 @@
 
 Suites (:data:`SUITES`; every setting of a suite is declared there once):
 
-* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
+* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic,
+  STAC, SAC with the categorical critic
   and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, 50k env steps,
   5 seeds, on the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
@@ -197,6 +198,16 @@ MUJOCO_ROWS = (
              "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
              "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
              "chunk; evaluated open-loop too)"),
+    Row("stac", ("algo=stac",), against=("sac",),
+        note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
+             "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
+             "HalfCheetah 0), LayerNorm in the critic, no dropout (the paper's best: 0.01 in "
+             "actor and critic on Hopper, none on HalfCheetah), 10,000 random steps, lr 3e-4"),
+    Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
+        note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
+             "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
+             "smaller member's distribution as target, cross-entropy loss; not SimbaV2's "
+             "networks, normalizers or schedule"),
 )
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
 # page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
@@ -249,7 +260,8 @@ SUITES: dict[str, Suite] = {
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference at this budget; after Hopper dsac_t, the hours "
                 "went to the rows that have one, to the peer and to the action-sequence critic "
-                "with its control",
+                "with its control; the `stac` and `sac-categorical` rows were added later "
+                "(issue 24) and have not been run",
     ),
     "marl": Suite(
         name="marl",

@@ -10,10 +10,11 @@ from rlzoo.nets.critics import (
     TwinCritic,
 )
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP
+from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
     "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
-    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP",
+    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "GaussianCritic",
     "TanhGaussianActor", "TwinCritic", "mlp",
 ]
