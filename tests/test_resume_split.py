@@ -116,6 +116,10 @@ def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, 
 GROUP_CASES = {
     "sac-seeds2": (["algo=sac", "seeds=2", *PENDULUM], 137, 260),
     "stac-seeds2": (["algo=stac", "seeds=2", *PENDULUM], 141, 250),
+    # SimbaV2's networks: weights re-projected onto the unit sphere after every step
+    "sac-simbav2_net-seeds2": (["algo=sac", "net=simbav2", "seeds=2", *PENDULUM,
+                                "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8"],
+                               137, 260),
     "sac-categorical-seeds2": (["algo=sac", "critic=categorical", "seeds=2", *PENDULUM], 143, 250),
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],

@@ -56,7 +56,8 @@ ALGOS: dict[str, tuple[Callable[[], Algorithm], int]] = {  # (builder, action wi
     "td3": (td3, 2),
     "sac-categorical": (lambda: sac(partial(CategoricalCritic, atoms=11, hidden=HIDDEN)), 2),
     "stac-gaussian": (
-        lambda: sac(partial(GaussianCritic, pessimism=0.5, hidden=HIDDEN, layer_norm=True)), 2),
+        lambda: sac(partial(GaussianCritic, pessimism=0.5, hidden=HIDDEN, layer_norm=True,
+                            dropout=0.1)), 2),
 }
 
 

@@ -166,3 +166,5 @@ def test_algo_stac_carries_the_papers_defaults() -> None:
     assert (cfg.algo.batch_size, cfg.algo.learning_starts, cfg.algo.utd) == (256, 10000, 1)
     assert (cfg.algo.policy_delay, cfg.algo.target_delay) == (1, 1)
     assert (cfg.tuner.init_alpha, cfg.tuner.target_entropy) == (0.2, None)  # -|A|
+    assert (cfg.critic.dropout, cfg.algo.actor.dropout, cfg.algo.actor.layer_norm) == (
+        0.01, 0.01, True)

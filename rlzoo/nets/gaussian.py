@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from rlzoo.nets.critics import Critic, _check_reduction, reduce_members
-from rlzoo.nets.ensemble import EnsembleMLP
+from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -53,6 +53,11 @@ class GaussianCritic(Critic):
         hidden: hidden sizes (default ``(256, 256)``, the paper's Appendix D).
         activation: hidden activation (``relu``, Appendix D).
         layer_norm: LayerNorm after each hidden layer (on in STAC; off by default here).
+        dropout: drop probability after each hidden layer (STAC: 0.01 in its ablations), active
+            in the online and the target critic (as the author's code: its target critic is
+            never put in eval mode).
+        network: builds each member's trunk instead of the MLP (``make_network``; two heads,
+            mu and the std logit).
     """
 
     def __init__(
@@ -66,6 +71,8 @@ class GaussianCritic(Critic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
         super().__init__()
         if n < 1:
@@ -76,9 +83,13 @@ class GaussianCritic(Critic):
         self.members, self.pessimism, self.raw_std_min = n, pessimism, raw_std_min
         self.actor_reduce = actor_reduce
         self.obs_dim, self.act_dim = obs_dim, act_dim
-        self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, 2, activation, layer_norm)
-        with torch.no_grad():  # rl-warehouse starts the std logit's bias at 0
-            self.net.output_layer.bias[..., 1].zero_()
+        self.net = make_network(
+            network, n, obs_dim + act_dim, 2, 2, hidden, activation, layer_norm, dropout
+        )
+        output = getattr(self.net, "output_layer", None)
+        if output is not None:
+            with torch.no_grad():  # rl-warehouse starts the std logit's bias at 0
+                output.bias[..., 1].zero_()
         self._stats: dict[str, torch.Tensor] = {}
 
     def distribution(
