@@ -207,8 +207,8 @@ MUJOCO_ROWS = (
     Row("stac", ("algo=stac",), against=("sac",),
         note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
              "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
-             "HalfCheetah 0), LayerNorm in the critic, no dropout (the paper's best: 0.01 in "
-             "actor and critic on Hopper, none on HalfCheetah), 10,000 random steps, lr 3e-4"),
+             "HalfCheetah 0), LayerNorm and dropout 0.01 in actor and critic (the paper's best "
+             "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
     Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
         note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
              "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
