@@ -4,6 +4,9 @@
                                       [--steps 2000] [--repeats 3] [--threads 1] [--json OUT]
     python scripts/bench_algo_cost.py --updates 20 [--algos sac simbav2] [--env Hopper] ...
 
+An entry of ``--algos`` may carry overrides after the algorithm's name, in one quoted word:
+``--algos sac stac "sac critic=categorical"``.
+
 Unlike ``bench_throughput.py`` (one network size and learning rate for every algorithm), each
 algorithm runs here as a user gets it (``algo=<name>``: its own networks, critic, normalizers and
 updates per step), through the real CLI, at one update per env step where that is its default.
@@ -38,12 +41,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def cli_ms_per_step(algo: str, env: str, warmup: int, steps: int, seed: int,
                     threads: int) -> float:
-    """Milliseconds per env step of ``algo=<algo>`` over the training phase (after warm-up)."""
+    """Milliseconds per env step of ``algo=<algo>`` over the training phase (after warm-up);
+    ``algo`` is a name, optionally followed by overrides (``"sac critic=categorical"``)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "rlzoo.train", f"algo={algo}", f"env={env}",
+        name, *overrides = algo.split()
+        cmd = [sys.executable, "-m", "rlzoo.train", f"algo={name}", *overrides, f"env={env}",
                f"total_steps={warmup + steps}", f"algo.learning_starts={warmup}",
                f"log.every={math.gcd(warmup, steps)}", f"seed={seed}", "eval.every=0",
                "eval.episodes=1", "checkpoint.every=0", "log.progress=false",
@@ -145,14 +150,14 @@ def main() -> None:
             ms = cli_ms_per_step(algo, args.env, args.warmup, args.steps, args.seed,
                                  args.threads)
             runs[algo].append(ms)
-            print(f"round {r + 1}: {algo:10s} {ms:8.2f} ms per env step", flush=True)
+            print(f"round {r + 1}: {algo:22s} {ms:8.2f} ms per env step", flush=True)
     base = args.algos[0]
     print(f"\n{args.env}, {args.steps} training steps after {args.warmup} random ones, "
           f"{args.threads} thread(s), {args.repeats} interleaved rounds")
     for algo in args.algos:
         ms = runs[algo]
         ratios = [a / b for a, b in zip(ms, runs[base])]
-        print(f"{algo:10s} ms/step min {min(ms):.2f} max {max(ms):.2f}; x{base} per round: "
+        print(f"{algo:22s} ms/step min {min(ms):.2f} max {max(ms):.2f}; x{base} per round: "
               f"{', '.join(f'{x:.2f}' for x in ratios)} (range {min(ratios):.2f}-"
               f"{max(ratios):.2f})")
     if args.json:

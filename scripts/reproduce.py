@@ -5,10 +5,10 @@
 
 Suites (:data:`SUITES`; every setting of a suite is declared there once):
 
-* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
-  and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, SAC, TD3 and
-  the peer on Walker2d-v5, 100k env steps (the page's headline reads 50k and 100k), 5 seeds, on
-  the CPU.
+* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic,
+  SimbaV2, STAC, SAC with the categorical critic and Stable-Baselines3's SAC and TD3 (the peer)
+  on Hopper-v5 and HalfCheetah-v5, SAC, TD3 and the peer on Walker2d-v5, 100k env steps (the
+  page's headline reads 50k and 100k), 5 seeds, on the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
   HASAC on MaMuJoCo HalfCheetah-2x3, 5 seeds, on the CPU (budgets per task, see the suite).
 * ``gpu``: the rlzoo rows of ``mujoco`` at 1M env steps on Hopper-v5, HalfCheetah-v5 and
@@ -148,6 +148,16 @@ MUJOCO_ROWS = (
              "observation and reward normalization, 5,000 random steps) at one update per env "
              "step: the setting of the reference's UTD-1 curve; its headline baseline makes 2 "
              "updates per step"),
+    Row("stac", ("algo=stac",), against=("sac",),
+        note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
+             "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
+             "HalfCheetah 0), LayerNorm and dropout 0.01 in actor and critic (the paper's best "
+             "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
+    Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
+        note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
+             "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
+             "smaller member's distribution as target, cross-entropy loss; not SimbaV2's "
+             "networks, normalizers or schedule"),
 )
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
 # page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
@@ -203,7 +213,8 @@ SUITES: dict[str, Suite] = {
                 "rows has a published reference; the hours went to the rows that have one, to "
                 "the peer and to the action-sequence critic with its control; `simbav2` costs "
                 "about 30x SAC per update on this CPU (docs/performance.md), about a day per "
-                "5-seed cell: its cells belong to the `gpu` suite",
+                "5-seed cell: its cells belong to the `gpu` suite; the `stac` and "
+                "`sac-categorical` rows were added later (issue 24) and have not been run",
     ),
     "marl": Suite(
         name="marl",
