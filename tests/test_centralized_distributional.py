@@ -1,8 +1,8 @@
 """DSAC-T's distributional critic (``DistributionalCritic``, the class single-agent DSAC-T
-trains) as
-the centralized critic of HASAC (one critic over the global state and the joint action) and of
-MADDPG (one critic per agent, ``n_agents = N``): the losses against DSAC-T's formula computed by
-hand on the joint input, gradient isolation between actors and critics, shapes and refusals.
+trains) as the centralized critic of HASAC (one critic over the global state and the joint
+action) and of MADDPG (one critic per agent, ``n_agents = N``): the losses against DSAC-T's
+formula computed by hand on the joint input, gradient isolation between actors and critics,
+shapes and refusals.
 
 Seed independence is in tests/test_seed_group_marl.py, resume in tests/test_resume_split.py, the
 CLI in tests/test_multi_agent_cli.py."""
