@@ -77,6 +77,35 @@ def test_every_algo_env_pair_runs_through_the_cli(algo: str, family: str, tmp_pa
         check_run_dir(runs[0], algo, env)
 
 
+@pytest.mark.parametrize("family, env", [("mpe", "mpe/simple_spread"),
+                                         ("mamujoco", "mamujoco/HalfCheetah-2x3")])
+def test_distributional_centralized_critics_run_through_the_cli(family: str, env: str,
+                                                                tmp_path: Path) -> None:
+    """``critic=distributional`` (DSAC-T's critic) as HASAC's centralized critic and as MADDPG's
+    per-agent critics: the run-dir contract, the critic's spread in TensorBoard, and the critic's
+    shape in the checkpoint (MADDPG: 2 members per agent)."""
+    proc = run_cli([
+        "-m", "algo=hasac,maddpg", "critic=distributional", f"env={env}",
+        f"total_steps={SMOKE_STEPS}", *TINY, *ALGO_SMOKE["hasac"][:2], *FAMILY_SMOKE[family],
+        "eval.every=0", "eval.episodes=1", "log.every=50", "log.progress=false",
+        f"hydra.sweep.dir={tmp_path}",
+    ])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    agents = AGENTS[env.split("/")[1]]
+    for algo, members in (("hasac", 2), ("maddpg", 2 * agents)):
+        runs = list((tmp_path / env.replace("/", "-") / algo).iterdir())
+        assert len(runs) == 1, runs
+        check_run_dir(runs[0], algo, env)
+        tags = scalars(runs[0])
+        assert all(value > 0 for _, value in tags["stats/q_std"]), tags["stats/q_std"]
+        state = torch.load(runs[0] / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+                           weights_only=True)
+        modules = state["algo"]["modules"]
+        assert modules["critic.running_std"].shape == (members, 1)
+        assert bool(modules["critic.running_std_ready"])
+        assert '"_target_": "rlzoo.nets.DistributionalCritic"' in json.dumps(state["config"])
+
+
 def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
     proc = run_cli([
         "algo=maddpg", "env=mpe/simple_spread", "algo.share_actor=true",
@@ -99,10 +128,12 @@ def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
                                              "algo=hasac"]),
     (["algo=hasac", "env=mpe/simple_speaker_listener", "algo.share_actor=true"],
      ["share_actor=true needs agents with equal action sizes"]),
-    (["algo=hasac", "env=mpe/simple_spread", "critic=distributional"],
-     ["HASAC cannot train a DistributionalCritic"]),
+    (["algo=hasac", "env=mpe/simple_spread", "critic=agents"],
+     ["HASAC cannot train a AgentCritics; it supports: EnsembleCritic, DistributionalCritic"]),
     (["algo=maddpg", "env=mpe/simple_spread", "critic=twin"],
-     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics"]),
+     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics, DistributionalCritic"]),
+    (["algo=coma", "env=mpe/simple_spread", "critic=distributional"],
+     ["COMA cannot train a DistributionalCritic"]),
 ])
 def test_misfits_fail_at_start_in_one_line(args: list[str], fragments: list[str],
                                            tmp_path: Path) -> None:

@@ -50,6 +50,10 @@ CASES = {
     # MaMuJoCo
     "maddpg-mamujoco": (["algo=maddpg", *MAMUJOCO], 137, 230),
     "hasac-mamujoco-2envs": (["algo=hasac", "num_envs=2", *MAMUJOCO], 154, 260),
+    # the distributional centralized critics (their running stds live in the checkpoint)
+    "hasac-distributional-mpe": (["algo=hasac", "critic=distributional", *MPE, *REPLAY], 137, 260),
+    "maddpg-distributional-mamujoco": (["algo=maddpg", "critic=distributional", *MAMUJOCO],
+                                       141, 230),
 }
 
 STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
@@ -116,6 +120,11 @@ GROUP_CASES = {
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
                         130, 250),
+    # split at env step 137: 12 steps into an MPE episode (25 steps), about 24 updates in
+    "hasac-distributional-mpe-seeds2": (
+        ["algo=hasac", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
+    "maddpg-distributional-mpe-seeds2": (
+        ["algo=maddpg", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
 }
 
 
