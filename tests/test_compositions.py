@@ -19,9 +19,11 @@ COMPOSITIONS = [
     (["algo=sac", "critic=ensemble"], "sac", 100, 1),
     (["algo=sac", "critic=distributional"], "sac", 100, 1),
     (["algo=sac", "critic=action_sequence"], "sac", 100, 1),
+    (["algo=sac", "critic=categorical"], "sac", 100, 1),
     (["algo=td3", "critic=twin"], "td3", 100, 1),
     (["algo=td3", "critic=ensemble"], "td3", 100, 1),
     (["algo=td3", "critic=action_sequence"], "td3", 100, 1),
+    (["algo=td3", "critic=categorical"], "td3", 100, 1),
     (["algo=dsac_t"], "dsac_t", 100, 1),
     (["algo=redq"], "redq", 250, 20),  # 50 env steps x G = 20 critic updates
 ]
@@ -71,9 +73,10 @@ def test_presets_configure_their_papers_settings(tmp_path: Path) -> None:
     assert chunk.critic.horizon == 4 and chunk.critic.actor_reduce == "first"
 
 
-CRITICS = ["twin", "ensemble", "distributional", "action_sequence"]
+CRITICS = ["twin", "ensemble", "distributional", "action_sequence", "categorical"]
 SUPPORTED = {
-    "sac": set(CRITICS), "redq": set(CRITICS), "td3": {"twin", "ensemble", "action_sequence"},
+    "sac": set(CRITICS), "redq": set(CRITICS),
+    "td3": {"twin", "ensemble", "action_sequence", "categorical"},
     "dsac_t": {"distributional"},
 }
 
@@ -105,7 +108,12 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
     [
         (["algo=td3", "critic=distributional"],
          ["TD3 cannot train a DistributionalCritic", "TwinCritic, EnsembleCritic, "
-          "ActionSequenceCritic"]),
+          "ActionSequenceCritic, CategoricalCritic"]),
+        (["algo=dsac_t", "critic=categorical"],
+         ["DSACT cannot train a CategoricalCritic", "supports: DistributionalCritic"]),
+        (["algo=sac", "critic=categorical", "critic.v_min=3", "critic.v_max=-3"],
+         ["critic.v_min must be below critic.v_max"]),
+        (["algo=sac", "critic=categorical", "critic.atoms=1"], ["critic.atoms must be >= 2"]),
         (["algo=dsac_t", "critic=ensemble"],
          ["cannot train a EnsembleCritic", "supports: DistributionalCritic"]),
         (["algo=sac", "critic=action_sequence", "critic.horizon=0"], ["critic.horizon"]),

@@ -40,6 +40,7 @@ CASES = {
         ["algo=sac", "critic=action_sequence", "num_envs=2", *PENDULUM], 254, 440),
     "td3-2envs": (["algo=td3", "num_envs=2", *PENDULUM], 226, 420),
     "dsac_t": (["algo=dsac_t", *PENDULUM], 149, 250),
+    "sac-categorical": (["algo=sac", "critic=categorical", *PENDULUM], 151, 250),
     "redq": (["algo=redq", "algo.utd=3", "algo.policy_delay=3", *PENDULUM], 121, 230),
     # MPE
     "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
@@ -117,6 +118,11 @@ def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, 
 # after a split at K equals the straight run's, and so does each seed's summary.
 GROUP_CASES = {
     "sac-seeds2": (["algo=sac", "seeds=2", *PENDULUM], 137, 260),
+    # SimbaV2's networks: weights re-projected onto the unit sphere after every step
+    "sac-simbav2_net-seeds2": (["algo=sac", "net=simbav2", "seeds=2", *PENDULUM,
+                                "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8"],
+                               137, 260),
+    "sac-categorical-seeds2": (["algo=sac", "critic=categorical", "seeds=2", *PENDULUM], 143, 250),
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
                         130, 250),

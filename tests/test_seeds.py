@@ -20,7 +20,13 @@ from rlzoo.algos.base import Algorithm
 from rlzoo.algos.dsac_t import DSACT
 from rlzoo.algos.seeds import seed_weights, stack_seeds
 from rlzoo.buffers import Batch
-from rlzoo.nets import DeterministicActor, EnsembleCritic, TanhGaussianActor, TwinCritic
+from rlzoo.nets import (
+    CategoricalCritic,
+    DeterministicActor,
+    EnsembleCritic,
+    TanhGaussianActor,
+    TwinCritic,
+)
 from rlzoo.nets.critics import ActionSequenceCritic, DistributionalCritic
 from rlzoo.tuners import AutoAlpha
 
@@ -47,6 +53,7 @@ ALGOS: dict[str, tuple[Callable[[], Algorithm], int]] = {  # (builder, action wi
     "sac-action_sequence": (
         lambda: sac(partial(ActionSequenceCritic, horizon=3, hidden=HIDDEN)), 6),
     "td3": (td3, 2),
+    "sac-categorical": (lambda: sac(partial(CategoricalCritic, atoms=11, hidden=HIDDEN)), 2),
 }
 
 

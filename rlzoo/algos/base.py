@@ -7,10 +7,18 @@ contract says: an off-policy algorithm gets a replay ``Batch`` drawn as its ``sa
 ``explore(obs) -> (action, pre_tanh)`` and gets each full ``Rollout`` once. ``update`` returns
 scalar tensors (never ``.item()``: the loop converts when it logs, so CUDA never waits on the
 host).
+
+Input normalizers (``rlzoo.nets.normalizers``; ``normalize.*`` in the config) are attached to an
+algorithm by ``attach_normalizers`` and applied by the base class around every subclass's
+``act``, ``explore`` and ``update``: those always receive *raw* observations (and rewards) and the
+subclass code sees normalized ones, so an algorithm file stays written for the inputs its paper
+uses and ``Policy`` / ``Policy.export`` take raw observations.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -22,6 +30,7 @@ from rlzoo.algos.seeds import clip_grad_norm_per_seed, run_per_seed
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
+from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
 from rlzoo.optim import adam
 
 __all__ = ["Algorithm", "EnvSpec", "adam", "check_tau", "log_action_scale"]
@@ -94,6 +103,44 @@ def log_action_scale(spec: EnvSpec) -> torch.Tensor:
     return log_scale.float()
 
 
+def _raw_obs_in(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``act`` / ``explore`` taking raw observations: normalized first when the algorithm has an
+    observation normalizer (once: a nested call, e.g. ``act`` calling ``explore``, passes them
+    on as they are)."""
+
+    @functools.wraps(fn)
+    def call(self: Algorithm, obs: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if self.obs_normalizer is None or self._inputs_normalized:
+            return fn(self, obs, *args, **kwargs)
+        self._inputs_normalized = True
+        try:
+            return fn(self, self.obs_normalizer(obs), *args, **kwargs)
+        finally:
+            self._inputs_normalized = False
+
+    call._raw_inputs = True  # type: ignore[attr-defined]
+    return call
+
+
+def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``update`` taking a raw ``Batch`` / ``Rollout``: normalized first (once) when the
+    algorithm has normalizers (``Algorithm.normalized_inputs``)."""
+
+    @functools.wraps(fn)
+    def call(self: Algorithm, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self.normalizes or self._inputs_normalized:
+            return fn(self, batch, *args, **kwargs)
+        batch = self.normalized_inputs(batch)
+        self._inputs_normalized = True
+        try:
+            return fn(self, batch, *args, **kwargs)
+        finally:
+            self._inputs_normalized = False
+
+    call._raw_inputs = True  # type: ignore[attr-defined]
+    return call
+
+
 class Algorithm(nn.Module):
     """Base class. Subclasses set the class attributes and implement ``act`` and ``update``.
 
@@ -125,6 +172,56 @@ class Algorithm(nn.Module):
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.updates = 0  # number of update() calls so far
         self.seeds = 1  # K: independent seeds trained as one group (``rlzoo.algos.seeds``)
+        self.obs_normalizer: ObservationNormalizer | None = None
+        self.state_normalizer: ObservationNormalizer | None = None
+        self.reward_scaler: RewardScaler | None = None
+        self._inputs_normalized = False  # inside a wrapped call: inputs already normalized
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, wrap in (("act", _raw_obs_in), ("explore", _raw_obs_in),
+                           ("update", _raw_batch_in)):
+            fn = cls.__dict__.get(name)
+            if callable(fn) and not getattr(fn, "_raw_inputs", False):
+                setattr(cls, name, wrap(fn))
+
+    def attach_normalizers(
+        self, obs: ObservationNormalizer | None = None,
+        state: ObservationNormalizer | None = None, reward: RewardScaler | None = None,
+    ) -> None:
+        """Give this algorithm its input normalizers (before ``stack_seeds`` and the first
+        update); their statistics become part of its ``state_dict``."""
+        if obs is not None:
+            self.obs_normalizer = obs
+        if state is not None:
+            self.state_normalizer = state
+        if reward is not None:
+            self.reward_scaler = reward
+
+    @property
+    def normalizes(self) -> bool:
+        """Whether any input normalizer is attached."""
+        return (self.obs_normalizer is not None or self.state_normalizer is not None
+                or self.reward_scaler is not None)
+
+    def normalized_inputs(self, batch: Any) -> Any:
+        """``batch`` (a ``Batch`` or ``Rollout``, raw, ``[K, ...]`` in a group) with ``obs`` and
+        ``next_obs`` normalized by ``obs_normalizer``, ``state`` and ``next_state`` by
+        ``state_normalizer`` and ``reward`` (and ``agent_reward``) divided by the reward scale,
+        each seed with its own statistics; fields without a normalizer are left as they are."""
+        return dataclasses.replace(batch, **self.per_seed(self._normalized_fields, batch))
+
+    def _normalized_fields(self, batch: Any) -> dict[str, torch.Tensor]:
+        """One seed's normalized fields of ``batch`` (see :meth:`normalized_inputs`)."""
+        out: dict[str, torch.Tensor] = {}
+        for names, normalizer in ((("obs", "next_obs"), self.obs_normalizer),
+                                  (("state", "next_state"), self.state_normalizer),
+                                  (("reward", "agent_reward"), self.reward_scaler)):
+            for name in names:
+                value = getattr(batch, name, None)
+                if normalizer is not None and value is not None:
+                    out[name] = normalizer(value)
+        return out
 
     @property
     def name(self) -> str:
@@ -187,7 +284,8 @@ class Algorithm(nn.Module):
         self, optimizer: torch.optim.Optimizer, loss: torch.Tensor,
         max_grad_norm: float | None = None,
     ) -> None:
-        """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step``.
+        """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step
+        -> apply_constraints``.
 
         ``loss`` is a scalar, or ``[K]`` per-seed losses of a group: their sum is differentiated
         (seed k's slice gets exactly seed k's gradient) and the clip is applied per seed.
@@ -201,6 +299,30 @@ class Algorithm(nn.Module):
             else:
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         optimizer.step()
+        self.apply_constraints(optimizer)
+
+    def apply_constraints(self, optimizer: torch.optim.Optimizer) -> None:
+        """Call ``project_parameters()`` of every network whose parameters ``optimizer`` steps
+        (e.g. SimbaV2's ``HypersphericalMLP``: weights back onto the unit sphere). ``step`` calls
+        it after each optimizer step; an algorithm that steps an optimizer itself calls it too.
+        Target copies are never projected (the reference's are not: they are polyak averages of
+        projected weights). The projection acts on each tensor's last axes, so per member and,
+        in a seed group, per seed. The networks are found once per optimizer."""
+        cache = self.__dict__.setdefault("_constrained", {})
+        modules = cache.get(id(optimizer))
+        if modules is None:
+            stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            modules, names = [], []
+            for name, module in self.named_modules():
+                if module is self or any(name.startswith(n + ".") for n in names):
+                    continue
+                if callable(getattr(module, "project_parameters", None)) and any(
+                        id(p) in stepped for p in module.parameters()):
+                    modules.append(module)
+                    names.append(name)
+            cache[id(optimizer)] = modules
+        for module in modules:
+            module.project_parameters()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
         """Networks, targets, tuner and every optimizer, plus the update counter."""

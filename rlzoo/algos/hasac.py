@@ -249,6 +249,7 @@ class HASAC(MultiAgentAlgorithm):
             members = ([self.actor.member_of(a) for a in agents] if isinstance(agents, list)
                        else self.actor.member_of(agents))
             self.actor_optimizer.step(members)
+            self.apply_constraints(self.actor_optimizer)
         alpha_loss = self.per_seed(self.tuner.loss, pre_update)
         if self.tuner.optimizer is not None:
             self.step(self.tuner.optimizer, alpha_loss)

@@ -27,6 +27,7 @@ import torch
 from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import (
     ActionSequenceCritic,
     Critic,
@@ -55,7 +56,9 @@ class SAC(Algorithm):
         target_delay: critic steps per polyak step of the targets (``None`` = ``policy_delay``).
     """
 
-    supported_critics = (TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic)
+    supported_critics = (
+        TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic, CategoricalCritic,
+    )
     graph_safe = True
     seed_groups = True
 

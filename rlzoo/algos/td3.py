@@ -19,6 +19,7 @@ import torch
 from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import ActionSequenceCritic, Critic, EnsembleCritic, TwinCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 
@@ -43,7 +44,7 @@ class TD3(Algorithm):
     not validated with a deterministic policy, so it is refused (use algo=sac or algo=dsac_t).
     """
 
-    supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic)
+    supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic, CategoricalCritic)
     graph_safe = True
     seed_groups = True
 

@@ -77,6 +77,7 @@ class SingleAgentVecEnv(VecEnv):
         self.env_id = env_id
         obs_space, bounds = self.envs[0].observation_space, self.envs[0].env.action_space
         self.obs_dim, self.act_dim = int(obs_space.shape[0]), int(bounds.shape[0])
+        self.obs_spaces = {env_id: obs_space}  # the raw space (checked by normalize.obs)
         self.obs_shape, self.act_shape = (self.obs_dim,), (self.act_dim,)
         self.act_mask = np.ones(self.act_shape, dtype=bool)
         # the env's own Box, inside RescaleAction

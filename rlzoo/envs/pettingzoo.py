@@ -194,6 +194,7 @@ class MultiAgentVecEnv(VecEnv):
                 raise ValueError(f"{family}/{scenario}: agent {agent} has non-Box action {space}")
             if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
                 raise ValueError(f"{family}/{scenario}: agent {agent} has unbounded action {space}")
+        self.obs_spaces = {f"agent {a}": s for a, s in zip(self.agent_ids, obs_spaces)}
         self.obs_dims: list[int] = [int(np.prod(s.shape)) for s in obs_spaces]
         self.act_dims: list[int] = [int(s.shape[0]) for s in act_spaces]
         self.obs_dim = max(self.obs_dims)

@@ -1,6 +1,7 @@
 """Networks: MLPs, the batched-ensemble layer, actors and critics."""
 
 from rlzoo.nets.actors import DeterministicActor, TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
 from rlzoo.nets.critics import (
     ActionSequenceCritic,
     Critic,
@@ -8,10 +9,12 @@ from rlzoo.nets.critics import (
     EnsembleCritic,
     TwinCritic,
 )
-from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP
+from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
+from rlzoo.nets.hyperspherical import HypersphericalMLP
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
-    "ActionSequenceCritic", "Critic", "DeterministicActor", "DistributionalCritic",
-    "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "TanhGaussianActor", "TwinCritic", "mlp",
+    "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
+    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "HypersphericalMLP",
+    "TanhGaussianActor", "TwinCritic", "make_network", "mlp",
 ]

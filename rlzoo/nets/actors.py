@@ -4,6 +4,11 @@ Actions live in ``[-1, 1]``; scaling to an environment's bounds happens once, at
 An actor with ``members > 1`` holds one independent network per member (e.g. per agent) as a
 batched ensemble and maps ``[E, B, obs_dim]`` to ``[E, B, act_dim]``; with ``members == 1``
 it maps ``[B, obs_dim]`` to ``[B, act_dim]``.
+
+The trunk is an ``EnsembleMLP`` (``hidden``, ``activation``, ``layer_norm``, ``dropout``) unless
+``network`` builds another one (``rlzoo.nets.ensemble.make_network``; e.g. SimbaV2's
+``HypersphericalMLP``). Dropout is active when the actor samples (collection, losses) and off in
+``mode``, the deterministic action used for evaluation and export.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlzoo.nets.ensemble import EnsembleMLP
+from rlzoo.nets.ensemble import NetworkFactory, dropout_off, make_network
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -36,19 +41,29 @@ def tanh_gaussian_log_prob(
     return log_normal - tanh_log_abs_det_jacobian(pre_tanh)
 
 
+LOG_STD_SQUASHES = ("clamp", "tanh")
+
+
 class _EnsembleActorBase(nn.Module):
     def __init__(
         self,
         obs_dim: int,
         act_dim: int,
         out_features: int,
+        heads: int,
         hidden: Sequence[int],
         activation: str,
         members: int,
+        layer_norm: bool,
+        dropout: float,
+        network: NetworkFactory | None,
     ) -> None:
         super().__init__()
         self.obs_dim, self.act_dim, self.members = obs_dim, act_dim, members
-        self.net = EnsembleMLP(members, obs_dim, hidden, out_features, activation)
+        self.net = make_network(
+            network, members, obs_dim, out_features, heads, hidden, activation, layer_norm,
+            dropout,
+        )
 
     def _trunk(self, obs: torch.Tensor) -> torch.Tensor:
         out = self.net(obs)
@@ -63,8 +78,15 @@ class TanhGaussianActor(_EnsembleActorBase):
         act_dim: action size |A| (for an action-chunk actor: H * |A|).
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
-        log_std_min, log_std_max: clamp of the log standard deviation (CleanRL: -5, 2).
+        log_std_min, log_std_max: range of the log standard deviation (CleanRL: -5, 2).
         members: independent networks evaluated as one batched ensemble (default 1).
+        layer_norm: LayerNorm (no affine) after each hidden layer of the MLP trunk (default off).
+        dropout: dropout probability after each hidden layer of the MLP trunk, in ``[0, 1)``
+            (default 0; off in ``mode``).
+        network: builds the trunk instead of the MLP (``make_network``; default ``None``).
+        log_std_squash: how the raw log std is brought into ``[log_std_min, log_std_max]``:
+            ``clamp`` (default) or ``tanh``, ``min + (max - min) (1 + tanh(raw)) / 2``
+            (SimbaV2's ``HyperNormalTanhPolicy``).
     """
 
     def __init__(
@@ -76,17 +98,33 @@ class TanhGaussianActor(_EnsembleActorBase):
         log_std_min: float = -5.0,
         log_std_max: float = 2.0,
         members: int = 1,
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
+        log_std_squash: str = "clamp",
     ) -> None:
-        super().__init__(obs_dim, act_dim, 2 * act_dim, hidden, activation, members)
+        super().__init__(
+            obs_dim, act_dim, 2 * act_dim, 2, hidden, activation, members, layer_norm, dropout,
+            network,
+        )
         if log_std_min >= log_std_max:
             raise ValueError(
                 f"actor log_std_min ({log_std_min}) must be below log_std_max ({log_std_max})"
             )
+        if log_std_squash not in LOG_STD_SQUASHES:
+            raise ValueError(
+                f"algo.actor.log_std_squash must be one of {', '.join(LOG_STD_SQUASHES)}, got "
+                f"{log_std_squash!r}"
+            )
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
+        self.log_std_squash = log_std_squash
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return the pre-squash ``mean`` and clamped ``log_std``, each ``[..., B, act_dim]``."""
+        """Return the pre-squash ``mean`` and bounded ``log_std``, each ``[..., B, act_dim]``."""
         mean, log_std = self._trunk(obs).chunk(2, dim=-1)
+        if self.log_std_squash == "tanh":
+            half_range = 0.5 * (self.log_std_max - self.log_std_min)
+            return mean, self.log_std_min + half_range * (1.0 + torch.tanh(log_std))
         return mean, log_std.clamp(self.log_std_min, self.log_std_max)
 
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,8 +142,10 @@ class TanhGaussianActor(_EnsembleActorBase):
         return tanh_gaussian_log_prob(noise, log_std, pre_tanh).sum(-1)
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action ``tanh(mean)`` ``[..., B, act_dim]`` used for evaluation."""
-        return torch.tanh(self(obs)[0])
+        """Deterministic action ``tanh(mean)`` ``[..., B, act_dim]`` used for evaluation (no
+        dropout)."""
+        with dropout_off(self):
+            return torch.tanh(self(obs)[0])
 
 
 class DeterministicActor(_EnsembleActorBase):
@@ -116,6 +156,7 @@ class DeterministicActor(_EnsembleActorBase):
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
         members: independent networks evaluated as one batched ensemble (default 1).
+        layer_norm, dropout, network: the trunk, as ``TanhGaussianActor``'s.
     """
 
     def __init__(
@@ -125,13 +166,20 @@ class DeterministicActor(_EnsembleActorBase):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         members: int = 1,
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
-        super().__init__(obs_dim, act_dim, act_dim, hidden, activation, members)
+        super().__init__(
+            obs_dim, act_dim, act_dim, 1, hidden, activation, members, layer_norm, dropout,
+            network,
+        )
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """``obs [..., B, obs_dim]`` -> action ``[..., B, act_dim]`` in (-1, 1)."""
         return torch.tanh(self._trunk(obs))
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
-        """Same as ``forward``: the policy is deterministic."""
-        return self(obs)
+        """``forward`` without dropout: the evaluation action."""
+        with dropout_off(self):
+            return self(obs)

@@ -26,7 +26,7 @@ from torch import nn
 
 from rlzoo.nets.actors import tanh_gaussian_log_prob
 from rlzoo.nets.critics import Critic
-from rlzoo.nets.ensemble import EnsembleMLP
+from rlzoo.nets.ensemble import NetworkFactory, dropout_off, make_network
 
 
 def action_mask(act_dims: Sequence[int], act_dim: int) -> torch.Tensor:
@@ -113,8 +113,10 @@ class AgentActors(nn.Module):
         return tuple(map(to_agents, out)) if isinstance(out, tuple) else to_agents(out)
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action ``[..., N, A]`` (tanh of the mean for a Gaussian), padding 0."""
-        out = self._run(obs)
+        """Deterministic action ``[..., N, A]`` (tanh of the mean for a Gaussian), padding 0; no
+        dropout."""
+        with dropout_off(self.net):
+            out = self._run(obs)
         mean = out[0] if isinstance(out, tuple) else out
         action = torch.tanh(mean) if isinstance(out, tuple) else mean
         return action * self.act_mask
@@ -152,6 +154,8 @@ class AgentCritics(Critic):
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
         layer_norm: LayerNorm after each hidden layer (default off).
+        dropout: dropout probability after each hidden layer, in ``[0, 1)`` (default 0).
+        network: builds the trunk instead of the MLP (``rlzoo.nets.ensemble.make_network``).
     """
 
     def __init__(
@@ -162,13 +166,17 @@ class AgentCritics(Critic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
         super().__init__()
         if n_agents < 1:
             raise ValueError(f"AgentCritics needs n_agents >= 1, got {n_agents}")
         self.members = self.groups = n_agents
         self.obs_dim, self.act_dim = obs_dim, act_dim
-        self.net = EnsembleMLP(n_agents, obs_dim + act_dim, hidden, 1, activation, layer_norm)
+        self.net = make_network(
+            network, n_agents, obs_dim + act_dim, 1, 1, hidden, activation, layer_norm, dropout
+        )
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``obs [B, X]`` or ``[N, B, X]``, ``action [B, J]`` or ``[N, B, J]`` -> ``q [N, B]``."""

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlzoo.nets.ensemble import EnsembleMLP
+from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 REDUCTIONS = ("min", "mean", "first")
 
@@ -134,6 +134,10 @@ class EnsembleCritic(Critic):
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
         layer_norm: LayerNorm after each hidden layer (default off).
+        dropout: dropout probability after each hidden layer, in ``[0, 1)`` (default 0; active
+            in the online and the target critic alike, as DroQ).
+        network: builds each member's trunk instead of the MLP (``make_network``; e.g.
+            ``net=simbav2``); ``hidden``/``activation``/``layer_norm``/``dropout`` then unused.
     """
 
     def __init__(
@@ -146,6 +150,8 @@ class EnsembleCritic(Critic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
         super().__init__()
         if n < 1 or not 1 <= subset <= n:
@@ -155,7 +161,9 @@ class EnsembleCritic(Critic):
         _check_reduction(actor_reduce)
         self.members, self.subset, self.actor_reduce = n, subset, actor_reduce
         self.obs_dim, self.act_dim = obs_dim, act_dim
-        self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, 1, activation, layer_norm)
+        self.net = make_network(
+            network, n, obs_dim + act_dim, 1, 1, hidden, activation, layer_norm, dropout
+        )
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``obs [B, O]``, ``action [B, A]`` -> ``q [E, B]``."""
@@ -203,8 +211,12 @@ class TwinCritic(EnsembleCritic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
-        super().__init__(obs_dim, act_dim, 2, 2, actor_reduce, hidden, activation, layer_norm)
+        super().__init__(
+            obs_dim, act_dim, 2, 2, actor_reduce, hidden, activation, layer_norm, dropout, network
+        )
 
 
 class ActionSequenceCritic(EnsembleCritic):
@@ -223,7 +235,7 @@ class ActionSequenceCritic(EnsembleCritic):
         n: members (default 2: twin).
         subset: members in the target's min (default 2).
         actor_reduce: ``min`` (SAC, default), ``mean`` or ``first`` (TD3).
-        hidden, activation, layer_norm: as ``EnsembleCritic``.
+        hidden, activation, layer_norm, dropout, network: as ``EnsembleCritic``.
     """
 
     def __init__(
@@ -237,11 +249,14 @@ class ActionSequenceCritic(EnsembleCritic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
         if horizon < 1:
             raise ValueError(f"critic.horizon must be >= 1, got {horizon}")
         super().__init__(
-            obs_dim, horizon * act_dim, n, subset, actor_reduce, hidden, activation, layer_norm
+            obs_dim, horizon * act_dim, n, subset, actor_reduce, hidden, activation, layer_norm,
+            dropout, network,
         )
         self.action_horizon, self.step_act_dim = horizon, act_dim
 
@@ -278,6 +293,8 @@ class DistributionalCritic(Critic):
         hidden: hidden sizes (default ``(256, 256)``; DSAC-T uses three 256 GELU layers).
         activation: hidden activation (default ``relu``).
         layer_norm: LayerNorm after each hidden layer (default off).
+        dropout, network: the trunk, as ``EnsembleCritic``'s (the network has 2 heads: mean
+            and raw std).
         sample_clip: c, clamp of the standard normal z in the sampled value (3).
         boundary: k, the clipping boundary in running stds (3).
         std_tau: tau_b, rate of the running std (0.005, the polyak rate).
@@ -304,6 +321,8 @@ class DistributionalCritic(Critic):
         std_bias: float = 0.1,
         ratio_min: float = 0.1,
         ratio_max: float = 10.0,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
         n_agents: int = 1,
     ) -> None:
         super().__init__()
@@ -325,7 +344,10 @@ class DistributionalCritic(Critic):
         self.sample_clip, self.boundary, self.std_tau = sample_clip, boundary, std_tau
         self.huber_delta, self.std_bias = huber_delta, std_bias
         self.ratio_min, self.ratio_max = ratio_min, ratio_max
-        self.net = EnsembleMLP(self.members, obs_dim + act_dim, hidden, 2, activation, layer_norm)
+        self.net = make_network(
+            network, self.members, obs_dim + act_dim, 2, 2, hidden, activation, layer_norm,
+            dropout,
+        )
         # ms_i, the running mean of each member's std, and whether it has seen a batch yet.
         self.register_buffer("running_std", torch.zeros(self.members, 1))
         self.register_buffer("running_std_ready", torch.zeros((), dtype=torch.bool))

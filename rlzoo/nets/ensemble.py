@@ -7,8 +7,9 @@ which is broadcast to every member) and the output is ``[E, B, out]``.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -77,6 +78,15 @@ class EnsembleLinear(nn.Module):
         return f"members={self.members}, in={self.in_features}, out={self.out_features}"
 
 
+def check_dropout(dropout: float) -> float:
+    """``dropout`` if it is a usable drop probability, ``0 <= p < 1``."""
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(
+            f"dropout must be in [0, 1), got {dropout}; set it to 0 (off) or a probability below 1"
+        )
+    return dropout
+
+
 class EnsembleMLP(nn.Module):
     """E independent MLPs evaluated together: ``[E, B, in] -> [E, B, out]``.
 
@@ -88,6 +98,15 @@ class EnsembleMLP(nn.Module):
         act: activation name between layers (none after the last layer).
         layer_norm: add a LayerNorm without affine parameters (so members stay independent)
             after each hidden linear layer.
+        dropout: drop probability of a ``nn.Dropout`` after each hidden activation (default 0:
+            none; DroQ and STAC use 0.01). Active in training mode, so also in target networks;
+            actors switch it off for their deterministic ``mode`` (``dropout_off``).
+        heads: how many separate predictions ``out_features`` holds (e.g. 2 for an actor's mean
+            and log std). Accepted for the network contract (``make_network``); a plain MLP's
+            last linear layer already gives each output its own weights, so it changes nothing.
+
+    Layer order per hidden size: ``Linear -> [LayerNorm] -> act -> [Dropout]`` (DroQ's order is
+    ``Linear -> Dropout -> LayerNorm -> act``; both are "dropout and layer norm per layer").
     """
 
     def __init__(
@@ -98,8 +117,11 @@ class EnsembleMLP(nn.Module):
         out_features: int,
         act: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        heads: int = 1,
     ) -> None:
         super().__init__()
+        check_dropout(dropout)
         sizes = [in_features, *hidden]
         layers: list[nn.Module] = []
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -107,6 +129,8 @@ class EnsembleMLP(nn.Module):
             if layer_norm:
                 layers.append(nn.LayerNorm(n_out, elementwise_affine=False))
             layers.append(activation(act))
+            if dropout > 0:
+                layers.append(nn.Dropout(dropout))
         layers.append(EnsembleLinear(members, sizes[-1], out_features))
         self.members = members
         self.layers = nn.Sequential(*layers)
@@ -118,3 +142,48 @@ class EnsembleMLP(nn.Module):
     @property
     def output_layer(self) -> EnsembleLinear:
         return self.layers[-1]  # type: ignore[return-value]
+
+
+NetworkFactory = Callable[..., nn.Module]
+"""``network(members, in_features, out_features, heads=1) -> module`` mapping ``[E, B, in]``
+(or a shared ``[B, in]``) to ``[E, B, out]``: what an actor or critic builds its trunk with
+(``EnsembleMLP`` by default; ``rlzoo.nets.HypersphericalMLP`` is SimbaV2's). A module may define
+``project_parameters()``; the algorithm calls it after every optimizer step that moved its
+parameters (``Algorithm.step``)."""
+
+
+def make_network(
+    network: NetworkFactory | None,
+    members: int,
+    in_features: int,
+    out_features: int,
+    heads: int = 1,
+    hidden: Sequence[int] = (256, 256),
+    activation: str = "relu",
+    layer_norm: bool = False,
+    dropout: float = 0.0,
+) -> nn.Module:
+    """The trunk of an actor or critic: ``network(members, in_features, out_features,
+    heads=heads)`` when a network is configured (``critic.network``, ``algo.actor.network``,
+    e.g. ``net=simbav2``), else an ``EnsembleMLP`` of ``hidden``/``activation``/``layer_norm``/
+    ``dropout`` (which then configure nothing else)."""
+    check_dropout(dropout)
+    if network is None:
+        return EnsembleMLP(
+            members, in_features, hidden, out_features, activation, layer_norm, dropout, heads
+        )
+    return network(members, in_features, out_features, heads=heads)
+
+
+@contextlib.contextmanager
+def dropout_off(module: nn.Module) -> Iterator[nn.Module]:
+    """Within the block every ``nn.Dropout`` inside ``module`` is in eval mode (the identity);
+    their modes are restored after. A no-op for a module without dropout."""
+    layers = [m for m in module.modules() if isinstance(m, nn.Dropout) and m.training]
+    for m in layers:
+        m.training = False
+    try:
+        yield module
+    finally:
+        for m in layers:
+            m.training = True

@@ -26,6 +26,7 @@ from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.errors import UserError, one_line
+from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import TRAINER_KEYS, Settings
 from rlzoo.run.trust import check_targets
 
@@ -193,6 +194,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         if isinstance(err, InstantiationException) and cause is err:  # Hydra refused the target
             raise UserError(f"cannot build algo={cfg.algo.name}: {one_line(err)}") from None
         raise
+    attach_normalizers(algo, cfg, spec)  # normalize.*: nothing unless asked for
     return algo.to(device)
 
 

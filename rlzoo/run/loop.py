@@ -59,6 +59,7 @@ from rlzoo.run.checkpoint import (
 )
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
+from rlzoo.run.normalize import check_observations, fold_collected, pending
 from rlzoo.run.rundir import write_atomic
 from rlzoo.run.settings import read_settings
 from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError, StopSignals
@@ -157,6 +158,7 @@ class Trainer:
                 self.members.append(member)
                 self.spec = env_spec(env)
                 check_spec(self.spec, str(cfg.env.name))
+                check_observations(env, cfg)
                 algos.append(build_algorithm(member_cfg, self.spec, s.device))
             if len(algos) > 1 and not type(algos[0]).seed_groups:
                 raise UserError(
@@ -383,6 +385,9 @@ class Trainer:
         # is done (a faster seed may pass total_steps by a few steps)
         active = self.members if s.on_policy else [m for m in self.members
                                                     if m.step < s.total_steps]
+        for m in active:  # normalize.*: the statistics take in what the last step collected
+            fold_collected(self.algo, self.members.index(m) if self.group else None, m.obs,
+                           m.env_state, m.pending, s.device)
         for m, (action, pre_tanh) in zip(active, self.choose_actions(active)):
             self.collect_member(m, action, pre_tanh)
 
@@ -399,6 +404,8 @@ class Trainer:
             agent_reward=result.agent_reward, **extra,
         )
         m.chunk_pos[result.reset_step] = self.horizon
+        if self.algo.normalizes:
+            m.pending = pending(result)  # merged before the next action (rlzoo.run.normalize)
         # --- episode bookkeeping
         valid = ~result.reset_step
         n_new = int(valid.sum())

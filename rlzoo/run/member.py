@@ -52,6 +52,7 @@ class Member:
     chunk_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     episode_return: np.ndarray = field(default_factory=lambda: np.zeros(0))
     agent_return: np.ndarray | None = None
+    pending: dict[str, np.ndarray] | None = None  # the last step, for the normalizers to merge
 
     def reset_envs(self, horizon: int) -> None:
         """First reset of the training envs; starts the per-env arrays."""
@@ -71,6 +72,8 @@ class Member:
             loop["env_state"] = np.asarray(self.env_state)
         if self.agent_return is not None:
             loop["agent_return"] = self.agent_return
+        if self.pending is not None:
+            loop["normalize_pending"] = self.pending
         return loop
 
     def load_loop_state(self, loop: dict[str, Any]) -> None:
@@ -87,6 +90,8 @@ class Member:
             self.agent_return = host_array(loop["agent_return"])
         if "chunk" in loop:
             self.chunk, self.chunk_pos = host_array(loop["chunk"]), host_array(loop["chunk_pos"])
+        if "normalize_pending" in loop:
+            self.pending = {k: host_array(v) for k, v in loop["normalize_pending"].items()}
 
     def close(self) -> None:
         self.env.close()

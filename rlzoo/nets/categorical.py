@@ -1,0 +1,209 @@
+"""A categorical value distribution on a fixed support (C51's, as SimbaV2 and FlashSAC use it).
+
+Member i of ``CategoricalCritic`` gives, for each ``(s, a)``, probabilities ``p_i(s, a) [N]`` on
+the fixed atoms ``z_k = v_min + k (v_max - v_min) / (N - 1)``, ``k = 0..N-1``; its Q value is the
+expected value ``sum_k p_ik z_k``. The TD target is a distribution too:
+
+* target member: per sample, the member j of the target critic with the smallest pessimistic
+  value ``E[Z'_j] - beta std[Z'_j]`` at ``(s', a')`` (with ``n = 2`` and ``beta = 0``: the
+  member with the smaller expected value, as SimbaV2's ``update_critic`` with ``use_cdq`` and
+  FlashSAC's ``_select_min_q_log_probs`` take it; ``n = 1``: SimbaV2 without clipped double Q);
+* ``next_value`` returns that member's atoms and probabilities as a :class:`DiscreteReturn`,
+  atoms shifted by ``-beta std[Z'_j]`` (STAC's pessimism, ``pessimism = beta``; 0 by default).
+  The algorithm's one target line ``y = r + discount (next_value - alpha log pi)`` moves every
+  atom affinely and keeps the probabilities: ``y_k = r + discount (z_k - beta std - alpha log pi)``;
+* ``td_loss`` projects ``(y, p'_j)`` onto the support (:func:`project_onto_support`: clip to
+  ``[v_min, v_max]``, split each atom's mass between its two neighbours in proportion to
+  closeness) and sums over members the batch mean of the cross-entropy
+  ``-sum_k m_k log p_ik(s, a)`` (SimbaV2 sums the two members' losses; FlashSAC averages them,
+  half the gradient, which Adam all but undoes).
+
+``forward`` gives ``E[Z_i] - beta std[Z_i]`` per member, and the actor ascends ``actor_reduce``
+over members of it. See
+docs/critics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from rlzoo.nets.critics import Critic, _check_reduction, reduce_members
+from rlzoo.nets.ensemble import EnsembleMLP
+
+
+@dataclass(frozen=True)
+class DiscreteReturn:
+    """A return distribution with K atoms per sample: ``atoms [K, B]`` with ``probs [K, B]``.
+
+    What a distributional critic's ``next_value`` may return instead of a ``[K, B]`` tensor.
+    Adding, subtracting and multiplying by tensors broadcastable to ``[K, B]`` (``[B]``
+    rewards, discounts, entropy terms) act on the atoms and keep the probabilities: the
+    distribution of ``r + d X`` for ``X`` distributed as ``self``. So the algorithm writes its
+    target ``r + discount * (next_value - alpha log pi)`` once for every critic kind.
+    """
+
+    atoms: torch.Tensor
+    probs: torch.Tensor
+
+    def _moved(self, atoms: torch.Tensor) -> DiscreteReturn:
+        return DiscreteReturn(atoms, self.probs)
+
+    def __add__(self, other: torch.Tensor | float) -> DiscreteReturn:
+        return self._moved(self.atoms + other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: torch.Tensor | float) -> DiscreteReturn:
+        return self._moved(self.atoms - other)
+
+    def __mul__(self, other: torch.Tensor | float) -> DiscreteReturn:
+        return self._moved(self.atoms * other)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> DiscreteReturn:
+        return self._moved(-self.atoms)
+
+    def mean(self) -> torch.Tensor:
+        """The expected value ``[B]``."""
+        return (self.atoms * self.probs).sum(0)
+
+
+def project_onto_support(
+    values: torch.Tensor, probs: torch.Tensor, v_min: float, v_max: float, atoms: int
+) -> torch.Tensor:
+    """C51's projection of a discrete distribution onto the fixed support.
+
+    ``values [..., K]`` carrying ``probs [..., K]`` -> ``[..., atoms]``: each value is clipped
+    to ``[v_min, v_max]``; at fractional index ``b = (v - v_min) / dz`` its mass goes to atoms
+    ``floor(b)`` and ``floor(b) + 1`` with weights ``1 - frac(b)`` and ``frac(b)`` (all of it
+    to ``b`` when ``b`` is a whole number). The same target as SimbaV2's
+    ``categorical_td_loss`` and FlashSAC's ``_compute_categorical_td_target``; here without
+    in-place writes, so it runs under ``torch.vmap`` (seed groups).
+    """
+    width = (v_max - v_min) / (atoms - 1)
+    index = (values.clamp(v_min, v_max) - v_min) / width  # [..., K] in [0, atoms - 1]
+    lower = index.floor().clamp(max=atoms - 2)  # so that lower + 1 is an atom
+    upper_weight = index - lower  # in [0, 1]; 1 puts all the mass on the top atom
+    lower = lower.long()
+    out = torch.zeros(*values.shape[:-1], atoms, dtype=probs.dtype, device=probs.device)
+    out = out.scatter_add(-1, lower, probs * (1.0 - upper_weight))
+    return out.scatter_add(-1, lower + 1, probs * upper_weight)
+
+
+def check_support(v_min: float, v_max: float, atoms: int) -> None:
+    """Refuse a support that cannot hold a distribution: ``v_min >= v_max`` or ``atoms < 2``."""
+    if not v_min < v_max:
+        raise ValueError(
+            f"critic.v_min must be below critic.v_max, got v_min={v_min}, v_max={v_max}; set "
+            "them around the env's discounted returns, e.g. critic.v_min=-100 critic.v_max=100"
+        )
+    if atoms < 2:
+        raise ValueError(f"critic.atoms must be >= 2, got {atoms}; SimbaV2 and FlashSAC use 101")
+
+
+class CategoricalCritic(Critic):
+    """E categorical value distributions on one fixed support, as one batched ensemble.
+
+    Args:
+        obs_dim: observation size (the centralized input size for a multi-agent critic).
+        act_dim: action size (the joint action size for a centralized critic).
+        n: E, members (default 2: clipped double Q, SimbaV2 on episodic tasks and FlashSAC;
+            1: SimbaV2 on non-episodic ones).
+        v_min, v_max: the support's ends, in return units (after any reward scaling).
+        atoms: N, atoms on the support (101, SimbaV2 and FlashSAC).
+        pessimism: beta >= 0, STAC's shift of the target and the actor's value by ``-beta std``
+            (0: none).
+        actor_reduce: reduction over members for the actor: ``min`` (default), ``mean``,
+            ``first``.
+        hidden: hidden sizes (default ``(256, 256)``).
+        activation: hidden activation (default ``relu``).
+        layer_norm: LayerNorm after each hidden layer (default off).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        act_dim: int,
+        n: int = 2,
+        v_min: float = -1000.0,
+        v_max: float = 1000.0,
+        atoms: int = 101,
+        pessimism: float = 0.0,
+        actor_reduce: str = "min",
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "relu",
+        layer_norm: bool = False,
+    ) -> None:
+        super().__init__()
+        if n < 1:
+            raise ValueError(f"critic.n must be >= 1, got {n}")
+        check_support(v_min, v_max, atoms)
+        if pessimism < 0:
+            raise ValueError(f"critic.pessimism must be >= 0, got {pessimism}")
+        _check_reduction(actor_reduce)
+        self.members, self.actor_reduce, self.pessimism = n, actor_reduce, pessimism
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.v_min, self.v_max, self.atoms = float(v_min), float(v_max), atoms
+        self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, atoms, activation, layer_norm)
+        # z_k; not saved (it follows from the config), stacked like any buffer in a seed group
+        self.register_buffer("support", torch.linspace(v_min, v_max, atoms), persistent=False)
+
+    def log_probs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``obs [B, O]`` (or ``[E, B, O]``), ``action [B, A]`` -> ``log p [E, B, N]``."""
+        return F.log_softmax(self.net(torch.cat([obs, action], dim=-1)), dim=-1)
+
+    def moments(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log p [..., N]`` -> mean and std ``[...]`` of the distribution on the support."""
+        probs = log_probs.exp()
+        mean = (probs * self.support).sum(-1)
+        var = (probs * (self.support - mean.unsqueeze(-1)).pow(2)).sum(-1)
+        return mean, var.clamp(min=0.0).sqrt()
+
+    def pessimistic(self, log_probs: torch.Tensor) -> torch.Tensor:
+        """``E[Z] - beta std[Z]`` ``[...]`` (the expected value when ``pessimism = 0``)."""
+        mean, std = self.moments(log_probs)
+        return mean - self.pessimism * std if self.pessimism else mean
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """The members' values ``E[Z_i] - beta std[Z_i]`` ``[E, B]``: the expected values when
+        ``pessimism = 0``; what the actor ascends (STAC's policy improvement uses the same
+        pessimistic value as its target)."""
+        return self.pessimistic(self.log_probs(obs, action))
+
+    def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> DiscreteReturn:
+        """The target member's distribution at ``(s', a')``, atoms ``[N, B]`` shifted by
+        ``-beta std`` and probabilities ``[N, B]`` (see the module docstring)."""
+        log_probs = self.log_probs(next_obs, next_action)  # [E, B, N]
+        mean, std = self.moments(log_probs)
+        value = mean - self.pessimism * std
+        member = value.argmin(dim=0)  # [B]
+        batch = torch.arange(member.shape[0], device=member.device)
+        probs = log_probs[member, batch].exp().transpose(0, 1)  # [N, B]
+        shift = (self.pessimism * std[member, batch]).unsqueeze(0)  # [1, B]
+        atoms = self.support.unsqueeze(1) - shift  # [N, B]
+        return DiscreteReturn(atoms.expand_as(probs), probs)
+
+    def target_probs(self, target: DiscreteReturn) -> torch.Tensor:
+        """``target`` (atoms and probabilities ``[N, B]``) projected onto the support ``[B, N]``."""
+        return project_onto_support(
+            target.atoms.transpose(0, 1), target.probs.transpose(0, 1),
+            self.v_min, self.v_max, self.atoms,
+        )
+
+    def td_loss(
+        self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum over members of ``mean_B(-sum_k m_k log p_ik(s, a))``, ``m`` the projected target;
+        also the members' expected values ``[E, B]``."""
+        log_probs = self.log_probs(obs, action)  # [E, B, N]
+        projected = self.target_probs(target).detach()  # [B, N]
+        cross_entropy = -(projected * log_probs).sum(-1)  # [E, B]
+        return cross_entropy.mean(dim=1).sum(), self.moments(log_probs.detach())[0]
+
+    def actor_value(self, q: torch.Tensor) -> torch.Tensor:
+        return reduce_members(q, self.actor_reduce)

@@ -1,0 +1,174 @@
+"""Running input and reward normalizers (SimbaV2, Lee et al., ICML 2025; FlashSAC).
+
+Both follow SimbaV2's ``scale_rl/agents/wrappers/normalization.py`` and ``utils.py``
+(github.com/dojeon-ai/SimbaV2, commit 14fafb2): a running mean and variance merged batch by batch
+with Chan et al.'s parallel update (gymnasium's ``RunningMeanStd``), starting from mean 0,
+variance 1 and a prior count of ``1e-4``; no clipping.
+
+* :class:`ObservationNormalizer`: ``(x - mean) / sqrt(var + epsilon)`` per feature.
+* :class:`RewardScaler`: ``r / max(sqrt(var(G) + epsilon), max|G| / G_max)``, where ``G`` is a
+  running discounted return per training env, ``G <- gamma (1 - done) G + r``, and ``var(G)``
+  its running variance over envs and steps.
+
+The statistics are buffers, so they live in the algorithm's ``state_dict`` (checkpoints,
+``policy.pt``, the exported graph) and gain a leading seed axis in a seed group
+(``rlzoo.algos.seeds.stack_seeds``). They change only through ``update``, which the training
+loop calls with collected data (``rlzoo.run.normalize``); applying them never changes them, so
+evaluation and a loaded ``Policy`` see frozen statistics. ``update`` takes ``seed=k`` to update
+seed k's slice of a group in place (the buffers are never reassigned: CUDA graphs and the
+group's cached state keep pointing at them).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+# SimbaV2's (and gymnasium's) RunningMeanStd starts from mean 0, variance 1 and this count.
+PRIOR_COUNT = 1e-4
+
+
+def _slot(t: torch.Tensor, seed: int | None) -> torch.Tensor:
+    """``t`` itself (a single run) or its seed-``seed`` slice (a view, for in-place updates)."""
+    return t if seed is None else t[seed]
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean and (population) variance of ``[*shape]`` samples.
+
+    Buffers: ``mean``, ``var`` ``[*shape]`` float32 (0 and 1 at the start), ``count`` ``[]``
+    float64 (``PRIOR_COUNT`` at the start); ``[K, ...]`` in a seed group of K.
+
+    Args:
+        shape: the shape of one sample (``()`` for scalars).
+    """
+
+    def __init__(self, shape: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.shape = tuple(int(s) for s in shape)
+        self.register_buffer("mean", torch.zeros(self.shape))
+        self.register_buffer("var", torch.ones(self.shape))
+        self.register_buffer("count", torch.tensor(PRIOR_COUNT, dtype=torch.float64))
+
+    def extra_repr(self) -> str:
+        return f"shape={self.shape}"
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor, seed: int | None = None) -> None:
+        """Merge the samples ``x [n, *shape]`` (``n >= 1``) into the statistics, in place::
+
+            delta = mean(x) - mean;  total = count + n
+            mean += delta n / total
+            var = (var count + var(x) n + delta^2 count n / total) / total;  count = total
+
+        (SimbaV2's ``update_mean_var_count_from_moments``; ``var(x)`` is the population
+        variance). ``seed``: update that seed's slice of a group.
+        """
+        mean, var, count = (_slot(t, seed) for t in (self.mean, self.var, self.count))
+        n = x.shape[0]
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        total = count + n
+        ratio = (n / total).to(mean.dtype)
+        old_count = count.to(mean.dtype)
+        delta = batch_mean - mean
+        m2 = var * old_count + batch_var * n + delta.square() * old_count * ratio
+        mean.add_(delta * ratio)
+        var.copy_(m2 / total.to(mean.dtype))
+        count.copy_(total)
+
+
+class ObservationNormalizer(RunningMeanStd):
+    """SimbaV2's observation normalizer: ``(x - mean) / sqrt(var + epsilon)`` per feature.
+
+    Applying it (``forward``) never changes the statistics; the loop updates them from the
+    observations the training envs hand the policy (``rlzoo.run.normalize``).
+
+    Args:
+        shape: one observation's shape: ``(O,)``; per agent ``(N, O)`` for a multi-agent env
+            (each agent its own statistics; zero padding stays exactly 0); ``(S,)`` for a
+            global state.
+        epsilon: added to the variance under the square root (SimbaV2: 1e-8).
+    """
+
+    def __init__(self, shape: tuple[int, ...], epsilon: float = 1e-8) -> None:
+        super().__init__(shape)
+        if not epsilon > 0.0:
+            raise ValueError(f"normalize.epsilon must be > 0, got {epsilon}")
+        self.epsilon = float(epsilon)
+
+    def extra_repr(self) -> str:
+        return f"shape={self.shape}, epsilon={self.epsilon}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [..., *shape]`` (raw) -> normalized, same shape (one seed's statistics)."""
+        return (x - self.mean) / torch.sqrt(self.var + self.epsilon)
+
+
+class RewardScaler(nn.Module):
+    """SimbaV2's reward normalizer (``RewardNormalizer``; FlashSAC's is the same rule).
+
+    Per training env a running discounted return ``G <- gamma (1 - done) G + r`` (``done`` is
+    the transition's own end flag, as in SimbaV2 and gymnasium's ``NormalizeReward``: the reward
+    that ends an episode starts a fresh ``G``); after each step the envs' ``G`` are merged into a
+    running variance ``var(G)`` and ``max|G|`` is tracked. A reward is scaled by
+
+        ``r / max(sqrt(var(G) + epsilon), max|G| / G_max)``
+
+    so the scaled returns are of order 1 and at most about ``G_max`` in size (SimbaV2 pairs it
+    with a categorical critic on ``[-G_max, G_max]``). It is applied at update time to the
+    sampled batch (``Algorithm.normalized_inputs``), with the statistics as they are then; the
+    replay buffer keeps raw rewards (as SimbaV2 and FlashSAC do).
+
+    Buffers: ``ret [E]`` (``G`` per training env), ``ret_max []`` (``max|G|``), and
+    ``ret_stats`` (a :class:`RunningMeanStd` of ``G``); ``[K, ...]`` in a seed group.
+
+    Args:
+        num_envs: E, the training envs (``G`` is kept per env).
+        gamma: the discount of ``G`` (the algorithm's).
+        g_max: ``G_max`` (SimbaV2 and FlashSAC: 5).
+        epsilon: added to ``var(G)`` under the square root (1e-8).
+    """
+
+    def __init__(self, num_envs: int, gamma: float, g_max: float = 5.0,
+                 epsilon: float = 1e-8) -> None:
+        super().__init__()
+        if not g_max > 0.0:
+            raise ValueError(f"normalize.reward_g_max must be > 0, got {g_max}")
+        if not epsilon > 0.0:
+            raise ValueError(f"normalize.epsilon must be > 0, got {epsilon}")
+        self.gamma, self.g_max, self.epsilon = float(gamma), float(g_max), float(epsilon)
+        self.register_buffer("ret", torch.zeros(int(num_envs)))
+        self.register_buffer("ret_max", torch.zeros(()))
+        self.ret_stats = RunningMeanStd(())
+
+    def extra_repr(self) -> str:
+        return f"gamma={self.gamma}, g_max={self.g_max}, epsilon={self.epsilon}"
+
+    def scale(self) -> torch.Tensor:
+        """The divisor ``max(sqrt(var(G) + epsilon), max|G| / G_max)`` (one seed's, ``[]``)."""
+        return torch.maximum(torch.sqrt(self.ret_stats.var + self.epsilon),
+                             self.ret_max / self.g_max)
+
+    def forward(self, reward: torch.Tensor) -> torch.Tensor:
+        """``reward [...]`` -> scaled, same shape (one seed's statistics)."""
+        return reward / self.scale()
+
+    @torch.no_grad()
+    def update(self, reward: torch.Tensor, done: torch.Tensor, envs: torch.Tensor,
+               seed: int | None = None) -> None:
+        """Fold one vector step into the statistics, in place.
+
+        Args:
+            reward: ``[E]`` the step's (team) rewards.
+            done: ``[E]`` bool, the step ended the episode (terminated or truncated).
+            envs: ``[n]`` int64, ``n >= 1``: the envs whose step was a transition (a reset call
+                is none and leaves that env's ``G`` alone).
+            seed: update that seed's slice of a group.
+        """
+        ret, ret_max = _slot(self.ret, seed), _slot(self.ret_max, seed)
+        new = self.gamma * (1.0 - done.to(ret.dtype)) * ret + reward
+        seen = new[envs]
+        ret[envs] = seen
+        self.ret_stats.update(seen, seed)
+        ret_max.copy_(torch.maximum(ret_max, seen.abs().max()))

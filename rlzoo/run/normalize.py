@@ -1,0 +1,128 @@
+"""The run's side of the input normalizers (``normalize.*``; ``rlzoo.nets.normalizers``).
+
+* :func:`attach_normalizers` builds them from the config and attaches them to an algorithm
+  (``rlzoo.run.build.build_algorithm``, so the trainer, the evaluator and ``load_policy`` all
+  rebuild the same modules and their statistics load with the weights);
+* :func:`check_observations` refuses, in one line, an env whose observations a running mean and
+  variance cannot describe;
+* :func:`fold_collected` is the loop's one call: it updates a member's statistics from what its
+  training envs collected.
+
+When the statistics change, relative to acting and updating, follows SimbaV2's
+``run_online.py`` and wrappers exactly (github.com/dojeon-ai/SimbaV2, commit 14fafb2): at each
+training step, *before* the policy acts on observation ``o_t``, ``o_t`` is merged into the
+observation statistics and the previous transition's reward into the return statistics; the
+step's updates then run with those statistics. So the updates after step ``t`` have seen
+``o_1 .. o_t`` and ``r_1 .. r_{t-1}`` (FlashSAC merges ``r_t`` before its updates: one transition
+earlier). The observation an env hands back when its episode ends (the final one, which
+SimbaV2's gymnasium autoreset keeps in ``info["final_obs"]``) is never merged, the one after a
+reset is; the very first observation of a run is not (SimbaV2 starts at its second step). Random
+warm-up steps count: SimbaV2 feeds its wrappers during the warm-up too. Only training envs feed
+the statistics; evaluation and ``Policy`` read them frozen.
+
+What a step leaves for the next one to merge is the member's ``pending`` record, checkpointed
+with the loop's state, so a resumed run merges it exactly when the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.envs.base import StepResult, VecEnv
+from rlzoo.errors import UserError
+from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
+
+
+def settings(cfg: DictConfig) -> dict[str, Any]:
+    """The ``normalize`` section of ``cfg`` as plain values (all off when it is absent, as in
+    configs written before it existed); one line for a value of the wrong kind."""
+    section = cfg.get("normalize") or {}
+    out = {"obs": bool(section.get("obs", False)), "reward": bool(section.get("reward", False))}
+    for key, default in (("epsilon", 1e-8), ("reward_g_max", 5.0)):
+        value = section.get(key, default)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not number > 0.0 or not np.isfinite(number):
+            raise UserError(f"normalize.{key} must be a number > 0, got {value!r}; e.g. "
+                            f"normalize.{key}={default}")
+        out[key] = number
+    return out
+
+
+def attach_normalizers(algo: Algorithm, cfg: DictConfig, spec: EnvSpec) -> None:
+    """Attach what ``cfg.normalize`` asks for to ``algo`` (nothing at all when it is off, so the
+    algorithm's ``state_dict`` is the same as without normalizers): an observation normalizer
+    of shape ``[O]`` (``[N, O]`` per agent), a state normalizer ``[S]`` for a multi-agent env's
+    global state, and a reward scaler over ``num_envs`` running returns with ``algo.gamma``."""
+    s = settings(cfg)
+    multi = spec.n_agents > 1 or spec.state_dim > 0
+    obs = state = reward = None
+    if s["obs"]:
+        shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
+        obs = ObservationNormalizer(shape, s["epsilon"])
+        if spec.state_dim > 0:
+            state = ObservationNormalizer((spec.state_dim,), s["epsilon"])
+    if s["reward"]:
+        reward = RewardScaler(int(cfg.get("num_envs", 1)), algo.gamma, s["reward_g_max"],
+                              s["epsilon"])
+    algo.attach_normalizers(obs=obs, state=state, reward=reward)
+
+
+def check_observations(env: VecEnv, cfg: DictConfig) -> None:
+    """With ``normalize.obs=true``, refuse in one line an env with an observation space that is
+    not a ``Box`` (``Discrete``, ``MultiDiscrete``, ``MultiBinary``, ``Dict``, ``Tuple``, ...):
+    the adapters flatten those to numbers, but a running mean and variance of category indices
+    or flags is no normalization of them."""
+    if not settings(cfg)["obs"]:
+        return
+    for name, space in getattr(env, "obs_spaces", {}).items():
+        if type(space).__name__ != "Box":
+            raise UserError(
+                f"normalize.obs=true cannot normalize env={cfg.env.name}'s observations: "
+                f"{name} has a {type(space).__name__} observation space (a running mean and "
+                "variance needs Box observations); set normalize.obs=false"
+            )
+
+
+def pending(result: StepResult) -> dict[str, np.ndarray]:
+    """What the step ``result`` leaves to merge before the next action: its rewards, which of
+    its observations are final ones (never merged) and which envs made a transition."""
+    ended = np.asarray(result.terminated | result.truncated, dtype=bool)
+    return {"reward": np.asarray(result.reward, dtype=np.float32), "ended": ended,
+            "valid": ~np.asarray(result.reset_step, dtype=bool)}
+
+
+def fold_collected(algo: Algorithm, seed: int | None, obs: np.ndarray, state: Any,
+                   last: dict[str, np.ndarray] | None, device: torch.device) -> None:
+    """Merge one member's collected data into its statistics (seed slot ``seed`` of a group,
+    ``None`` for a single run), just before its policy acts on ``obs``.
+
+    Args:
+        algo: the algorithm (or group) whose normalizers to update.
+        obs: ``[E, *obs_shape]`` the observations about to be acted on (raw).
+        state: ``[E, S]`` the global state beside them (multi-agent), else None.
+        last: :func:`pending` of the step that returned them; None before the first step
+            (nothing is merged then).
+        device: the algorithm's device.
+    """
+    if last is None or not algo.normalizes:
+        return
+    keep = np.flatnonzero(~last["ended"])  # the final observation of an episode is not merged
+    if keep.size:
+        for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
+            if normalizer is not None and value is not None:
+                rows = np.asarray(value, dtype=np.float32)[keep]
+                normalizer.update(torch.as_tensor(rows, device=device), seed)
+    envs = np.flatnonzero(last["valid"])
+    if algo.reward_scaler is not None and envs.size:
+        algo.reward_scaler.update(
+            torch.as_tensor(last["reward"], device=device),
+            torch.as_tensor(last["ended"], device=device),
+            torch.as_tensor(envs, device=device), seed)
