@@ -1,21 +1,28 @@
-"""DSAC-T's distributional critic (``DistributionalCritic``, the class single-agent DSAC-T
-trains) as the centralized critic of HASAC (one critic over the global state and the joint
-action) and of MADDPG (one critic per agent, ``n_agents = N``): the losses against DSAC-T's
-formula computed by hand on the joint input, gradient isolation between actors and critics,
-shapes and refusals.
+"""The distributional critics as centralized critics: DSAC-T's Gaussian critic
+(``DistributionalCritic``, the class single-agent DSAC-T trains) and the categorical critic
+(``CategoricalCritic``, SimbaV2's / FlashSAC's) serve HASAC (one critic over the global state and
+the joint action) and MADDPG (one critic per agent, ``n_agents = N``): the losses against DSAC-T's
+formula and C51's projected cross-entropy computed by hand on the joint input, gradient isolation
+between actors and critics, shapes and refusals.
 
 Seed independence is in tests/test_seed_group_marl.py, resume in tests/test_resume_split.py, the
 CLI in tests/test_multi_agent_cli.py."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
 import torch
 
 from rlzoo.algos import HASAC, MADDPG
-from rlzoo.nets import DeterministicActor, DistributionalCritic, TanhGaussianActor
+from rlzoo.nets import (
+    CategoricalCritic,
+    DeterministicActor,
+    DistributionalCritic,
+    TanhGaussianActor,
+)
 from rlzoo.tuners import AutoAlpha
 from tests.test_critics import dsac_t_member_loss
 from tests.test_multi_agent_algos import (
@@ -29,6 +36,7 @@ from tests.test_multi_agent_algos import (
     no_grads,
 )
 
+KINDS = [DistributionalCritic, CategoricalCritic]
 # HETERO: action sizes 3 and 5, padded to 5; the joint action the critic sees has 3 + 5 = 8
 # entries, so garbage in the padding must not reach it.
 PAD = 7.0
@@ -94,9 +102,9 @@ def test_hasac_distributional_loss_is_dsac_t_on_the_joint_input(
     assert algo.critic.act_dim == 8 and algo.critic.groups == 1
 
 
-def test_hasac_distributional_actor_gets_no_critic_gradient_and_the_critic_no_actor_one(
-) -> None:
-    algo = make_hasac(critic=DistributionalCritic)
+@pytest.mark.parametrize("kind", KINDS)
+def test_hasac_actor_gets_no_critic_gradient_and_the_critic_no_actor_one(kind: type) -> None:
+    algo = make_hasac(critic=kind)
     batch = make_batch()
     algo.zero_grad(set_to_none=True)
     loss, _, _ = algo.critic_terms(batch)
@@ -165,8 +173,9 @@ def test_maddpg_distributional_agent_losses_are_dsac_t_on_each_agents_own_critic
         assert losses[g].item() == pytest.approx(expected, rel=1e-5), g
 
 
-def test_maddpg_distributional_gradients_stay_with_their_agent_and_network() -> None:
-    algo = make_maddpg(critic=DistributionalCritic)
+@pytest.mark.parametrize("kind", KINDS)
+def test_maddpg_gradients_stay_with_their_agent_and_network(kind: type) -> None:
+    algo = make_maddpg(critic=kind)
     batch = make_batch()
     for agent in range(3):
         algo.zero_grad(set_to_none=True)
@@ -185,8 +194,9 @@ def test_maddpg_distributional_gradients_stay_with_their_agent_and_network() -> 
         assert norms[agent] > 0 and (norms[torch.arange(3) != agent] == 0).all(), norms
 
 
-def test_maddpg_distributional_actor_ascends_the_min_of_its_own_critics_means() -> None:
-    algo = make_maddpg(critic=DistributionalCritic)
+@pytest.mark.parametrize("kind", KINDS)
+def test_maddpg_actor_ascends_the_min_of_its_own_critics_values(kind: type) -> None:
+    algo = make_maddpg(critic=kind)
     batch = make_batch()
     losses = algo.actor_losses(batch.obs, batch.state, batch.action)
     with torch.no_grad():
@@ -194,22 +204,33 @@ def test_maddpg_distributional_actor_ascends_the_min_of_its_own_critics_means() 
         for agent in range(3):
             joint = batch.action.clone()
             joint[:, agent] = mu[:, agent]
-            means = algo.critic(batch.state, algo.joint(joint))  # [6, B]
+            means = algo.critic(batch.state, algo.joint(joint))  # [6, B]: 2 per agent
             own = means[2 * agent: 2 * agent + 2].min(dim=0).values
             torch.testing.assert_close(losses[agent], -own.mean())
 
 
-def test_per_agent_critics_take_per_agent_inputs_member_by_member() -> None:
-    critic = DistributionalCritic(4, 3, n=2, n_agents=3, hidden=[8])
+@pytest.mark.parametrize("kind", KINDS)
+def test_per_agent_critics_take_per_agent_inputs_member_by_member(kind: type) -> None:
+    critic = kind(4, 3, n=2, n_agents=3, hidden=[8])
     x, a = torch.randn(3, 5, 4), torch.randn(3, 5, 3)
-    means = critic(x, a)
+    values = critic(x, a)
+    assert values.shape == (6, 5)
     for g in range(3):  # agent g's members see agent g's input only
-        alone = critic.net(torch.cat([x[g], a[g]], -1))[..., 0]
-        torch.testing.assert_close(means[2 * g: 2 * g + 2], alone[2 * g: 2 * g + 2])
-    assert critic.next_value(x[0], a[0]).shape == (2, 3, 5)
-    assert critic.agent_values(means).shape == (3, 5)
-    single = DistributionalCritic(4, 3, hidden=[8])
-    assert single.next_value(x[0], a[0]).shape == (2, 5) and single.groups == 1
+        alone = critic(x[g], a[g])  # every member on agent g's input
+        # (the shared-input and the per-member kernels round differently: not bit-equal)
+        torch.testing.assert_close(values[2 * g: 2 * g + 2], alone[2 * g: 2 * g + 2],
+                                   rtol=1e-4, atol=1e-4)
+    assert critic.agent_values(values).shape == (3, 5)
+    torch.testing.assert_close(critic.agent_values(values), values.reshape(3, 2, 5).min(1).values)
+    single = kind(4, 3, hidden=[8])
+    assert single.groups == 1 and single.members == 2
+    if kind is DistributionalCritic:
+        assert critic.next_value(x[0], a[0]).shape == (2, 3, 5)
+        assert single.next_value(x[0], a[0]).shape == (2, 5)
+    else:
+        per_agent = critic.next_value(x[0], a[0])
+        assert per_agent.atoms.shape == per_agent.probs.shape == (critic.atoms, 3, 5)
+        assert single.next_value(x[0], a[0]).probs.shape == (single.atoms, 5)
 
 
 def test_unsupported_pairs_are_refused_in_one_line() -> None:
@@ -217,9 +238,107 @@ def test_unsupported_pairs_are_refused_in_one_line() -> None:
         MADDPG(SPEC, actor=partial(DeterministicActor, hidden=HIDDEN),
                critic=lambda o, a, n_agents: DistributionalCritic(o, a, hidden=HIDDEN))
     assert "\n" not in str(err.value)
-    with pytest.raises(ValueError, match="n_agents >= 1"):
-        DistributionalCritic(4, 3, n_agents=0)
+    for kind in KINDS:
+        with pytest.raises(ValueError, match="n_agents >= 1"):
+            kind(4, 3, n_agents=0)
     # HASAC builds its critic without n_agents: one centralized critic, never per agent
     algo = HASAC(SPEC, actor=partial(TanhGaussianActor, hidden=HIDDEN),
                  critic=partial(DistributionalCritic, hidden=HIDDEN), tuner=partial(AutoAlpha))
     assert algo.critic.groups == 1 and algo.critic.members == 2
+
+
+# ------------------------------------------------------------------------------- categorical
+
+
+def hand_projection(values: list[float], probs: list[float], v_min: float, v_max: float,
+                    atoms: int) -> list[float]:
+    """C51's projection in plain Python: clip, split each atom's mass between its neighbours."""
+    width = (v_max - v_min) / (atoms - 1)
+    out = [0.0] * atoms
+    for v, p in zip(values, probs):
+        b = (min(max(v, v_min), v_max) - v_min) / width
+        low = min(int(b), atoms - 2)
+        out[low] += p * (1 - (b - low))
+        out[low + 1] += p * (b - low)
+    return out
+
+
+def net_categorical(critic: CategoricalCritic, state: torch.Tensor, joint: list[list[float]]
+                    ) -> list[list[list[float]]]:
+    """The critic network's probabilities ``[E][B][N]`` on ``cat(state, joint)``."""
+    with torch.no_grad():
+        x = torch.cat([state, torch.tensor(joint)], dim=-1)
+        return torch.softmax(critic.net(x), dim=-1).tolist()
+
+
+SUPPORT = {"v_min": -3.0, "v_max": 3.0, "atoms": 7}
+
+
+def categorical_loss(probs: list[list[float]], target: list[list[float]]) -> float:
+    """``mean_B(-sum_k m_k log p_k)`` of one member (probs and targets ``[B][N]``)."""
+    return sum(-sum(m * math.log(p) for m, p in zip(mb, pb))
+               for mb, pb in zip(target, probs)) / len(probs)
+
+
+def test_hasac_categorical_loss_is_the_projected_cross_entropy_on_the_joint_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch.manual_seed(5)
+    algo = make_hasac(HETERO, critic=partial(CategoricalCritic, **SUPPORT), n_step=3)
+    b = 5
+    batch = make_batch(HETERO, b=b)
+    batch.discount[:1] = 0.0
+    batch.action = with_padding_garbage(batch.action, algo.act_mask)
+    next_action = with_padding_garbage(torch.rand(b, 2, 5) * 2 - 1, algo.act_mask)
+    next_log_prob = torch.randn(b, 2)
+    monkeypatch.setattr(algo.actor, "sample",
+                        lambda obs: (next_action, next_log_prob, torch.zeros_like(next_action)))
+    alpha_c = float(algo.critic_tuner.alpha)
+    z = [-3.0 + k for k in range(7)]
+
+    loss, q_mean, _ = algo.critic_terms(batch)
+
+    p_next = net_categorical(algo.target_critic, batch.next_state, hand_joint(next_action))
+    targets = []
+    for j in range(b):
+        values = [sum(p * zk for p, zk in zip(p_next[i][j], z)) for i in range(2)]
+        i = 0 if values[0] <= values[1] else 1
+        entropy = alpha_c * (float(next_log_prob[j, 0]) + float(next_log_prob[j, 1]))
+        r, d = float(batch.reward[j]), float(batch.discount[j])
+        atoms = [r + d * (zk - entropy) for zk in z]
+        targets.append(hand_projection(atoms, p_next[i][j], -3.0, 3.0, 7))
+    p = net_categorical(algo.critic, batch.state, hand_joint(batch.action))
+    expected = sum(categorical_loss(p[i], targets) for i in range(2))
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    q = [[sum(pk * zk for pk, zk in zip(p[i][j], z)) for j in range(b)] for i in range(2)]
+    assert q_mean.item() == pytest.approx(sum(map(sum, q)) / (2 * b), rel=1e-5, abs=1e-6)
+
+
+def test_maddpg_categorical_agent_losses_use_each_agents_own_critic_and_reward(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch.manual_seed(6)
+    algo = make_maddpg(HETERO, critic=partial(CategoricalCritic, **SUPPORT))
+    assert algo.critic.members == 4 and algo.critic.groups == 2
+    b = 4
+    batch = make_batch(HETERO, b=b)
+    batch.discount[0] = 0.0
+    batch.action = with_padding_garbage(batch.action, algo.act_mask)
+    next_action = with_padding_garbage(torch.rand(b, 2, 5) * 2 - 1, algo.act_mask)
+    monkeypatch.setattr(algo.target_actor, "mode", lambda obs: next_action)
+    z = [-3.0 + k for k in range(7)]
+
+    losses, _ = algo.critic_losses(batch)
+
+    p_next = net_categorical(algo.target_critic, batch.next_state, hand_joint(next_action))
+    p = net_categorical(algo.critic, batch.state, hand_joint(batch.action))
+    for g in range(2):
+        targets = []
+        for j in range(b):
+            own = (2 * g, 2 * g + 1)
+            values = [sum(pk * zk for pk, zk in zip(p_next[i][j], z)) for i in own]
+            i = own[0] if values[0] <= values[1] else own[1]
+            r, d = float(batch.agent_reward[j, g]), float(batch.discount[j])
+            targets.append(hand_projection([r + d * zk for zk in z], p_next[i][j], -3.0, 3.0, 7))
+        expected = sum(categorical_loss(p[i], targets) for i in (2 * g, 2 * g + 1))
+        assert losses[g].item() == pytest.approx(expected, rel=1e-5), g

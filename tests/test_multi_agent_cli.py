@@ -81,29 +81,34 @@ def test_every_algo_env_pair_runs_through_the_cli(algo: str, family: str, tmp_pa
                                          ("mamujoco", "mamujoco/HalfCheetah-2x3")])
 def test_distributional_centralized_critics_run_through_the_cli(family: str, env: str,
                                                                 tmp_path: Path) -> None:
-    """``critic=distributional`` (DSAC-T's critic) as HASAC's centralized critic and as MADDPG's
-    per-agent critics: the run-dir contract, the critic's spread in TensorBoard, and the critic's
-    shape in the checkpoint (MADDPG: 2 members per agent)."""
+    """``critic=distributional`` (DSAC-T's) and ``critic=categorical`` (SimbaV2's) as HASAC's
+    centralized critic and as MADDPG's per-agent critics, in one multirun: the run-dir contract
+    and the critic's shape in the checkpoint (MADDPG: 2 members per agent)."""
     proc = run_cli([
-        "-m", "algo=hasac,maddpg", "critic=distributional", f"env={env}",
+        "-m", "algo=hasac,maddpg", "critic=distributional,categorical", f"env={env}",
         f"total_steps={SMOKE_STEPS}", *TINY, *ALGO_SMOKE["hasac"][:2], *FAMILY_SMOKE[family],
         "eval.every=0", "eval.episodes=1", "log.every=50", "log.progress=false",
-        f"hydra.sweep.dir={tmp_path}",
+        "hydra.sweep.subdir=${critic._target_}/${hydra.job.num}", f"hydra.sweep.dir={tmp_path}",
     ])
     assert proc.returncode == 0, proc.stderr[-3000:]
     agents = AGENTS[env.split("/")[1]]
-    for algo, members in (("hasac", 2), ("maddpg", 2 * agents)):
-        runs = list((tmp_path / env.replace("/", "-") / algo).iterdir())
-        assert len(runs) == 1, runs
-        check_run_dir(runs[0], algo, env)
-        tags = scalars(runs[0])
-        assert all(value > 0 for _, value in tags["stats/q_std"]), tags["stats/q_std"]
-        state = torch.load(runs[0] / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+    runs = {}
+    for run_dir in tmp_path.glob("*/*"):
+        state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
                            weights_only=True)
+        runs[(state["algo_name"], run_dir.parent.name)] = (run_dir, state)
+    assert sorted(runs) == [(algo, kind) for algo in ("hasac", "maddpg") for kind in
+                            ("rlzoo.nets.CategoricalCritic", "rlzoo.nets.DistributionalCritic")]
+    for (algo, kind), (run_dir, state) in runs.items():
+        check_run_dir(run_dir, algo, env)
+        members = 2 if algo == "hasac" else 2 * agents
         modules = state["algo"]["modules"]
-        assert modules["critic.running_std"].shape == (members, 1)
-        assert bool(modules["critic.running_std_ready"])
-        assert '"_target_": "rlzoo.nets.DistributionalCritic"' in json.dumps(state["config"])
+        # the output layer: [members, hidden, 2] (mean, raw std) or [members, hidden, atoms]
+        out = modules["critic.net.layers.4.weight"]
+        assert out.shape == (members, 32, 2 if kind.endswith("DistributionalCritic") else 101)
+        if kind.endswith("DistributionalCritic"):
+            assert modules["critic.running_std"].shape == (members, 1)
+            assert all(value > 0 for _, value in scalars(run_dir)["stats/q_std"])
 
 
 def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
@@ -129,11 +134,15 @@ def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
     (["algo=hasac", "env=mpe/simple_speaker_listener", "algo.share_actor=true"],
      ["share_actor=true needs agents with equal action sizes"]),
     (["algo=hasac", "env=mpe/simple_spread", "critic=agents"],
-     ["HASAC cannot train a AgentCritics; it supports: EnsembleCritic, DistributionalCritic"]),
+     ["HASAC cannot train a AgentCritics; it supports: EnsembleCritic, DistributionalCritic, "
+      "CategoricalCritic"]),
     (["algo=maddpg", "env=mpe/simple_spread", "critic=twin"],
-     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics, DistributionalCritic"]),
+     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics, DistributionalCritic, "
+      "CategoricalCritic"]),
     (["algo=coma", "env=mpe/simple_spread", "critic=distributional"],
      ["COMA cannot train a DistributionalCritic"]),
+    (["algo=coma", "env=mpe/simple_spread", "critic=categorical"],
+     ["COMA cannot train a CategoricalCritic"]),
 ])
 def test_misfits_fail_at_start_in_one_line(args: list[str], fragments: list[str],
                                            tmp_path: Path) -> None:

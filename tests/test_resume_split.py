@@ -55,6 +55,7 @@ CASES = {
     "hasac-distributional-mpe": (["algo=hasac", "critic=distributional", *MPE, *REPLAY], 137, 260),
     "maddpg-distributional-mamujoco": (["algo=maddpg", "critic=distributional", *MAMUJOCO],
                                        141, 230),
+    "hasac-categorical-mamujoco": (["algo=hasac", "critic=categorical", *MAMUJOCO], 141, 230),
 }
 
 STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
@@ -131,6 +132,8 @@ GROUP_CASES = {
         ["algo=hasac", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
     "maddpg-distributional-mpe-seeds2": (
         ["algo=maddpg", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
+    "maddpg-categorical-mpe-seeds2": (
+        ["algo=maddpg", "critic=categorical", "seeds=2", *MPE, *REPLAY], 137, 260),
 }
 
 

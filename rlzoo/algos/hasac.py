@@ -44,6 +44,7 @@ from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors
 from rlzoo.nets.critics import Critic, DistributionalCritic, EnsembleCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
@@ -74,7 +75,7 @@ class HASAC(MultiAgentAlgorithm):
     """
 
     seed_groups = True
-    supported_critics = (EnsembleCritic, DistributionalCritic)
+    supported_critics = (EnsembleCritic, DistributionalCritic, CategoricalCritic)
 
     def __init__(
         self,

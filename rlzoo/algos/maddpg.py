@@ -30,6 +30,7 @@ from rlzoo.algos.base import EnvSpec, adam, check_tau
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors, AgentCritics
 from rlzoo.nets.critics import Critic, DistributionalCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
@@ -57,7 +58,7 @@ class MADDPG(MultiAgentAlgorithm):
     """
 
     seed_groups = True
-    supported_critics = (AgentCritics, DistributionalCritic)
+    supported_critics = (AgentCritics, DistributionalCritic, CategoricalCritic)
 
     def __init__(
         self,
