@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from rlzoo.nets.critics import Critic, _check_reduction, reduce_members
-from rlzoo.nets.ensemble import EnsembleMLP
+from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,8 @@ class CategoricalCritic(Critic):
         hidden: hidden sizes (default ``(256, 256)``).
         activation: hidden activation (default ``relu``).
         layer_norm: LayerNorm after each hidden layer (default off).
+        dropout, network: the trunk, as ``EnsembleCritic``'s (``net=simbav2``: SimbaV2's
+            ``HyperCategoricalValue`` is the ``HypersphericalMLP`` head with ``atoms`` logits).
         n_agents: G, independent critics of ``n`` members each, one per agent (MADDPG passes its
             N; default 1: one critic). Member ``g n + j`` is member j of agent g's critic; the
             target member is chosen within each agent's critic, and ``next_value`` returns atoms
@@ -143,6 +145,8 @@ class CategoricalCritic(Critic):
         hidden: Sequence[int] = (256, 256),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
         n_agents: int = 1,
     ) -> None:
         super().__init__()
@@ -158,8 +162,9 @@ class CategoricalCritic(Critic):
         self.members, self.actor_reduce, self.pessimism = n_agents * n, actor_reduce, pessimism
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.v_min, self.v_max, self.atoms = float(v_min), float(v_max), atoms
-        self.net = EnsembleMLP(
-            self.members, obs_dim + act_dim, hidden, atoms, activation, layer_norm
+        self.net = make_network(
+            network, self.members, obs_dim + act_dim, atoms, 1, hidden, activation, layer_norm,
+            dropout,
         )
         # z_k; not saved (it follows from the config), stacked like any buffer in a seed group
         self.register_buffer("support", torch.linspace(v_min, v_max, atoms), persistent=False)

@@ -3,7 +3,12 @@
 Both follow SimbaV2's ``scale_rl/agents/wrappers/normalization.py`` and ``utils.py``
 (github.com/dojeon-ai/SimbaV2, commit 14fafb2): a running mean and variance merged batch by batch
 with Chan et al.'s parallel update (gymnasium's ``RunningMeanStd``), starting from mean 0,
-variance 1 and a prior count of ``1e-4``; no clipping.
+variance 1 and a prior count of ``1e-4``; no clipping. The statistics are float64, as they end
+up in SimbaV2 (numpy promotes its float32 statistics to float64 at the first float64
+observation or return), and the normalized values are computed in float64 and returned in the
+input's dtype. FlashSAC (github.com/Holiday-Robot/FlashSAC, commit 87edc90,
+``flash_rl/agents/utils/reward_normalization.py``) has the same reward rule in float32 with the
+prior count entering only the variance term; it has no observation normalizer.
 
 * :class:`ObservationNormalizer`: ``(x - mean) / sqrt(var + epsilon)`` per feature.
 * :class:`RewardScaler`: ``r / max(sqrt(var(G) + epsilon), max|G| / G_max)``, where ``G`` is a
@@ -36,8 +41,8 @@ def _slot(t: torch.Tensor, seed: int | None) -> torch.Tensor:
 class RunningMeanStd(nn.Module):
     """Running mean and (population) variance of ``[*shape]`` samples.
 
-    Buffers: ``mean``, ``var`` ``[*shape]`` float32 (0 and 1 at the start), ``count`` ``[]``
-    float64 (``PRIOR_COUNT`` at the start); ``[K, ...]`` in a seed group of K.
+    Buffers: ``mean``, ``var`` ``[*shape]`` (0 and 1 at the start), ``count`` ``[]``
+    (``PRIOR_COUNT`` at the start), all float64; ``[K, ...]`` in a seed group of K.
 
     Args:
         shape: the shape of one sample (``()`` for scalars).
@@ -46,8 +51,8 @@ class RunningMeanStd(nn.Module):
     def __init__(self, shape: tuple[int, ...] = ()) -> None:
         super().__init__()
         self.shape = tuple(int(s) for s in shape)
-        self.register_buffer("mean", torch.zeros(self.shape))
-        self.register_buffer("var", torch.ones(self.shape))
+        self.register_buffer("mean", torch.zeros(self.shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(self.shape, dtype=torch.float64))
         self.register_buffer("count", torch.tensor(PRIOR_COUNT, dtype=torch.float64))
 
     def extra_repr(self) -> str:
@@ -65,16 +70,16 @@ class RunningMeanStd(nn.Module):
         variance). ``seed``: update that seed's slice of a group.
         """
         mean, var, count = (_slot(t, seed) for t in (self.mean, self.var, self.count))
+        x = x.to(torch.float64)
         n = x.shape[0]
         batch_mean = x.mean(dim=0)
         batch_var = x.var(dim=0, unbiased=False)
         total = count + n
-        ratio = (n / total).to(mean.dtype)
-        old_count = count.to(mean.dtype)
+        ratio = n / total
         delta = batch_mean - mean
-        m2 = var * old_count + batch_var * n + delta.square() * old_count * ratio
+        m2 = var * count + batch_var * n + delta.square() * count * ratio
         mean.add_(delta * ratio)
-        var.copy_(m2 / total.to(mean.dtype))
+        var.copy_(m2 / total)
         count.copy_(total)
 
 
@@ -101,8 +106,9 @@ class ObservationNormalizer(RunningMeanStd):
         return f"shape={self.shape}, epsilon={self.epsilon}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [..., *shape]`` (raw) -> normalized, same shape (one seed's statistics)."""
-        return (x - self.mean) / torch.sqrt(self.var + self.epsilon)
+        """``x [..., *shape]`` (raw) -> normalized, same shape and dtype (one seed's
+        statistics)."""
+        return ((x.to(torch.float64) - self.mean) / torch.sqrt(self.var + self.epsilon)).to(x.dtype)
 
 
 class RewardScaler(nn.Module):
@@ -120,7 +126,7 @@ class RewardScaler(nn.Module):
     sampled batch (``Algorithm.normalized_inputs``), with the statistics as they are then; the
     replay buffer keeps raw rewards (as SimbaV2 and FlashSAC do).
 
-    Buffers: ``ret [E]`` (``G`` per training env), ``ret_max []`` (``max|G|``), and
+    Buffers (float64): ``ret [E]`` (``G`` per training env), ``ret_max []`` (``max|G|``), and
     ``ret_stats`` (a :class:`RunningMeanStd` of ``G``); ``[K, ...]`` in a seed group.
 
     Args:
@@ -138,8 +144,8 @@ class RewardScaler(nn.Module):
         if not epsilon > 0.0:
             raise ValueError(f"normalize.epsilon must be > 0, got {epsilon}")
         self.gamma, self.g_max, self.epsilon = float(gamma), float(g_max), float(epsilon)
-        self.register_buffer("ret", torch.zeros(int(num_envs)))
-        self.register_buffer("ret_max", torch.zeros(()))
+        self.register_buffer("ret", torch.zeros(int(num_envs), dtype=torch.float64))
+        self.register_buffer("ret_max", torch.zeros((), dtype=torch.float64))
         self.ret_stats = RunningMeanStd(())
 
     def extra_repr(self) -> str:
@@ -151,8 +157,8 @@ class RewardScaler(nn.Module):
                              self.ret_max / self.g_max)
 
     def forward(self, reward: torch.Tensor) -> torch.Tensor:
-        """``reward [...]`` -> scaled, same shape (one seed's statistics)."""
-        return reward / self.scale()
+        """``reward [...]`` -> scaled, same shape and dtype (one seed's statistics)."""
+        return (reward.to(torch.float64) / self.scale()).to(reward.dtype)
 
     @torch.no_grad()
     def update(self, reward: torch.Tensor, done: torch.Tensor, envs: torch.Tensor,
@@ -167,7 +173,7 @@ class RewardScaler(nn.Module):
             seed: update that seed's slice of a group.
         """
         ret, ret_max = _slot(self.ret, seed), _slot(self.ret_max, seed)
-        new = self.gamma * (1.0 - done.to(ret.dtype)) * ret + reward
+        new = self.gamma * (1.0 - done.to(ret.dtype)) * ret + reward.to(ret.dtype)
         seen = new[envs]
         ret[envs] = seen
         self.ret_stats.update(seen, seed)

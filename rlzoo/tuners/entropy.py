@@ -130,8 +130,13 @@ class FixedAlpha(Tuner):
         return torch.zeros((), device=log_prob.device)
 
 
+LOSS_FORMS = ("log_alpha", "alpha")
+
+
 class AutoAlpha(Tuner):
-    """Learned temperature: minimise ``-mean(log_alpha * (log pi + target_entropy))``.
+    """Learned temperature: minimise ``-mean(log_alpha * (log pi + target_entropy))``, or with
+    ``loss_form="alpha"`` SimbaV2's ``alpha * (-mean(log pi) - target_entropy)`` (same sign of
+    the gradient on ``log_alpha``, scaled by ``alpha``).
 
     Args:
         act_dim: |A|, action size.
@@ -143,6 +148,8 @@ class AutoAlpha(Tuner):
         members: number of independent temperatures (per agent), default 1.
         entropy_units: ``normalized`` (default) or ``env``: the units ``log pi`` and the target
             are measured in (module docstring).
+        loss_form: ``log_alpha`` (default: SAC's paper code, SB3, CleanRL) or ``alpha``
+            (SimbaV2's ``update_temperature``); both learn ``log_alpha``.
     """
 
     def __init__(
@@ -154,8 +161,14 @@ class AutoAlpha(Tuner):
         target_entropy_scale: float = 1.0,
         members: int = 1,
         entropy_units: str = "normalized",
+        loss_form: str = "log_alpha",
     ) -> None:
         super().__init__(entropy_units, members)
+        if loss_form not in LOSS_FORMS:
+            raise ValueError(
+                f"tuner.loss_form must be one of {', '.join(LOSS_FORMS)}, got {loss_form!r}"
+            )
+        self.loss_form = loss_form
         if init_alpha <= 0:
             raise ValueError(f"tuner.init_alpha must be > 0, got {init_alpha}")
         if lr <= 0:
@@ -173,5 +186,9 @@ class AutoAlpha(Tuner):
         return self.log_alpha.detach().exp()
 
     def loss(self, log_prob: torch.Tensor) -> torch.Tensor:
-        """``-mean(log_alpha * (log pi + target_entropy))`` (summed over temperatures)."""
+        """``-mean(log_alpha * (log pi + target_entropy))``, or ``alpha * (-mean(log pi) -
+        target_entropy)`` for ``loss_form="alpha"`` (summed over temperatures)."""
+        if self.loss_form == "alpha":
+            entropy = -log_prob.detach().mean(-1, keepdim=log_prob.dim() > 1)
+            return (self.log_alpha.exp() * (entropy - self.target_entropy)).sum()
         return -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean(-1).sum()
