@@ -134,6 +134,16 @@ GROUP_CASES = {
         ["algo=maddpg", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
     "maddpg-categorical-mpe-seeds2": (
         ["algo=maddpg", "critic=categorical", "seeds=2", *MPE, *REPLAY], 137, 260),
+    # SimbaV2's network (projected weights) and the normalizers (running statistics, pending
+    # step data in the loop state) in multi-agent groups; MaMuJoCo's 50-step episodes: 141 is
+    # 41 steps into the third
+    "hasac-distributional-simbav2-mpe-seeds2": (
+        ["algo=hasac", "critic=distributional", "net=simbav2", "algo.actor.network.hidden_dim=16",
+         "critic.network.hidden_dim=32", "critic.network.num_blocks=1", "seeds=2", *MPE,
+         *REPLAY], 137, 260),
+    "maddpg-normalize-mamujoco-seeds2": (
+        ["algo=maddpg", "normalize.obs=true", "normalize.reward=true", "seeds=2", *MAMUJOCO],
+        141, 230),
 }
 
 
