@@ -5,7 +5,8 @@
 
 Suites (:data:`SUITES`; every setting of a suite is declared there once):
 
-* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic
+* ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic,
+  STAC, SAC with the categorical critic
   and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, 50k env steps,
   5 seeds, on the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
@@ -197,6 +198,22 @@ MUJOCO_ROWS = (
              "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
              "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
              "chunk; evaluated open-loop too)"),
+    Row("simbav2", ("algo=simbav2",), against=("sac",),
+        note="SimbaV2 with the reference's gym-MuJoCo defaults (conf/algo/simbav2.yaml: "
+             "hyperspherical 128x1-block actor and 512x2-block twin categorical critic, "
+             "observation and reward normalization, 5,000 random steps) at one update per env "
+             "step: the setting of the reference's UTD-1 curve; its headline baseline makes 2 "
+             "updates per step"),
+    Row("stac", ("algo=stac",), against=("sac",),
+        note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
+             "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
+             "HalfCheetah 0), LayerNorm and dropout 0.01 in actor and critic (the paper's best "
+             "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
+    Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
+        note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
+             "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
+             "smaller member's distribution as target, cross-entropy loss; not SimbaV2's "
+             "networks, normalizers or schedule"),
 )
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
 # page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
@@ -274,7 +291,8 @@ SUITES: dict[str, Suite] = {
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference at this budget; after Hopper dsac_t, the hours "
                 "went to the rows that have one, to the peer and to the action-sequence critic "
-                "with its control",
+                "with its control; the `stac` and `sac-categorical` rows were added later "
+                "(issue 24) and have not been run",
     ),
     "marl": Suite(
         name="marl",
@@ -391,6 +409,12 @@ SOURCES = {s.key: s for s in (
            "(https://github.com/dojeon-ai/SimbaV2/tree/6f4e16241bc59ca0a0a84e3e6977bdd95a65b987/"
            "results), `results/baseline/sac_mujoco.csv` (gym v4 envs, 10 seeds; the CSV does "
            "not say how many random steps came first)"),
+    Source("simbav2-own",
+           "SimbaV2's own per-seed curves, [github.com/dojeon-ai/SimbaV2 at 14fafb2]"
+           "(https://github.com/dojeon-ai/SimbaV2/tree/14fafb27e6f78f0b65d19b8873b4433547a2193c/"
+           "results): `results/scaling/utd/simbaV2_utd1.csv` (one update per env step, 5 seeds) "
+           "and `results/baseline/simbaV2_utd2.csv` (2 updates per env step, 10 seeds); gym v4 "
+           "envs, 5,000 random steps (its configs/buffer/numpy_uniform.yaml `min_length`)"),
     Source("cleanrl",
            "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
            "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
@@ -472,6 +496,14 @@ REFERENCES: tuple[Reference, ...] = tuple(
             [(50_000, 4212, 498), (100_000, 6156, 700)])
     + _refs("Hopper", SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", 10,
             [(50_000, 530, 284), (100_000, 1103, 368)])
+    + _refs("HalfCheetah", ("simbav2",), "SimbaV2, UTD 1", "simbav2-own", 5,
+            [(50_000, 4323, 244), (100_000, 6527, 508)], warmup=5_000)
+    + _refs("Hopper", ("simbav2",), "SimbaV2, UTD 1", "simbav2-own", 5,
+            [(50_000, 390, 65), (100_000, 893, 333)], warmup=5_000)
+    + _refs("HalfCheetah", ("simbav2",), "SimbaV2, UTD 2 (its baseline)", "simbav2-own", 10,
+            [(50_000, 5887, 652), (100_000, 7328, 993)])
+    + _refs("Hopper", ("simbav2",), "SimbaV2, UTD 2 (its baseline)", "simbav2-own", 10,
+            [(50_000, 1050, 735), (100_000, 2821, 729)])
     + _refs("HalfCheetah", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 9635, None)])
     + _refs("Hopper", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 2310, None)])
     + _refs("Humanoid", ("sac",), "SAC (CleanRL)", "cleanrl", None, [(1_000_000, 4996, None)])

@@ -26,6 +26,8 @@ COMPOSITIONS = [
     (["algo=td3", "critic=categorical"], "td3", 100, 1),
     (["algo=dsac_t"], "dsac_t", 100, 1),
     (["algo=redq"], "redq", 250, 20),  # 50 env steps x G = 20 critic updates
+    (["algo=stac"], "stac", 100, 1),
+    (["algo=sac", "critic=gaussian"], "sac", 100, 1),
 ]
 
 
@@ -73,9 +75,9 @@ def test_presets_configure_their_papers_settings(tmp_path: Path) -> None:
     assert chunk.critic.horizon == 4 and chunk.critic.actor_reduce == "first"
 
 
-CRITICS = ["twin", "ensemble", "distributional", "action_sequence", "categorical"]
+CRITICS = ["twin", "ensemble", "distributional", "action_sequence", "categorical", "gaussian"]
 SUPPORTED = {
-    "sac": set(CRITICS), "redq": set(CRITICS),
+    "sac": set(CRITICS), "redq": set(CRITICS), "stac": set(CRITICS),
     "td3": {"twin", "ensemble", "action_sequence", "categorical"},
     "dsac_t": {"distributional"},
 }
@@ -109,6 +111,7 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
         (["algo=td3", "critic=distributional"],
          ["TD3 cannot train a DistributionalCritic", "TwinCritic, EnsembleCritic, "
           "ActionSequenceCritic, CategoricalCritic"]),
+        (["algo=td3", "critic=gaussian"], ["TD3 cannot train a GaussianCritic"]),
         (["algo=dsac_t", "critic=categorical"],
          ["DSACT cannot train a CategoricalCritic", "supports: DistributionalCritic"]),
         (["algo=sac", "critic=categorical", "critic.v_min=3", "critic.v_max=-3"],

@@ -418,7 +418,8 @@ def test_peer_settings_match_rlzoo_config() -> None:
 def test_suites_are_as_the_issue_lists() -> None:
     suites = reproduce_script.SUITES
     mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
-    rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "sb3_sac", "sb3_td3"}
+    rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "stac",
+            "sac-categorical", "sb3_sac", "sb3_td3"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
     assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls
@@ -437,6 +438,7 @@ def test_suites_are_as_the_issue_lists() -> None:
     gpu = suites["gpu"]
     assert {t.name for t in gpu.tasks} == {"Hopper", "HalfCheetah", "Humanoid"}
     assert gpu.steps == 1_000_000 and "device=cuda" in gpu.overrides
+    assert {"stac", "sac-categorical"} <= {r.label for r in gpu.rows}
     for suite in suites.values():  # every row's config composes
         for task, row in suite.cells():
             reproduce_script.compose_cell_config([f"env={task.env}", *row.overrides,

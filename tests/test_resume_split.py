@@ -41,6 +41,7 @@ CASES = {
     "td3-2envs": (["algo=td3", "num_envs=2", *PENDULUM], 226, 420),
     "dsac_t": (["algo=dsac_t", *PENDULUM], 149, 250),
     "sac-categorical": (["algo=sac", "critic=categorical", *PENDULUM], 151, 250),
+    "stac": (["algo=stac", *PENDULUM], 133, 250),
     "redq": (["algo=redq", "algo.utd=3", "algo.policy_delay=3", *PENDULUM], 121, 230),
     # MPE
     "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
@@ -119,6 +120,7 @@ def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, 
 # after a split at K equals the straight run's, and so does each seed's summary.
 GROUP_CASES = {
     "sac-seeds2": (["algo=sac", "seeds=2", *PENDULUM], 137, 260),
+    "stac-seeds2": (["algo=stac", "seeds=2", *PENDULUM], 141, 250),
     # SimbaV2's networks: weights re-projected onto the unit sphere after every step
     "sac-simbav2_net-seeds2": (["algo=sac", "net=simbav2", "seeds=2", *PENDULUM,
                                 "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8"],

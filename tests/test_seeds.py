@@ -24,6 +24,7 @@ from rlzoo.nets import (
     CategoricalCritic,
     DeterministicActor,
     EnsembleCritic,
+    GaussianCritic,
     TanhGaussianActor,
     TwinCritic,
 )
@@ -54,6 +55,9 @@ ALGOS: dict[str, tuple[Callable[[], Algorithm], int]] = {  # (builder, action wi
         lambda: sac(partial(ActionSequenceCritic, horizon=3, hidden=HIDDEN)), 6),
     "td3": (td3, 2),
     "sac-categorical": (lambda: sac(partial(CategoricalCritic, atoms=11, hidden=HIDDEN)), 2),
+    "stac-gaussian": (
+        lambda: sac(partial(GaussianCritic, pessimism=0.5, hidden=HIDDEN, layer_norm=True,
+                            dropout=0.1)), 2),
 }
 
 

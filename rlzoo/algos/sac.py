@@ -35,6 +35,7 @@ from rlzoo.nets.critics import (
     EnsembleCritic,
     TwinCritic,
 )
+from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.tuners.entropy import Tuner
 
@@ -58,6 +59,7 @@ class SAC(Algorithm):
 
     supported_critics = (
         TwinCritic, EnsembleCritic, DistributionalCritic, ActionSequenceCritic, CategoricalCritic,
+        GaussianCritic,
     )
     graph_safe = True
     seed_groups = True

@@ -10,11 +10,12 @@ from rlzoo.nets.critics import (
     TwinCritic,
 )
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
+from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.hyperspherical import HypersphericalMLP
 from rlzoo.nets.mlp import mlp
 
 __all__ = [
     "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
-    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "HypersphericalMLP",
-    "TanhGaussianActor", "TwinCritic", "make_network", "mlp",
+    "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "GaussianCritic",
+    "HypersphericalMLP", "TanhGaussianActor", "TwinCritic", "make_network", "mlp",
 ]
