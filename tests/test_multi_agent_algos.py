@@ -33,17 +33,20 @@ HETERO = EnvSpec(obs_dim=6, act_dim=5, n_agents=2, state_dim=8, act_dims=(3, 5))
 HIDDEN = [16, 16]
 
 
-def make_maddpg(spec: EnvSpec = SPEC, **kwargs) -> MADDPG:
+def make_maddpg(spec: EnvSpec = SPEC, critic=AgentCritics, **kwargs) -> MADDPG:
+    """MADDPG with tiny networks; ``critic`` is the per-agent critic class."""
     return MADDPG(
         spec, actor=partial(DeterministicActor, hidden=HIDDEN),
-        critic=partial(AgentCritics, hidden=HIDDEN), **kwargs,
+        critic=partial(critic, hidden=HIDDEN), **kwargs,
     )
 
 
-def make_hasac(spec: EnvSpec = SPEC, actor: dict | None = None, tuner=None, **kwargs) -> HASAC:
+def make_hasac(spec: EnvSpec = SPEC, actor: dict | None = None, tuner=None, critic=TwinCritic,
+               **kwargs) -> HASAC:
+    """HASAC with tiny networks; ``critic`` is the centralized critic class."""
     return HASAC(
         spec, actor=partial(TanhGaussianActor, hidden=HIDDEN, **(actor or {})),
-        critic=partial(TwinCritic, hidden=HIDDEN),
+        critic=partial(critic, hidden=HIDDEN),
         tuner=tuner or partial(AutoAlpha, lr=1e-3), **kwargs,
     )
 

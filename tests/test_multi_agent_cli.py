@@ -77,6 +77,121 @@ def test_every_algo_env_pair_runs_through_the_cli(algo: str, family: str, tmp_pa
         check_run_dir(runs[0], algo, env)
 
 
+@pytest.mark.parametrize("family, env", [("mpe", "mpe/simple_spread"),
+                                         ("mamujoco", "mamujoco/HalfCheetah-2x3")])
+def test_distributional_centralized_critics_run_through_the_cli(family: str, env: str,
+                                                                tmp_path: Path) -> None:
+    """``critic=distributional`` (DSAC-T's) and ``critic=categorical`` (SimbaV2's) as HASAC's
+    centralized critic and as MADDPG's per-agent critics, in one multirun: the run-dir contract
+    and the critic's shape in the checkpoint (MADDPG: 2 members per agent)."""
+    proc = run_cli([
+        "-m", "algo=hasac,maddpg", "critic=distributional,categorical", f"env={env}",
+        f"total_steps={SMOKE_STEPS}", *TINY, *ALGO_SMOKE["hasac"][:2], *FAMILY_SMOKE[family],
+        "eval.every=0", "eval.episodes=1", "log.every=50", "log.progress=false",
+        "hydra.sweep.subdir=${critic._target_}/${hydra.job.num}", f"hydra.sweep.dir={tmp_path}",
+    ])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    agents = AGENTS[env.split("/")[1]]
+    runs = {}
+    for run_dir in tmp_path.glob("*/*"):
+        state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+                           weights_only=True)
+        runs[(state["algo_name"], run_dir.parent.name)] = (run_dir, state)
+    assert sorted(runs) == [(algo, kind) for algo in ("hasac", "maddpg") for kind in
+                            ("rlzoo.nets.CategoricalCritic", "rlzoo.nets.DistributionalCritic")]
+    for (algo, kind), (run_dir, state) in runs.items():
+        check_run_dir(run_dir, algo, env)
+        members = 2 if algo == "hasac" else 2 * agents
+        modules = state["algo"]["modules"]
+        # the output layer: [members, hidden, 2] (mean, raw std) or [members, hidden, atoms]
+        out = modules["critic.net.layers.4.weight"]
+        assert out.shape == (members, 32, 2 if kind.endswith("DistributionalCritic") else 101)
+        if kind.endswith("DistributionalCritic"):
+            assert modules["critic.running_std"].shape == (members, 1)
+            assert all(value > 0 for _, value in scalars(run_dir)["stats/q_std"])
+
+
+# SimbaV2's network at a test's size (conf/net/simbav2.yaml has the reference's 128 / 512)
+SIMBA_TINY = ["net=simbav2", "algo.actor.network.hidden_dim=16", "critic.network.hidden_dim=32",
+              "critic.network.num_blocks=1"]
+
+
+def test_normalized_networks_in_multi_agent_runs(tmp_path: Path) -> None:
+    """``net=simbav2`` trunks for the per-agent actors and the centralized critics (HASAC's twin,
+    MADDPG's per-agent ``AgentCritics`` and the per-agent distributional critics): after training
+    every online hyperspherical weight still has unit columns (HASAC steps its actors agent by
+    agent with MemberAdam and projects after each step), per member."""
+    proc = run_cli([
+        "-m", "algo=hasac,maddpg", "env=mpe/simple_spread", *SIMBA_TINY,
+        f"total_steps={SMOKE_STEPS}", *ALGO_SMOKE["hasac"][:2], "eval.every=0",
+        "eval.episodes=1", "log.every=50", "log.progress=false", f"hydra.sweep.dir={tmp_path}",
+    ])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dist = tmp_path / "distributional"
+    proc = run_cli(["algo=maddpg", "critic=distributional", "env=mpe/simple_spread", *SIMBA_TINY,
+                    f"total_steps={SMOKE_STEPS}", *ALGO_SMOKE["hasac"][:2], "eval.episodes=1",
+                    "log.every=50", "log.progress=false"], run_dist)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = [("hasac", 2, next((tmp_path / "mpe-simple_spread" / "hasac").iterdir())),
+            ("maddpg", 3, next((tmp_path / "mpe-simple_spread" / "maddpg").iterdir())),
+            ("maddpg", 6, run_dist)]
+    for algo, critic_members, run_dir in runs:
+        check_run_dir(run_dir, algo, "mpe/simple_spread")
+        state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+                           weights_only=True)
+        modules = state["algo"]["modules"]
+        assert modules["actor.net.net.embedder.linear.weight"].shape == (3, 18 + 1, 16)
+        assert modules["critic.net.embedder.linear.weight"].shape[:2] == (critic_members,
+                                                                          54 + 15 + 1)
+        hyper = [k for k in modules if k.endswith(("linear.weight", "up.weight", "down.weight",
+                                                   "inner.weight", "outer.weight"))]
+        online = [k for k in hyper if not k.startswith("target_")]
+        assert len(online) >= 10, online
+        for key in online:
+            norms = modules[key].norm(dim=-2)
+            torch.testing.assert_close(norms, torch.ones_like(norms), rtol=0, atol=1e-5,
+                                       msg=key)
+        # training moved them: the actor's embedding is no longer the target critic's start
+        assert state["algo"]["updates"] > 0
+
+
+def test_observation_normalizer_and_reward_scaler_in_multi_agent_runs(tmp_path: Path) -> None:
+    """``normalize.obs=true normalize.reward=true``: per-agent observation statistics
+    ``[N, O]``, global-state statistics ``[S]``, merged from the collected data; the saved policy
+    takes raw observations and normalizes them with its own statistics."""
+    from rlzoo import load_policy
+
+    proc = run_cli([
+        "-m", "algo=hasac,maddpg", "env=mamujoco/HalfCheetah-2x3", "normalize.obs=true",
+        "normalize.reward=true", f"total_steps={SMOKE_STEPS}", *TINY, *ALGO_SMOKE["hasac"][:2],
+        *FAMILY_SMOKE["mamujoco"], "eval.every=0", "eval.episodes=1", "log.every=50",
+        "log.progress=false", f"hydra.sweep.dir={tmp_path}",
+    ])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for algo in ("hasac", "maddpg"):
+        run_dir = next((tmp_path / "mamujoco-HalfCheetah-2x3" / algo).iterdir())
+        check_run_dir(run_dir, algo, "mamujoco/HalfCheetah-2x3")
+        state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
+                           weights_only=True)
+        modules = state["algo"]["modules"]
+        mean, var = modules["obs_normalizer.mean"], modules["obs_normalizer.var"]
+        assert mean.shape == var.shape == (2, 12)  # per agent: each agent's 12 observations
+        assert modules["state_normalizer.mean"].shape == (17,)
+        assert modules["obs_normalizer.count"] > 150  # the collected observations
+        assert (var > 0).all() and mean.abs().sum() > 0
+        assert modules["reward_scaler.ret_stats.count"] > 150
+        policy = load_policy(run_dir)
+        raw = torch.randn(4, 2, 12) * 3 + 1
+        normalizer = policy.algo.obs_normalizer
+        by_hand = (raw - normalizer.mean) / torch.sqrt(normalizer.var + normalizer.epsilon)
+        want = policy(raw)
+        with torch.no_grad():
+            normalizer.mean.zero_()
+            normalizer.var.fill_(1.0 - normalizer.epsilon)
+        torch.testing.assert_close(policy(by_hand), want, rtol=1e-5, atol=1e-5)
+        assert not torch.allclose(policy(raw), want, atol=1e-3)  # the statistics mattered
+
+
 def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
     proc = run_cli([
         "algo=maddpg", "env=mpe/simple_spread", "algo.share_actor=true",
@@ -99,10 +214,16 @@ def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
                                              "algo=hasac"]),
     (["algo=hasac", "env=mpe/simple_speaker_listener", "algo.share_actor=true"],
      ["share_actor=true needs agents with equal action sizes"]),
-    (["algo=hasac", "env=mpe/simple_spread", "critic=distributional"],
-     ["HASAC cannot train a DistributionalCritic"]),
+    (["algo=hasac", "env=mpe/simple_spread", "critic=agents"],
+     ["HASAC cannot train a AgentCritics; it supports: EnsembleCritic, DistributionalCritic, "
+      "CategoricalCritic"]),
     (["algo=maddpg", "env=mpe/simple_spread", "critic=twin"],
-     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics"]),
+     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics, DistributionalCritic, "
+      "CategoricalCritic"]),
+    (["algo=coma", "env=mpe/simple_spread", "critic=distributional"],
+     ["COMA cannot train a DistributionalCritic"]),
+    (["algo=coma", "env=mpe/simple_spread", "critic=categorical"],
+     ["COMA cannot train a CategoricalCritic"]),
 ])
 def test_misfits_fail_at_start_in_one_line(args: list[str], fragments: list[str],
                                            tmp_path: Path) -> None:

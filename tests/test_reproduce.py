@@ -433,9 +433,14 @@ def test_suites_are_as_the_issue_lists() -> None:
     assert suites["mujoco"].steps == 100_000 and suites["mujoco"].seeds == 5
     assert suites["mujoco"].headline_steps == (50_000, 100_000)
     marl = {(t.name, r.label) for t, r in suites["marl"].cells()}
+    critics = ("hasac-distributional", "hasac-categorical", "maddpg-distributional",
+               "maddpg-categorical")
     assert marl == {(t, r) for t in ("mpe-simple_spread", "mpe-simple_speaker_listener")
-                    for r in ("maddpg", "hasac", "coma")} | {
-        ("mamujoco-HalfCheetah-2x3", r) for r in ("maddpg", "hasac")}
+                    for r in ("maddpg", "hasac", "coma", *critics)} | {
+        ("mamujoco-HalfCheetah-2x3", r) for r in ("maddpg", "hasac", *critics)}
+    for row in suites["marl"].rows:  # a critic variant is set against its algorithm's row
+        if row.label in critics:
+            assert row.against == (row.label.split("-")[0],), row.label
     gpu = suites["gpu"]
     assert {t.name for t in gpu.tasks} == {"Hopper", "HalfCheetah", "Humanoid"}
     assert gpu.steps == 1_000_000 and "device=cuda" in gpu.overrides

@@ -52,6 +52,11 @@ CASES = {
     # MaMuJoCo
     "maddpg-mamujoco": (["algo=maddpg", *MAMUJOCO], 137, 230),
     "hasac-mamujoco-2envs": (["algo=hasac", "num_envs=2", *MAMUJOCO], 154, 260),
+    # the distributional centralized critics (their running stds live in the checkpoint)
+    "hasac-distributional-mpe": (["algo=hasac", "critic=distributional", *MPE, *REPLAY], 137, 260),
+    "maddpg-distributional-mamujoco": (["algo=maddpg", "critic=distributional", *MAMUJOCO],
+                                       141, 230),
+    "hasac-categorical-mamujoco": (["algo=hasac", "critic=categorical", *MAMUJOCO], 141, 230),
 }
 
 STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
@@ -128,6 +133,23 @@ GROUP_CASES = {
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
                         130, 250),
+    # split at env step 137: 12 steps into an MPE episode (25 steps), about 24 updates in
+    "hasac-distributional-mpe-seeds2": (
+        ["algo=hasac", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
+    "maddpg-distributional-mpe-seeds2": (
+        ["algo=maddpg", "critic=distributional", "seeds=2", *MPE, *REPLAY], 137, 260),
+    "maddpg-categorical-mpe-seeds2": (
+        ["algo=maddpg", "critic=categorical", "seeds=2", *MPE, *REPLAY], 137, 260),
+    # SimbaV2's network (projected weights) and the normalizers (running statistics, pending
+    # step data in the loop state) in multi-agent groups; MaMuJoCo's 50-step episodes: 141 is
+    # 41 steps into the third
+    "hasac-distributional-simbav2-mpe-seeds2": (
+        ["algo=hasac", "critic=distributional", "net=simbav2", "algo.actor.network.hidden_dim=16",
+         "critic.network.hidden_dim=32", "critic.network.num_blocks=1", "seeds=2", *MPE,
+         *REPLAY], 137, 260),
+    "maddpg-normalize-mamujoco-seeds2": (
+        ["algo=maddpg", "normalize.obs=true", "normalize.reward=true", "seeds=2", *MAMUJOCO],
+        141, 230),
 }
 
 

@@ -24,7 +24,12 @@ from examples.ppo import PPO
 from rlzoo.algos import HASAC
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.seeds import clip_grad_norm_per_seed, stack_seeds
-from rlzoo.nets import EnsembleCritic, TanhGaussianActor
+from rlzoo.nets import (
+    CategoricalCritic,
+    DistributionalCritic,
+    EnsembleCritic,
+    TanhGaussianActor,
+)
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import FixedAlpha
 from tests.test_multi_agent_algos import (
@@ -78,6 +83,14 @@ CASES = {
     "hasac": (make_hasac, batch_data(SPEC)),
     "hasac_hetero_fixed_alpha": (partial(make_hasac, HETERO, tuner=partial(FixedAlpha, alpha=0.1)),
                                  batch_data(HETERO)),
+    # the distributional centralized critics (DSAC-T's, nets/critics.py): HASAC's one critic,
+    # MADDPG's one per agent (twin Gaussians each); their running stds are per seed too
+    "hasac_distributional": (partial(make_hasac, critic=DistributionalCritic), batch_data(SPEC)),
+    "maddpg_distributional_hetero": (partial(make_maddpg, HETERO, critic=DistributionalCritic),
+                                     batch_data(HETERO)),
+    "hasac_categorical_hetero": (partial(make_hasac, HETERO, critic=CategoricalCritic),
+                                 batch_data(HETERO)),
+    "maddpg_categorical": (partial(make_maddpg, critic=CategoricalCritic), batch_data(SPEC)),
     # max_grad_norm small enough that the clip acts (a clip across seeds would couple them)
     "coma": (partial(make_coma, critic_steps=3, target_update_every=2, max_grad_norm=0.1),
              rollout_data(SPEC)),

@@ -24,6 +24,10 @@ and ``discount = gamma^k (1 - d)``:
 * log-probs are in the tuner's ``entropy_units`` (``tuners/entropy.py``); HARL's are of the
   ``[-1, 1]`` action (``normalized``, the default in ``conf/algo/hasac.yaml``)
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
+* ``critic=distributional``: the centralized critic is DSAC-T's Gaussian critic over (global
+  state, joint action), the same class as single-agent DSAC-T's: ``min_j Q'_j`` above becomes its
+  ``[min mean, sampled value]`` pair, ``J_Q`` its loss, and the actors ascend the min of its means
+  (``nets/critics.py``); nothing else changes
 
 Each agent's step touches only its own ensemble member (``MemberAdam``), so the sequential scheme
 is exact even though all actors live in one batched ensemble. The updated ``pi_{i_m}``'s sample is
@@ -40,8 +44,9 @@ from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors
-from rlzoo.nets.critics import Critic, EnsembleCritic
+from rlzoo.nets.critics import Critic, DistributionalCritic, EnsembleCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners.entropy import Tuner
@@ -53,7 +58,8 @@ class HASAC(MultiAgentAlgorithm):
     Args:
         spec: environment sizes (multi-agent, with a global state).
         actor: builds the tanh-Gaussian actor from ``(obs_dim, act_dim, members=...)``.
-        critic: builds the centralized critic from ``(state_dim, joint_act_dim)``.
+        critic: builds the centralized critic from ``(state_dim, joint_act_dim)``: an
+            ``EnsembleCritic`` (twin by default) or a ``DistributionalCritic``.
         tuner: builds a temperature from ``(act_dim, members=...)``; used twice: per-agent
             temperatures (``act_dim`` = each agent's ``|A_i|``) and the critic's (``sum |A_i|``).
         gamma: discount (0.99).
@@ -69,7 +75,7 @@ class HASAC(MultiAgentAlgorithm):
     """
 
     seed_groups = True
-    supported_critics = (EnsembleCritic,)
+    supported_critics = (EnsembleCritic, DistributionalCritic, CategoricalCritic)
 
     def __init__(
         self,
@@ -131,12 +137,15 @@ class HASAC(MultiAgentAlgorithm):
         soft_value = next_value - self.critic_tuner.alpha * joint_log_prob
         return batch.reward + batch.discount * soft_value
 
-    def critic_terms(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """``J_Q`` against ``critic_target`` and the mean Q (scalars), for one seed."""
+    def critic_terms(
+        self, batch: Batch
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """``J_Q`` against ``critic_target``, the mean Q (scalars) and the critic kind's
+        statistics, for one seed."""
         assert batch.state is not None
         target = self.critic_target(batch)
         loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
-        return loss, q.detach().mean()
+        return loss, q.detach().mean(), self.critic.stats()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The critic step, the sequential actor steps, the temperatures, the target critic.
@@ -147,7 +156,7 @@ class HASAC(MultiAgentAlgorithm):
         """
         assert batch.state is not None
         alpha_c = self.critic_tuner.alpha
-        critic_loss, q_mean = self.per_seed(self.critic_terms, batch)
+        critic_loss, q_mean, critic_stats = self.per_seed(self.critic_terms, batch)
         self.step(self.critic_optimizer, critic_loss)
         metrics = self.update_actors(batch.obs, batch.state)
         polyak_update(self.target_critic, self.critic, self.tau)
@@ -156,6 +165,7 @@ class HASAC(MultiAgentAlgorithm):
             "loss/critic": critic_loss.detach(),
             "stats/q_mean": q_mean,
             "stats/critic_alpha": alpha_c,
+            **critic_stats,
         })
         return metrics
 

@@ -7,7 +7,9 @@ actors ``mu'_i`` and target critics ``Q'_i`` (polyak). With ``r_i`` agent ``i``'
 (n-step sums when ``n_step > 1``; ``discount = gamma^k (1 - d)``):
 
 * critic ``i``: ``y_i = r_i + discount * Q'_i(x', mu'_1(o'_1)..mu'_N(o'_N))``,
-  ``J_Q = sum_i E[(Q_i(x, a_1..a_N) - y_i)^2]``
+  ``J_Q = sum_i E[(Q_i(x, a_1..a_N) - y_i)^2]``; with ``critic=distributional`` agent ``i``'s
+  critic is DSAC-T's Gaussian critic over ``(x, a_1..a_N)`` instead, its targets ``y_i`` (min of
+  its target means) and ``y_s,i`` (a sample of that member), its loss DSAC-T's (nets/critics.py)
 * actor ``i``: ``J_mu_i = -E[Q_i(x, a_1..mu_i(o_i)..a_N)]`` with the critic frozen, where the other
   agents' actions ``a_j`` are the buffer's (``others_actions=buffer``, the paper) or their current
   policies' ``mu_j(o_j)`` without gradient (``others_actions=policy``, as HARL and BenchMARL)
@@ -28,7 +30,9 @@ from rlzoo.algos.base import EnvSpec, adam, check_tau
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors, AgentCritics
+from rlzoo.nets.critics import Critic, DistributionalCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 
 OTHERS_ACTIONS = ("buffer", "policy")
@@ -40,7 +44,9 @@ class MADDPG(MultiAgentAlgorithm):
     Args:
         spec: environment sizes (multi-agent, with a global state).
         actor: builds the deterministic actor from ``(obs_dim, act_dim, members=...)``.
-        critic: builds ``AgentCritics`` from ``(state_dim, joint_act_dim, n_agents=N)``.
+        critic: builds the per-agent critics from ``(state_dim, joint_act_dim, n_agents=N)``:
+            ``AgentCritics`` (one Q per agent, the paper) or ``DistributionalCritic`` (DSAC-T's
+            Gaussian critic per agent, ``critic.n`` members each).
         gamma: discount (0.99).
         tau: polyak rate of the target actors and critics (0.005, HARL).
         actor_lr: actor learning rate (5e-4, HARL).
@@ -52,13 +58,13 @@ class MADDPG(MultiAgentAlgorithm):
     """
 
     seed_groups = True
-    supported_critics = (AgentCritics,)
+    supported_critics = (AgentCritics, DistributionalCritic, CategoricalCritic)
 
     def __init__(
         self,
         spec: EnvSpec,
         actor: Callable[..., DeterministicActor],
-        critic: Callable[..., AgentCritics],
+        critic: Callable[..., Critic],
         gamma: float = 0.99,
         tau: float = 0.005,
         actor_lr: float = 5e-4,
@@ -81,6 +87,9 @@ class MADDPG(MultiAgentAlgorithm):
         self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim, self.joint_dim, n_agents=self.n_agents)
         self.check_critic(self.critic)
+        if self.critic.groups != self.n_agents:
+            raise ValueError(f"MADDPG needs one critic per agent ({self.n_agents}); "
+                             f"{type(self.critic).__name__} holds {self.critic.groups}")
         self.actor = AgentActors(actor, spec.obs_dim, spec.act_dim, self.act_dims, share_actor)
         if self.actor.stochastic:
             raise ValueError("MADDPG needs a deterministic actor (rlzoo.nets.DeterministicActor)")
@@ -104,15 +113,17 @@ class MADDPG(MultiAgentAlgorithm):
         return noisy.clamp(-1.0, 1.0) * self.act_mask
 
     def critic_losses(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-agent TD losses ``[N]`` and values ``q [N, B]`` (targets without gradient)."""
+        """Per-agent TD losses ``[N]`` and values ``q [E, B]`` (targets without gradient).
+
+        The target is ``[N, B]`` (``AgentCritics``) or ``[2, N, B]`` (the distributional
+        critic's mean and sampled targets of each agent); the critic kind's loss takes it."""
         assert batch.state is not None and batch.next_state is not None
         assert batch.agent_reward is not None
         with torch.no_grad():
             next_action = self.target_actor.mode(batch.next_obs)
             next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
-            target = batch.agent_reward.T + batch.discount * next_value  # [N, B]
-        q = self.critic(batch.state, self.joint(batch.action))
-        return self.critic.agent_losses(q, target), q
+            target = batch.agent_reward.T + batch.discount * next_value  # [(K,) N, B]
+        return self.critic.td_losses(batch.state, self.joint(batch.action), target)
 
     def actor_losses(self, obs: torch.Tensor, state: torch.Tensor, action: torch.Tensor
                      ) -> torch.Tensor:
@@ -122,13 +133,16 @@ class MADDPG(MultiAgentAlgorithm):
         joint_per_agent = torch.where(self.own_slot, mu[None], others[None])  # [N, B, N, A]
         states = state[None].expand(self.n_agents, -1, -1)
         with frozen(self.critic):
-            q_pi = self.critic(states, self.joint(joint_per_agent))  # [N, B]
-        return -q_pi.mean(dim=1)
+            q_pi = self.critic.agent_values(self.critic(states, self.joint(joint_per_agent)))
+        return -q_pi.mean(dim=1)  # q_pi [N, B]: agent i's value from its own critic
 
-    def critic_terms(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-agent TD losses ``[N]`` and the mean Q (a scalar), for one seed."""
+    def critic_terms(
+        self, batch: Batch
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Per-agent TD losses ``[N]``, the mean Q (a scalar) and the critic kind's statistics,
+        for one seed."""
         losses, q = self.critic_losses(batch)
-        return losses, q.detach().mean()
+        return losses, q.detach().mean(), self.critic.stats()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One critic and one actor step of every agent, then the targets' polyak step.
@@ -138,7 +152,8 @@ class MADDPG(MultiAgentAlgorithm):
         ``[K]`` (one per seed) for a group.
         """
         assert batch.state is not None
-        critic_losses, q_mean = self.per_seed(self.critic_terms, batch)  # [N] ([K, N])
+        # per-agent losses [N] ([K, N] for a group)
+        critic_losses, q_mean, critic_stats = self.per_seed(self.critic_terms, batch)
         critic_loss = critic_losses.sum(-1)
         self.step(self.critic_optimizer, critic_loss)
         actor_losses = self.per_seed(self.actor_losses, batch.obs, batch.state, batch.action)
@@ -150,6 +165,7 @@ class MADDPG(MultiAgentAlgorithm):
             "loss/critic": critic_loss.detach(),
             "loss/actor": actor_losses.detach().sum(-1),
             "stats/q_mean": q_mean,
+            **critic_stats,
         }
         for i in range(self.n_agents):
             metrics[f"loss/critic/agent_{i}"] = critic_losses[..., i].detach()

@@ -125,6 +125,11 @@ class CategoricalCritic(Critic):
         layer_norm: LayerNorm after each hidden layer (default off).
         dropout, network: the trunk, as ``EnsembleCritic``'s (``net=simbav2``: SimbaV2's
             ``HyperCategoricalValue`` is the ``HypersphericalMLP`` head with ``atoms`` logits).
+        n_agents: G, independent critics of ``n`` members each, one per agent (MADDPG passes its
+            N; default 1: one critic). Member ``g n + j`` is member j of agent g's critic; the
+            target member is chosen within each agent's critic, and ``next_value`` returns atoms
+            and probabilities ``[N, G, B]`` (the atoms axis first, so per-agent rewards
+            ``[G, B]`` broadcast onto them).
     """
 
     def __init__(
@@ -142,26 +147,33 @@ class CategoricalCritic(Critic):
         layer_norm: bool = False,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
+        n_agents: int = 1,
     ) -> None:
         super().__init__()
         if n < 1:
             raise ValueError(f"critic.n must be >= 1, got {n}")
+        if n_agents < 1:
+            raise ValueError(f"CategoricalCritic needs n_agents >= 1, got {n_agents}")
         check_support(v_min, v_max, atoms)
         if pessimism < 0:
             raise ValueError(f"critic.pessimism must be >= 0, got {pessimism}")
         _check_reduction(actor_reduce)
-        self.members, self.actor_reduce, self.pessimism = n, actor_reduce, pessimism
+        self.groups, self.per_agent = n_agents, n
+        self.members, self.actor_reduce, self.pessimism = n_agents * n, actor_reduce, pessimism
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.v_min, self.v_max, self.atoms = float(v_min), float(v_max), atoms
         self.net = make_network(
-            network, n, obs_dim + act_dim, atoms, 1, hidden, activation, layer_norm, dropout
+            network, self.members, obs_dim + act_dim, atoms, 1, hidden, activation, layer_norm,
+            dropout,
         )
         # z_k; not saved (it follows from the config), stacked like any buffer in a seed group
         self.register_buffer("support", torch.linspace(v_min, v_max, atoms), persistent=False)
 
     def log_probs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """``obs [B, O]`` (or ``[E, B, O]``), ``action [B, A]`` -> ``log p [E, B, N]``."""
-        return F.log_softmax(self.net(torch.cat([obs, action], dim=-1)), dim=-1)
+        """``obs [B, O]`` (or ``[E, B, O]``; per agent ``[G, B, O]``), ``action [B, A]`` (likewise)
+        -> ``log p [E, B, N]``."""
+        x = self.member_inputs(torch.cat([obs, action], dim=-1))
+        return F.log_softmax(self.net(x), dim=-1)
 
     def moments(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``log p [..., N]`` -> mean and std ``[...]`` of the distribution on the support."""
@@ -183,21 +195,25 @@ class CategoricalCritic(Critic):
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> DiscreteReturn:
         """The target member's distribution at ``(s', a')``, atoms ``[N, B]`` shifted by
-        ``-beta std`` and probabilities ``[N, B]`` (see the module docstring)."""
-        log_probs = self.log_probs(next_obs, next_action)  # [E, B, N]
-        mean, std = self.moments(log_probs)
+        ``-beta std`` and probabilities ``[N, B]`` (see the module docstring); with G per-agent
+        critics ``[N, G, B]``, the member chosen within each agent's critic."""
+        log_probs = self.by_agent(self.log_probs(next_obs, next_action))  # [G, n, B, N]
+        mean, std = self.moments(log_probs)  # [G, n, B]
         value = mean - self.pessimism * std
-        member = value.argmin(dim=0)  # [B]
-        batch = torch.arange(member.shape[0], device=member.device)
-        probs = log_probs[member, batch].exp().transpose(0, 1)  # [N, B]
-        shift = (self.pessimism * std[member, batch]).unsqueeze(0)  # [1, B]
-        atoms = self.support.unsqueeze(1) - shift  # [N, B]
+        member = value.argmin(dim=1, keepdim=True)  # [G, 1, B]
+        index = member.unsqueeze(-1).expand(-1, -1, -1, self.atoms)
+        probs = log_probs.gather(1, index)[:, 0].exp().permute(2, 0, 1)  # [N, G, B]
+        shift = self.pessimism * std.gather(1, member)  # [G, 1, B]
+        atoms = self.support[:, None, None] - shift.transpose(0, 1)  # [N, G, B]
+        if self.groups == 1:  # one critic: [N, B]
+            atoms, probs = atoms[:, 0], probs[:, 0]
         return DiscreteReturn(atoms.expand_as(probs), probs)
 
     def target_probs(self, target: DiscreteReturn) -> torch.Tensor:
-        """``target`` (atoms and probabilities ``[N, B]``) projected onto the support ``[B, N]``."""
+        """``target`` (atoms and probabilities ``[N, B]``) projected onto the support ``[B, N]``
+        (per agent: ``[N, G, B]`` -> ``[G, B, N]``)."""
         return project_onto_support(
-            target.atoms.transpose(0, 1), target.probs.transpose(0, 1),
+            target.atoms.movedim(0, -1), target.probs.movedim(0, -1),
             self.v_min, self.v_max, self.atoms,
         )
 
@@ -206,10 +222,31 @@ class CategoricalCritic(Critic):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sum over members of ``mean_B(-sum_k m_k log p_ik(s, a))``, ``m`` the projected target;
         also the members' expected values ``[E, B]``."""
+        losses, q = self.member_losses(obs, action, target)
+        return losses.sum(), q
+
+    def td_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent's critic's loss ``[G]`` (the sum over its members) and ``q [E, B]``."""
+        losses, q = self.member_losses(obs, action, target)
+        return self.by_agent(losses).sum(1), q
+
+    def member_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each member's ``mean_B(-sum_k m_k log p_ik(s, a))`` ``[E]``, ``m`` its (agent's)
+        projected target, and the members' expected values ``[E, B]``."""
         log_probs = self.log_probs(obs, action)  # [E, B, N]
-        projected = self.target_probs(target).detach()  # [B, N]
+        projected = self.target_probs(target).detach()  # [B, N] or per agent [G, B, N]
+        if projected.dim() == 3:
+            projected = projected.repeat_interleave(self.per_agent, dim=0)  # [E, B, N]
         cross_entropy = -(projected * log_probs).sum(-1)  # [E, B]
-        return cross_entropy.mean(dim=1).sum(), self.moments(log_probs.detach())[0]
+        return cross_entropy.mean(dim=1), self.moments(log_probs.detach())[0]
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
         return reduce_members(q, self.actor_reduce)
+
+    def agent_values(self, q: torch.Tensor) -> torch.Tensor:
+        """``actor_reduce`` within each agent's critic: ``q [E, B]`` -> ``[G, B]``."""
+        return reduce_members(self.by_agent(q).transpose(0, 1), self.actor_reduce)

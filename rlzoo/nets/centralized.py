@@ -11,6 +11,8 @@ the real entries. Padded entries are always exactly 0 and never count in a log-p
   one-hot id appended (parameter sharing, for agents of equal shape).
 * :class:`AgentCritics` is N centralized critics ``Q_i(x, a_1..a_N)`` (MADDPG) as one ensemble with
   a member per agent; member ``i`` is agent ``i``'s critic and is never reduced with the others.
+  Other kinds that take ``n_agents`` (``DistributionalCritic``) serve MADDPG the same way; see
+  ``rlzoo/nets/critics.py``.
 * :func:`joint_action` flattens ``[..., N, A]`` to the real entries only, ``[..., sum_i |A_i|]``:
   what a centralized critic sees, so padding cannot leak into any critic.
 """
@@ -170,7 +172,7 @@ class AgentCritics(Critic):
         super().__init__()
         if n_agents < 1:
             raise ValueError(f"AgentCritics needs n_agents >= 1, got {n_agents}")
-        self.members = n_agents
+        self.members = self.groups = n_agents
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.net = make_network(
             network, n_agents, obs_dim + act_dim, 1, 1, hidden, activation, layer_norm, dropout
@@ -188,8 +190,15 @@ class AgentCritics(Critic):
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Sum over agents of ``mean_B (Q_i - y_i)^2`` with ``target [N, B]``; also ``q [N, B]``."""
+        losses, q = self.td_losses(obs, action, target)
+        return losses.sum(), q
+
+    def td_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent's ``mean_B (Q_i - y_i)^2`` ``[N]`` with ``target [N, B]``; ``q [N, B]``."""
         q = self(obs, action)
-        return self.agent_losses(q, target).sum(), q
+        return self.agent_losses(q, target), q
 
     @staticmethod
     def agent_losses(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -198,4 +207,8 @@ class AgentCritics(Critic):
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
         """Agents are not reduced: ``q [N, B]`` is returned as is."""
+        return q
+
+    def agent_values(self, q: torch.Tensor) -> torch.Tensor:
+        """Agent ``i``'s value is its own critic's: ``q [N, B]`` as is."""
         return q

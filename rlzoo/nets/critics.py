@@ -9,6 +9,14 @@
 So the algorithm writes ``y = r + discount * (next_value - alpha log pi)`` once, and the critic
 kind decides the reductions and the loss. A new critic is one subclass and one YAML file.
 
+The same classes are the centralized critics of the multi-agent algorithms: there ``obs`` is the
+global state and ``action`` the joint action (HASAC: one critic, as above). A kind that also takes
+``n_agents = G`` holds G independent critics, one per agent (MADDPG), as one ensemble of ``G * n``
+members, member ``g * n + j`` being member j of agent g's critic; members are reduced within an
+agent's critic, never across agents. Its inputs may then be per agent (``[G, B, D]``), its targets
+per agent (``[K, G, B]``), and two more methods answer per agent: ``td_losses -> [G]`` and
+``agent_values(q) -> [G, B]`` (``groups`` is G; 1 for a single critic).
+
 Kinds: ``TwinCritic`` (clipped double Q), ``EnsembleCritic`` (REDQ's N members with a random
 subset-min), ``DistributionalCritic`` (DSAC-T's Gaussian return per member and its TD loss) and
 ``ActionSequenceCritic`` (Q of an observation and an H-step action chunk). See docs/critics.md.
@@ -53,6 +61,7 @@ class Critic(nn.Module):
 
     members: int = 1
     action_horizon: int = 1
+    groups: int = 1
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``obs [B, O]``, ``action [B, H * A]`` -> the members' expected values ``[E, B]``."""
@@ -75,6 +84,39 @@ class Critic(nn.Module):
     def stats(self) -> dict[str, torch.Tensor]:
         """Scalar tensors about the last ``td_loss`` call, keyed ``stats/<name>`` (none here)."""
         return {}
+
+    def td_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent's critic's TD loss ``[G]`` (their sum is ``td_loss``) and ``q [E, B]``; a
+        single critic (G = 1) gives ``[1]``."""
+        loss, q = self.td_loss(obs, action, target)
+        return loss[None], q
+
+    def agent_values(self, q: torch.Tensor) -> torch.Tensor:
+        """Each agent's critic's value for its actor, ``[G, B]``, from ``q [E, B]`` (``[1, B]``
+        for a single critic)."""
+        return self.actor_value(q)[None]
+
+    # Helpers of the kinds that hold G per-agent critics of ``per_agent`` members each.
+    per_agent: int = 1
+
+    def member_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, D]`` (shared by every member) or ``[G, B, D]`` (agent g's input for its
+        critic's members) -> the ensemble's input, ``[B, D]`` or ``[G * n, B, D]``."""
+        if x.dim() == 3 and self.per_agent > 1:
+            return x.repeat_interleave(self.per_agent, dim=0)
+        return x
+
+    def member_targets(self, target: torch.Tensor) -> torch.Tensor:
+        """One target row ``[B]`` (every member) or ``[G, B]`` (per agent) -> ``[E, B]``."""
+        if target.dim() == 2 and self.per_agent > 1:
+            target = target.repeat_interleave(self.per_agent, dim=0)
+        return target.expand(self.members, target.shape[-1])
+
+    def by_agent(self, x: torch.Tensor) -> torch.Tensor:
+        """``[E, ...]`` -> ``[G, n, ...]``: the members grouped by agent."""
+        return x.reshape(self.groups, self.per_agent, *x.shape[1:])
 
 
 class EnsembleCritic(Critic):
@@ -237,7 +279,10 @@ class DistributionalCritic(Critic):
       ``loss_i = mean_B(ratio * (huber(mu_i, y) + sigma_i (sd^2 - huber(mu_i.detach(), y_b))
       / (sd + bias)))``,
 
-    and the loss is ``sum_i loss_i``. Only the online critic's ``td_loss`` updates ``ms``; the
+    and the loss is ``sum_i loss_i``. As HASAC's centralized critic the input is (global state,
+    joint action) and nothing else changes; as MADDPG's (``n_agents = N``) agent g's critic is
+    members ``g n .. g n + n - 1``, learning from its own targets ``(y_g, y_s,g)``, and the min and
+    the argmin above are taken within it. Only the online critic's ``td_loss`` updates ``ms``; the
     target copy's ``ms`` is polyak-averaged like any float buffer but never read.
 
     Args:
@@ -256,6 +301,8 @@ class DistributionalCritic(Critic):
         huber_delta: Huber threshold, ``0.5 x^2`` inside it (50).
         std_bias: bias added to ``sd^2`` and ``sd`` (0.1).
         ratio_min, ratio_max: clamp of the gradient-adjustment ratio (0.1, 10).
+        n_agents: G, independent critics of ``n`` members each, one per agent (MADDPG passes
+            its N; default 1: one critic). Members are reduced within an agent's critic only.
     """
 
     def __init__(
@@ -276,10 +323,13 @@ class DistributionalCritic(Critic):
         ratio_max: float = 10.0,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
+        n_agents: int = 1,
     ) -> None:
         super().__init__()
         if n < 1:
             raise ValueError(f"critic.n must be >= 1, got {n}")
+        if n_agents < 1:
+            raise ValueError(f"DistributionalCritic needs n_agents >= 1, got {n_agents}")
         _check_reduction(actor_reduce)
         if not 0.0 < std_tau <= 1.0:
             raise ValueError(f"critic.std_tau must be in (0, 1], got {std_tau}")
@@ -288,24 +338,28 @@ class DistributionalCritic(Critic):
                 "critic.sample_clip, boundary, huber_delta, std_bias must be > 0 and "
                 f"0 < ratio_min <= ratio_max, got ratio_min={ratio_min}, ratio_max={ratio_max}"
             )
-        self.members, self.actor_reduce = n, actor_reduce
+        self.groups, self.per_agent = n_agents, n
+        self.members, self.actor_reduce = n_agents * n, actor_reduce
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.sample_clip, self.boundary, self.std_tau = sample_clip, boundary, std_tau
         self.huber_delta, self.std_bias = huber_delta, std_bias
         self.ratio_min, self.ratio_max = ratio_min, ratio_max
         self.net = make_network(
-            network, n, obs_dim + act_dim, 2, 2, hidden, activation, layer_norm, dropout
+            network, self.members, obs_dim + act_dim, 2, 2, hidden, activation, layer_norm,
+            dropout,
         )
         # ms_i, the running mean of each member's std, and whether it has seen a batch yet.
-        self.register_buffer("running_std", torch.zeros(n, 1))
+        self.register_buffer("running_std", torch.zeros(self.members, 1))
         self.register_buffer("running_std_ready", torch.zeros((), dtype=torch.bool))
         self._stats: dict[str, torch.Tensor] = {}
 
     def distribution(
         self, obs: torch.Tensor, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``obs [B, O]``, ``action [B, A]`` -> mean ``[E, B]`` and std ``[E, B]`` (> 0)."""
-        mean, raw_std = self.net(torch.cat([obs, action], dim=-1)).unbind(-1)
+        """``obs [B, O]``, ``action [B, A]`` (or per agent, ``[G, B, ...]``) -> mean ``[E, B]``
+        and std ``[E, B]`` (> 0)."""
+        x = self.member_inputs(torch.cat([obs, action], dim=-1))
+        mean, raw_std = self.net(x).unbind(-1)
         return mean, F.softplus(raw_std)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -313,12 +367,14 @@ class DistributionalCritic(Critic):
         return self.distribution(obs, action)[0]
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """``[2, B]``: ``min_i mu_i`` and ``mu_j + clamp(z, -c, c) sigma_j``, j = argmin_i mu_i."""
+        """``[2, B]``: ``min_i mu_i`` and ``mu_j + clamp(z, -c, c) sigma_j``, j = argmin_i mu_i;
+        with G per-agent critics ``[2, G, B]``, the min and argmin taken within each agent's."""
         mean, std = self.distribution(next_obs, next_action)
         z = torch.randn_like(mean).clamp(-self.sample_clip, self.sample_clip)
-        sample = mean + z * std
-        smaller = mean.argmin(dim=0, keepdim=True)  # [1, B]
-        return torch.cat([mean.gather(0, smaller), sample.gather(0, smaller)])
+        mean, sample = self.by_agent(mean), self.by_agent(mean + z * std)  # [G, n, B]
+        smaller = mean.argmin(dim=1, keepdim=True)  # [G, 1, B]
+        value = torch.stack([mean.gather(1, smaller), sample.gather(1, smaller)])[:, :, 0]
+        return value[:, 0] if self.groups == 1 else value  # [2, B] or [2, G, B]
 
     @torch.no_grad()
     def update_running_std(self, std: torch.Tensor) -> None:
@@ -331,11 +387,26 @@ class DistributionalCritic(Critic):
     def td_loss(
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """DSAC-T's critic loss (see the class docstring) from ``target [2, B]`` = (y, y_s)."""
+        """DSAC-T's critic loss (see the class docstring) from ``target [2, B]`` = (y, y_s)
+        (per agent: ``[2, G, B]``), summed over members."""
+        losses, mean = self.member_losses(obs, action, target)
+        return losses.sum(), mean
+
+    def td_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent's critic's loss ``[G]`` (the sum over its members) and the means."""
+        losses, mean = self.member_losses(obs, action, target)
+        return self.by_agent(losses).sum(1), mean
+
+    def member_losses(
+        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``loss_i`` of every member ``[E]`` and the means ``[E, B]``; see the class docstring."""
         mean, std = self.distribution(obs, action)  # [E, B] each
         self.update_running_std(std.detach())
         running_std = self.running_std  # [E, 1]
-        target_mean, target_sample = target[0].expand_as(mean), target[1].expand_as(mean)
+        target_mean, target_sample = self.member_targets(target[0]), self.member_targets(target[1])
         mean_detached = mean.detach()
         bound = self.boundary * running_std
         target_bound = mean_detached + (target_sample - mean_detached).clamp(-bound, bound)
@@ -351,10 +422,15 @@ class DistributionalCritic(Critic):
             "stats/q_std": sd.mean(),
             "stats/running_std": running_std.mean(),
         }
-        return per_sample.mean(dim=1).sum(), mean
+        return per_sample.mean(dim=1), mean
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
+        """``actor_reduce`` over the members of ``q [E, B]`` (one critic) -> ``[B]``."""
         return reduce_members(q, self.actor_reduce)
+
+    def agent_values(self, q: torch.Tensor) -> torch.Tensor:
+        """``actor_reduce`` within each agent's critic: ``q [E, B]`` -> ``[G, B]``."""
+        return reduce_members(self.by_agent(q).transpose(0, 1), self.actor_reduce)
 
     def stats(self) -> dict[str, torch.Tensor]:
         return self._stats
