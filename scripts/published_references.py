@@ -55,7 +55,13 @@ SOURCES = {s.key: s for s in (
            "(https://github.com/dojeon-ai/SimbaV2/blob/358d7246a2934dd9ce56c742a42ceb48a34cce01/"
            "results/baseline/sac.csv), `results/baseline/sac.csv`, rows `sac` on `<Env>-v4` "
            "(gym v4 envs, 10 seeds, evaluated every 16,666 env steps, so 49,998 stands for 50k "
-           "and 99,996 for 100k); the file does not give the settings or the warm-up"),
+           "and 99,996 for 100k); the file does not give the settings or the warm-up. From the "
+           "same commit: SimbaV2's own curves, `results/baseline/simbaV2_utd2.csv` (2 updates "
+           "per env step, the paper's headline setting, 10 seeds) and "
+           "`results/scaling/utd/simbaV2_utd1.csv` (1 update per env step, rlzoo's `simbav2` "
+           "setting, 5 seeds), both evaluated every 50,000 env steps after 5,000 random steps "
+           "(its `configs/buffer` `min_length`), and CrossQ's, `results/baseline/crossq.csv` "
+           "(10 seeds, every 2,000 env steps)"),
     Source("cleanrl",
            "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
            "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
@@ -127,6 +133,7 @@ def published_data(source: str) -> dict:
 
 SAC_ROWS = ("sac", "sb3_sac")
 TD3_ROWS = ("td3", "sb3_td3")
+MODERN_ROWS = ("simbav2", "stac", "sac-categorical")  # issue 24's family: set beside CrossQ too
 MUJOCO_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
 TD3_PAPER_WARMUP = {"Hopper": 1_000, "HalfCheetah": 10_000, "Walker2d": 1_000}
 
@@ -138,6 +145,12 @@ REFERENCES: tuple[Reference, ...] = (
     *(Reference(task, TD3_ROWS, "TD3 (Tianshou)", "tianshou", "TD3", first_update=25_000)
       for task in MUJOCO_TASKS),
     *(Reference(task, SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", "SAC")
+      for task in MUJOCO_TASKS),
+    *(Reference(task, ("simbav2",), "SimbaV2, UTD 1 (SimbaV2 repo)", "simbav2", "SimbaV2 UTD 1",
+                first_update=5_000) for task in MUJOCO_TASKS),
+    *(Reference(task, ("simbav2",), "SimbaV2, UTD 2 (SimbaV2 repo)", "simbav2", "SimbaV2 UTD 2")
+      for task in MUJOCO_TASKS),
+    *(Reference(task, MODERN_ROWS, "CrossQ (SimbaV2 repo)", "simbav2", "CrossQ")
       for task in MUJOCO_TASKS),
     Reference("HalfCheetah", ("sac",), "SAC (CleanRL)", "cleanrl", points=((1_000_000, 9635),)),
     Reference("Hopper", ("sac",), "SAC (CleanRL)", "cleanrl", points=((1_000_000, 2310),)),

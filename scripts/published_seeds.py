@@ -47,9 +47,20 @@ SOURCES = {
         "repo": "github.com/dojeon-ai/SimbaV2",
         "commit": "358d7246a2934dd9ce56c742a42ceb48a34cce01",
         "path": "results/baseline/sac.csv (rows exp_name sac, env_name <Env>-v4, metric "
-                "avg_return)",
-        "steps": "the CSV's env_step (1, 16,666, 33,332, 49,998, ...)",
+                "avg_return); results/baseline/simbaV2_utd2.csv (simbaV2_utd2, 10 seeds), "
+                "results/scaling/utd/simbaV2_utd1.csv (simbaV2_utd1, env_name <Env>_v4, 5 "
+                "seeds), results/baseline/crossq.csv (CrossQ, 10 seeds)",
+        "steps": "the CSV's env_step (sac: 1, 16,666, 33,332, 49,998, ...; simbaV2: every "
+                 "50,000; CrossQ: every 2,000)",
     },
+}
+
+# SimbaV2's CSVs read into simbav2.json: the page's algorithm key -> (file, exp_name)
+SIMBAV2_FILES = {
+    "SAC": ("results/baseline/sac.csv", "sac"),
+    "SimbaV2 UTD 2": ("results/baseline/simbaV2_utd2.csv", "simbaV2_utd2"),
+    "SimbaV2 UTD 1": ("results/scaling/utd/simbaV2_utd1.csv", "simbaV2_utd1"),
+    "CrossQ": ("results/baseline/crossq.csv", "CrossQ"),
 }
 
 
@@ -94,13 +105,14 @@ def tianshou(git_dir: Path) -> dict:
     return out
 
 
-def simbav2(git_dir: Path) -> dict:
+def simbav2(git_dir: Path, path: str, exp_name: str) -> dict:
+    """One of SimbaV2's CSVs (:data:`SIMBAV2_FILES`): each seed's avg_return per task."""
     commit = SOURCES["simbav2"]["commit"]
-    text = git_show(git_dir, commit, "results/baseline/sac.csv").decode()
+    text = git_show(git_dir, commit, path).decode()
     table: dict = {}
     for r in csv.DictReader(io.StringIO(text)):
-        task = r["env_name"].removesuffix("-v4")
-        if r["exp_name"] != "sac" or r["metric"] != "avg_return" or task not in TASKS:
+        task = r["env_name"].removesuffix("-v4").removesuffix("_v4")
+        if r["exp_name"] != exp_name or r["metric"] != "avg_return" or task not in TASKS:
             continue
         step = int(float(r["env_step"]))
         if step <= KEEP + 5000:
@@ -122,7 +134,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"td3-paper": {"TD3": td3_paper(args.td3)}, "tianshou": tianshou(args.tianshou),
-            "simbav2": {"SAC": simbav2(args.simbav2)}}
+            "simbav2": {algo: simbav2(args.simbav2, *where)
+                        for algo, where in SIMBAV2_FILES.items()}}
     for key, algos in data.items():
         record = {**SOURCES[key], "source": key, "algos": algos}
         (args.out / f"{key}.json").write_text(json.dumps(record, indent=1) + "\n")
