@@ -17,6 +17,7 @@ training, the env or the weights produced NaN/inf.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import types
 from dataclasses import dataclass
@@ -31,11 +32,25 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with
 from rlzoo.run.build import check_env_config, read_run_config
-from rlzoo.run.group import Group, member_dir, read_group
+from rlzoo.run.group import GROUP_FILE, Group, check_members, member_dir, read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
-from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
-from rlzoo.run.settings import MAX_SEEDS, int_key
-from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError
+from rlzoo.run.rundir import (
+    LOCK_NAME,
+    RunLock,
+    claim_new_dir,
+    discard_created,
+    holds_a_run,
+    remove_if_created,
+    write_atomic,
+)
+from rlzoo.run.settings import seed_range
+from rlzoo.run.signals import (
+    AlreadyFinished,
+    Interrupted,
+    LaunchSignals,
+    LaunchStopped,
+    NonFiniteError,
+)
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
@@ -49,46 +64,119 @@ def discard_unstarted(run_dir: Path) -> None:
         remove_if_created(run_dir)
 
 
-def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool) -> list[Path]:
-    """The run dir of each seed (``seeds=K``), locked; for a new group, made beside ``run_dir``
-    (the first seed's) with their own ``.hydra`` files and ``group.json``
-    (``rlzoo.run.group``)."""
-    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1
-    if seeds == 1:
-        return [run_dir]
+def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
+               rebuild: bool = False) -> tuple[list[Path], list[Path]]:
+    """The run dir of each seed (``seeds=K``), locked, and the members to rebuild once the
+    checkpoint is loaded (``rebuild``: resume only). For a new group the other seeds' dirs are
+    made beside ``run_dir`` (the first seed's) with their own ``.hydra`` files, and
+    ``group.json`` last (``rlzoo.run.group``). A resumed group is checked first: its
+    ``group.json`` and every member's config (:func:`rlzoo.run.group.check_members`)."""
+    seed0, seeds = seed_range(cfg)
     if resume:
         group = read_group(run_dir)
+        if seeds == 1 and group is None:
+            return [run_dir], []
         if group is None or len(group.dirs) != seeds:
             raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
                             "restore group.json from one of the group's other run dirs")
-        missing = [str(d) for d in group.dirs if not (d / ".hydra" / "config.yaml").is_file()]
-        if missing:
-            raise UserError(f"the seed group's run dirs {', '.join(missing)} are missing; keep a "
-                            "group's run dirs together, under their names, to resume it")
-        for d in group.dirs:
-            RunLock.acquire(d)
-        return list(group.dirs)
-    seed0 = int_key(cfg, "seed", 0)
+        return resume_members(group, rebuild)
+    # a fresh launch into a dir that holds no run: a group.json there is stale (a launch
+    # stopped before training); it must not tie this run to another group
+    (run_dir / GROUP_FILE).unlink(missing_ok=True)
+    if seeds == 1:
+        return [run_dir], []
     dirs = [run_dir]
     try:
         for k in range(1, seeds):
             # a name another launch took (a live run included) is numbered: group.json says
-            dirs.append(claim_new_dir(member_dir(run_dir, seed0, seed0 + k)))
+            dirs.append(claim_member_dir(member_dir(run_dir, seed0, seed0 + k)))
             RunLock.acquire(dirs[-1])
-        saved = run_dir / ".hydra"
-        for k, d in enumerate(dirs[1:], start=1):
-            (d / ".hydra").mkdir(parents=True, exist_ok=True)
-            config = OmegaConf.load(saved / "config.yaml")
-            OmegaConf.update(config, "seed", seed0 + k, merge=False)
-            write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
-            for name in ("hydra.yaml", "overrides.yaml"):
-                if (saved / name).is_file():
-                    write_atomic(d / ".hydra" / name, (saved / name).read_text())
-        Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds))).write()
+        group = Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds)))
+        for k in range(1, seeds):
+            write_member_config(group, k)
+        group.write()  # last: a group.json always names members whose configs exist
     except BaseException:
         release_members(dirs[1:], discard=True)
         raise
-    return dirs
+    return dirs, []
+
+
+def resume_members(group: Group, rebuild: bool) -> tuple[list[Path], list[Path]]:
+    """A resumed group's dirs, checked and locked, and the lost members to rebuild."""
+    lost = [d for d in group.dirs[1:] if not d.exists() and not d.is_symlink()]
+    odd = [d for d in group.dirs if d not in lost and not (d / ".hydra" / "config.yaml").is_file()]
+    if odd:
+        raise UserError(f"the seed group's run dir {odd[0]} has no .hydra/config.yaml; restore it "
+                        "from a copy of the run (or remove that dir and resume with "
+                        "rebuild_members=true)")
+    check_members(group, tuple(d for d in group.dirs if d not in lost))
+    if lost and not rebuild:
+        names = ", ".join(str(d) for d in lost)
+        raise UserError(
+            f"the seed group's run dirs {names} are missing; put them back beside {group.home}, or "
+            f"rebuild them from the group's checkpoint, which holds every seed: python -m "
+            f"rlzoo.train resume={group.home} rebuild_members=true (their curves before the "
+            "checkpoint are lost)")
+    for d in group.dirs:
+        if d not in lost:
+            RunLock.acquire(d)
+    return list(group.dirs), lost
+
+
+def rebuild_members(group: Group, lost: list[Path]) -> None:
+    """Make the lost members' run dirs again (after the checkpoint was loaded): their
+    ``.hydra`` files from the home's with their own seed, and ``group.json``; the resumed run
+    then writes their ``policy.pt``, events and ``summary.json`` as it writes every member's."""
+    for d in lost:
+        d.mkdir()
+        RunLock.acquire(d)
+        write_member_config(group, group.dirs.index(d))
+    group.write(tuple(lost))
+
+
+def write_member_config(group: Group, k: int) -> None:
+    """Member ``k``'s ``.hydra`` files: the home's, with ``seed`` set to its seed."""
+    saved, d = group.home / ".hydra", group.dirs[k]
+    (d / ".hydra").mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.load(saved / "config.yaml")
+    OmegaConf.update(config, "seed", group.seeds[k], merge=False)
+    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
+    for name in ("hydra.yaml", "overrides.yaml"):
+        if (saved / name).is_file():
+            write_atomic(d / ".hydra" / name, (saved / name).read_text())
+
+
+def claim_member_dir(path: Path) -> Path:
+    """``path`` for a new member, made by this launch; an unstarted leftover there (a launch
+    stopped before training: :func:`unstarted_leftover`) is cleared and reused rather than
+    numbered around; otherwise a name another run holds is numbered (``claim_new_dir``)."""
+    if unstarted_leftover(path):
+        shutil.rmtree(path)
+    return claim_new_dir(path)
+
+
+# What a launch writes into a run dir before its first checkpoint.
+UNSTARTED_FILES = (".hydra", LOCK_NAME, GROUP_FILE, "train.log", "checkpoints")
+
+
+def unstarted_leftover(path: Path) -> bool:
+    """Whether ``path`` is a folder left by a launch that never trained: not a link, not held
+    by a live process, no checkpoint or summary, and nothing in it but what such a launch
+    writes (``.hydra/``, the lock, ``group.json``, ``train.log``, TensorBoard events, an empty
+    ``checkpoints/``)."""
+    if path.is_symlink() or not path.is_dir() or holds_a_run(path):
+        return False
+    try:
+        RunLock.check_free(path)
+    except UserError:
+        return False
+    for entry in path.iterdir():
+        if entry.name == "checkpoints" and (entry.is_symlink() or not entry.is_dir()
+                                            or any(entry.iterdir())):
+            return False
+        if entry.name not in UNSTARTED_FILES and not entry.name.startswith("events.out.tfevents."):
+            return False
+    return True
 
 
 def release_members(dirs: list[Path], discard: bool = False) -> None:
@@ -102,14 +190,16 @@ def release_members(dirs: list[Path], discard: bool = False) -> None:
 def execute(
     cfg: DictConfig, run_dir: Path, resume: bool = False,
     resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
-    on_checkpoint: CheckpointCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None, rebuild: bool = False,
 ) -> list[dict[str, Any]]:
     """Train (or continue) one run into ``run_dir`` and return its summaries (one per seed,
     first seed first: ``seeds=K`` gives K); raises ``UserError``, ``NonFiniteError``,
     ``AlreadyFinished`` or ``Interrupted``.
 
     ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` (every
-    seed's) once the checkpoint is known to continue under them, never before.
+    seed's) once the checkpoint is known to continue under them, never before. ``rebuild``
+    (resume of a seed group only): make the run dirs of members that were deleted again, from
+    the group's checkpoint, instead of refusing.
     """
     lock = RunLock.acquire(run_dir)
     dirs: list[Path] = []
@@ -117,10 +207,10 @@ def execute(
     try:
         try:
             check_env_config(cfg)
-            dirs = group_dirs(cfg, run_dir, resume)
+            dirs, lost = group_dirs(cfg, run_dir, resume, rebuild)
             trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint,
                               dirs=dirs)
-        except UserError:
+        except BaseException:  # a mistake, or a signal before training (LaunchStopped)
             if not resume:
                 release_members(dirs[1:], discard=True)
                 discard_unstarted(run_dir)
@@ -129,6 +219,8 @@ def execute(
             if resume:
                 trainer.restore()
                 trainer.check_resume_budget()
+                if lost:
+                    rebuild_members(read_group(run_dir), lost)  # type: ignore[arg-type]
                 for d in dirs if resume_overrides else []:  # later resumes use the new budget
                     saved = OmegaConf.load(d / ".hydra" / "config.yaml")
                     for key, value in resume_overrides.items():  # type: ignore[union-attr]
@@ -138,6 +230,12 @@ def execute(
         except AlreadyFinished:
             trainer.close_envs()
             raise
+        except LaunchStopped:  # before the training loop: a fresh run keeps nothing
+            trainer.close_envs()
+            if not resume:
+                release_members(dirs[1:], discard=True)
+                discard_unstarted(run_dir)
+            raise
     finally:
         torch.set_num_threads(threads)
         release_members(dirs[1:])
@@ -145,11 +243,13 @@ def execute(
 
 
 def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
-        resume_overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        resume_overrides: dict[str, Any] | None = None,
+        rebuild: bool = False) -> list[dict[str, Any]]:
     """:func:`execute` for the command line: the outcome on stdout/stderr and the exit status
     (see the module docstring); one line per seed."""
+    LAUNCH.arm()
     try:
-        summaries = execute(cfg, run_dir, resume, resume_overrides)
+        summaries = execute(cfg, run_dir, resume, resume_overrides, rebuild=rebuild)
     except AlreadyFinished as done:
         print(f"rlzoo: {done}", file=sys.stderr, flush=True)
         sys.exit(0)
@@ -164,6 +264,7 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
             file=sys.stderr, flush=True,
         )
         sys.exit(0)
+    LAUNCH.done()  # finished: a signal now changes nothing
     group = read_group(run_dir) if len(summaries) > 1 else None
     for summary, d in zip(summaries, group.dirs if group else [run_dir]):
         print(
@@ -197,12 +298,19 @@ def resume(args: list[str]) -> None:
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
     try:
         group = read_group(run_dir) if run_dir.is_dir() else None
+        if group is not None and group.home != run_dir:
+            check_members(group, (run_dir,))  # this member's group.json is the home's
     except UserError as err:
         exit_with(str(err))
     if group is not None:  # any seed's dir continues the whole group, from the first seed's
+        if not group.home.is_dir():
+            exit_with(f"the seed group's first run dir {group.home}, which holds its "
+                      "checkpoints (every seed's), is missing; put it back beside "
+                      f"{run_dir} to resume the group")
         run_dir = group.home
     trust = parse_trust([a for a in args if a.startswith("trust=")])
-    overrides = [a for a in args if not a.startswith(("resume=", "trust="))]
+    rebuild = parse_rebuild([a for a in args if a.startswith(f"{REBUILD_OPTION}=")])
+    overrides = [a for a in args if not a.startswith(("resume=", "trust=", f"{REBUILD_OPTION}="))]
     for item in overrides:
         key = item.split("=", 1)[0]
         if "=" not in item or key not in RESUME_OPTIONS:
@@ -219,7 +327,22 @@ def resume(args: list[str]) -> None:
         exit_with(str(err))
     for key, value in values.items():  # continue with what was resolved now, not an expression
         OmegaConf.update(cfg, key, value, merge=False)
-    run(cfg, run_dir, resume=True, resume_overrides=values)  # type: ignore[arg-type]
+    run(cfg, run_dir, resume=True, resume_overrides=values,  # type: ignore[arg-type]
+        rebuild=rebuild)
+
+
+REBUILD_OPTION = "rebuild_members"  # resume= only: make a seed group's deleted run dirs again
+
+
+def parse_rebuild(items: list[str]) -> bool:
+    """``rebuild_members=true|false`` (the last one given) -> bool; anything else is one line."""
+    value = False
+    for item in items:
+        text = item.split("=", 1)[1].strip().lower()
+        if text not in ("true", "false"):
+            exit_with(f"{item!r}: {REBUILD_OPTION} is true or false; e.g. {REBUILD_OPTION}=true")
+        value = text == "true"
+    return value
 
 
 def parse_trust(items: list[str]) -> tuple[str, ...]:
@@ -386,16 +509,39 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> D
     return task
 
 
+LAUNCH = LaunchSignals()  # the command line's handler outside the training loop
+
+
 def main() -> None:
     args = sys.argv[1:]
-    if any(a.startswith("resume=") and a != "resume=null" for a in args):
-        resume(args)
-        return
-    try:
-        sys.argv[1:] = claim_run_dir(args)
-    except UserError as err:
-        exit_with(str(err))
-    hydra_main()
+    resuming = any(a.startswith("resume=") and a != "resume=null" for a in args)
+    with LAUNCH:
+        try:
+            if resuming:
+                resume(args)
+                return
+            try:
+                sys.argv[1:] = claim_run_dir(args)
+            except UserError as err:
+                exit_with(str(err))
+            hydra_main()
+        except LaunchStopped as stop:
+            stopped_before_training(stop, resuming)
+
+
+def stopped_before_training(stop: LaunchStopped, resuming: bool) -> None:
+    """The one line (and exit status 128 + the signal) for a launch stopped before training
+    started: the run dirs it made are removed, so nothing is left that a later run could take
+    for its own; a resume that had not continued yet left its run as it was."""
+    made = discard_created()
+    if resuming:
+        what = ("before the run continued; nothing was changed: continue it with the same "
+                "command")
+    else:
+        where = f" ({', '.join(str(p) for p in made)} removed)" if made else ""
+        what = f"before training started; nothing was kept{where}: launch it again"
+    print(f"rlzoo: stopped by {stop} {what}", file=sys.stderr, flush=True)
+    sys.exit(128 + stop.signum)
 
 
 class _CallableModule(types.ModuleType):

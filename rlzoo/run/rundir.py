@@ -16,11 +16,11 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import secrets
 import shutil
 from pathlib import Path
 
 from rlzoo.errors import UserError
+from rlzoo.run.checkpoint import temp_path
 
 LOCK_NAME = ".rlzoo.lock"
 _SEED_SUFFIX = re.compile(r"^(.*?)(-s\d+)$")
@@ -32,8 +32,9 @@ _created: dict[Path, Path] = {}
 
 def unique_tmp(path: Path) -> Path:
     """A temporary name beside ``path``, unique to this process and call:
-    ``.<name>.<pid>.<random>.tmp``."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    ``.<name>.<host>.<pid>.<random>.tmp`` (``rlzoo.run.checkpoint.temp_path``; the next writer
+    removes it if its writer died)."""
+    return temp_path(path)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -93,6 +94,19 @@ def remove_if_created(path: Path) -> None:
     while folder != outermost.parent and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def discard_created() -> list[Path]:
+    """Remove every run dir this process made that holds no run (a launch stopped before
+    training); returns them."""
+    removed = []
+    for path in list(_created):
+        if path.is_dir() and not holds_a_run(path):
+            remove_if_created(path)
+            removed.append(path)
+        else:
+            _created.pop(path, None)
+    return removed
 
 
 def holds_a_run(path: Path) -> bool:
