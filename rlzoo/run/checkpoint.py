@@ -323,7 +323,48 @@ def load_checkpoint(
         raise CheckpointError(f"{path} cannot be loaded ({first[:160]})") from None
     if not isinstance(state, dict) or "format" not in state:
         raise CheckpointError(f"{path} is not an rlzoo checkpoint")
+    check_tensors(state, path)
     return state
+
+
+def check_tensors(state: Any, path: Path | str) -> None:
+    """Refuse a loaded file whose tensors are not plain dense arrays backed by their own bytes,
+    before anything reads them.
+
+    ``torch.save`` stores a tensor as a storage (bytes in the archive, which
+    :func:`check_archive` bounds by the file's size) plus a shape and strides, and loading
+    rebuilds the view without copying. A hostile file can give a one-element storage a huge
+    shape with zero strides: it loads instantly and in a few bytes, and the first operation that
+    reads it (``isfinite`` for the NaN check, ``load_state_dict``'s copy) allocates the full
+    shape. So every tensor must be strided (no sparse, quantized, nested or meta tensor) and its
+    storage must hold at least its ``numel * element_size`` bytes: what is read is then never
+    larger than the file. Nested containers are walked without recursion.
+
+    Raises:
+        CheckpointError: one line naming the entry and its shape.
+    """
+    stack: list[tuple[str, Any]] = [("", state)]
+    while stack:
+        name, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{name}.{k}" if name else str(k), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, torch.Tensor):
+            kind = ("sparse" if value.layout != torch.strided else "quantized"
+                    if value.is_quantized else "nested" if value.is_nested else "meta"
+                    if value.is_meta else "")
+            if kind:
+                raise CheckpointError(f"{path} is refused: its entry {name!r} is a {kind} "
+                                      "tensor, which rlzoo never writes")
+            needed = value.numel() * value.element_size()
+            held = value.untyped_storage().nbytes() - value.storage_offset() * value.element_size()
+            if needed > held:
+                raise CheckpointError(
+                    f"{path} is refused: its entry {name!r} has shape {list(value.shape)} "
+                    f"({needed:,} bytes) over a storage of {max(held, 0):,} bytes (repeated by "
+                    "zero or overlapping strides); rlzoo never writes such a tensor, and reading "
+                    "it would allocate the whole shape")
 
 
 def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:

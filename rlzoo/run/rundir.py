@@ -157,22 +157,30 @@ class RunLock:
         return lock
 
     @staticmethod
-    def check_free(run_dir: Path) -> None:
-        """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
-        nothing (a launch refused afterwards leaves the dir as it was)."""
+    def owner(run_dir: Path) -> str | None:
+        """The pid (as text) of the live process, other than this one, that holds
+        ``run_dir``'s lock, or None when nobody does; writes nothing."""
         if run_dir.resolve() in _held:
-            return
+            return None
         try:
-            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY)
+            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
-            return  # no lock file: nobody holds it
+            return None  # no lock file: nobody holds it
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
-            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise in_use(run_dir, owner) from None
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
         finally:
             os.close(fd)  # closing drops the shared lock taken to test
+        return None
+
+    @staticmethod
+    def check_free(run_dir: Path) -> None:
+        """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
+        nothing (a launch refused afterwards leaves the dir as it was)."""
+        owner = RunLock.owner(run_dir)
+        if owner is not None:
+            raise in_use(run_dir, owner)
 
     @staticmethod
     def release_held(run_dir: Path) -> None:
