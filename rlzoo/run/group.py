@@ -185,6 +185,10 @@ def check_members(group: Group, present: tuple[Path, ...] | None = None) -> None
         except Exception as err:  # noqa: BLE001 - yaml and omegaconf raise many kinds
             raise UserError(f"cannot read {config} ({type(err).__name__}: {one_line(err, 120)}); "
                             "restore the file rlzoo.train wrote; nothing was changed") from None
+        if seeds in (None, 1):
+            raise UserError(
+                f"{config} is a single run's (seeds={seeds}), so {path} is stale (left by a seed "
+                f"group's launch stopped before training, or copied in); remove {path}")
         if seed != group.seeds[k] or seeds != len(group.dirs):
             raise UserError(
                 f"{config} has seed={seed} seeds={seeds}, but group.json names it seed "
