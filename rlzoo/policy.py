@@ -19,6 +19,7 @@ env adapters do: ``low + (a + 1) / 2 * (high - low)``, clipped to ``[low, high]`
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import secrets
@@ -182,14 +183,25 @@ class Policy(nn.Module):
         if unused:
             with _without(module, unused):
                 program = _export(module, example, type(self.algo).__name__)
+        # Serialized in memory first (the program holds only the policy's weights): torch's zip
+        # writer, given a file that fails mid-write (full disk, read-only file system), raises
+        # a bare RuntimeError and may abort the process as it closes the archive; Python's own
+        # file I/O below fails with an OSError that says why.
+        buffer = io.BytesIO()
+        torch.export.save(program, buffer)
         temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp.pt2")
         try:
-            torch.export.save(program, temp)
+            with open(temp, "wb") as f:
+                f.write(buffer.getbuffer())
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(temp, path)
         except OSError as err:
-            temp.unlink(missing_ok=True)
-            raise UserError(f"cannot write {path} ({err.strerror or err}); check the directory's "
-                            "permissions and free space") from None
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            raise UserError(f"cannot write {path} ({err.strerror or err}; it needs "
+                            f"{buffer.getbuffer().nbytes:,} bytes); check the directory's "
+                            "permissions and free space; no file was left") from None
         return path
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import hydra.core.utils as hydra_utils
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -399,7 +400,11 @@ def claim(args: list[str]) -> tuple[DictConfig | None, Path | None]:
             run_dir = claim_new_dir(run_dir)  # records that this launch made it
     else:  # the default name: numbered when another launch has it
         run_dir = claim_new_dir(run_dir)
-    RunLock.acquire(run_dir)
+    try:
+        RunLock.acquire(run_dir)
+    except UserError:  # e.g. a full disk: the dir this launch made goes again
+        remove_if_created(run_dir)
+        raise
     return cfg, run_dir
 
 
@@ -512,6 +517,25 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> D
 LAUNCH = LaunchSignals()  # the command line's handler outside the training loop
 
 
+class HydraFilesUnwritable(BaseException):  # noqa: N818 - passes Hydra's `except Exception`
+    """Hydra could not write the run dir's ``.hydra`` files (a full disk, a read-only file
+    system); carries the one-line message."""
+
+
+def save_hydra_file(cfg: DictConfig, filename: str, output_dir: Path) -> None:
+    """Hydra's ``_save_config``, with a failed write turned into :class:`HydraFilesUnwritable`
+    (Hydra would print a traceback and exit 1, leaving the run dir)."""
+    try:
+        _HYDRA_SAVE(cfg, filename, output_dir)
+    except OSError as err:
+        raise HydraFilesUnwritable(
+            f"cannot write {Path(output_dir) / filename} ({err.strerror or err}); free space "
+            "there or choose another hydra.run.dir; nothing was kept") from None
+
+
+_HYDRA_SAVE = hydra_utils._save_config
+
+
 def main() -> None:
     args = sys.argv[1:]
     resuming = any(a.startswith("resume=") and a != "resume=null" for a in args)
@@ -524,9 +548,13 @@ def main() -> None:
                 sys.argv[1:] = claim_run_dir(args)
             except UserError as err:
                 exit_with(str(err))
+            hydra_utils._save_config = save_hydra_file
             hydra_main()
         except LaunchStopped as stop:
             stopped_before_training(stop, resuming)
+        except HydraFilesUnwritable as err:
+            discard_created()
+            exit_with(str(err))
 
 
 def stopped_before_training(stop: LaunchStopped, resuming: bool) -> None:

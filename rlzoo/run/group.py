@@ -163,9 +163,8 @@ def check_members(group: Group, present: tuple[Path, ...] | None = None) -> None
     from omegaconf import DictConfig, OmegaConf
 
     want = group.record()
-    for k, d in enumerate(group.dirs):
-        if present is not None and d not in present:
-            continue
+    for d in group.dirs if present is None else present:  # in the caller's order
+        k = group.dirs.index(d)
         path = d / GROUP_FILE
         try:
             theirs = read_record(path)

@@ -150,8 +150,14 @@ class RunLock:
             finally:
                 os.close(fd)
             raise in_use(run_dir, owner) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # a full disk fails here
+        except OSError as err:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise UserError(f"cannot lock {run_dir} ({err.strerror or err}); free space there "
+                            "or choose another hydra.run.dir") from None
         lock = cls(run_dir, fd)
         _held[key] = lock
         return lock
