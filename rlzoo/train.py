@@ -11,7 +11,12 @@ and a fresh run into a dir that already holds a run's results is refused too.
 
 Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writing a checkpoint,
 or was already finished (``resume=``); 2 for a user mistake (one ``rlzoo: error:`` line); 3 when
-training, the env or the weights produced NaN/inf.
+training, the env or the weights produced NaN/inf; 128 + the signal when SIGTERM/SIGINT came
+before training started (one line; the dirs the launch made are removed) or before a resumed
+run continued (nothing was changed).
+
+``resume=HOME rebuild_members=true`` continues a seed group one of whose member dirs was
+deleted, making that dir again from the group's checkpoint (``docs/seeds.md``).
 """
 
 from __future__ import annotations
@@ -288,13 +293,15 @@ def hydra_main(cfg: DictConfig) -> float:
 
 
 def resume(args: list[str]) -> None:
-    """``resume=RUN_DIR [total_steps=N] [log.progress=...] [trust=[my_pkg]]``: continue a run in
-    place.
+    """``resume=RUN_DIR [total_steps=N] [log.progress=...] [trust=[my_pkg]]
+    [rebuild_members=true]``: continue a run in place.
 
-    Nothing in the run dir changes before the overrides are validated and the checkpoint is
-    loaded; a finished run is reported as such and left untouched. ``trust`` names modules
-    besides rlzoo whose components the run's config may build (``rlzoo.run.trust``); it is not
-    saved.
+    Nothing in the run dir changes before the overrides are validated, every member of a seed
+    group is checked and the checkpoint is loaded; a finished run is reported as such and left
+    untouched (a run whose last checkpoint is newer than a ``policy.pt`` or a missing summary is
+    not finished: it is completed). ``trust`` names modules besides rlzoo whose components the
+    run's config may build (``rlzoo.run.trust``); it is not saved. ``rebuild_members=true``
+    makes a seed group's deleted member dirs again from its checkpoint (``docs/seeds.md``).
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
     try:
