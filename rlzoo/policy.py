@@ -19,6 +19,7 @@ env adapters do: ``low + (a + 1) / 2 * (high - low)``, clipped to ``[low, high]`
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import secrets
@@ -38,9 +39,12 @@ from rlzoo.run.build import build_algorithm
 from rlzoo.run.checkpoint import (
     CheckpointError,
     describe_nonfinite,
+    list_checkpoints,
     load_checkpoint,
     nonfinite_entries,
 )
+from rlzoo.run.group import read_group
+from rlzoo.run.rundir import RunLock
 from rlzoo.run.settings import resolve_device
 from rlzoo.run.state import POLICY_FILE, POLICY_FORMAT
 from rlzoo.run.trust import check_targets
@@ -185,14 +189,25 @@ class Policy(nn.Module):
         if unused:
             with _without(module, unused):
                 program = _export(module, example, type(self.algo).__name__)
+        # Serialized in memory first (the program holds only the policy's weights): torch's zip
+        # writer, given a file that fails mid-write (full disk, read-only file system), raises
+        # a bare RuntimeError and may abort the process as it closes the archive; Python's own
+        # file I/O below fails with an OSError that says why.
+        buffer = io.BytesIO()
+        torch.export.save(program, buffer)
         temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp.pt2")
         try:
-            torch.export.save(program, temp)
+            with open(temp, "wb") as f:
+                f.write(buffer.getbuffer())
+                f.flush()
+                os.fsync(f.fileno())
             os.replace(temp, path)
         except OSError as err:
-            temp.unlink(missing_ok=True)
-            raise UserError(f"cannot write {path} ({err.strerror or err}); check the directory's "
-                            "permissions and free space") from None
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+            raise UserError(f"cannot write {path} ({err.strerror or err}; it needs "
+                            f"{buffer.getbuffer().nbytes:,} bytes); check the directory's "
+                            "permissions and free space; no file was left") from None
         return path
 
 
@@ -307,8 +322,7 @@ def load_policy(
     check_targets(config, trust, source=str(path),
                   how_to_trust='pass trust=["{module}"] to rlzoo.load_policy')
     try:
-        spec = EnvSpec(**{k: tuple(v) if isinstance(v, list) else v
-                          for k, v in record["spec"].items()})
+        spec = read_spec(record["spec"])
         cfg = OmegaConf.create(config)
         if not isinstance(cfg.get("algo"), DictConfig) or "_target_" not in cfg.algo:
             raise ValueError("no algo._target_")
@@ -316,7 +330,14 @@ def load_policy(
         raise UserError(f"{path} holds a config or env spec rlzoo cannot read "
                         f"({type(err).__name__}: {one_line(str(err))}); it is not a policy "
                         "file written by rlzoo.train") from None
-    algo = build_algorithm(cfg, spec, torch_device)
+    try:
+        algo = build_algorithm(cfg, spec, torch_device)
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a constructor given values it cannot take
+        raise UserError(f"{path} holds a config rlzoo cannot build a policy from "
+                        f"({type(err).__name__}: {one_line(str(err), 120)}); it is not a policy "
+                        "file written by rlzoo.train") from None
     try:
         nn.Module.load_state_dict(algo, weights)
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
@@ -327,9 +348,55 @@ def load_policy(
     return Policy(algo, spec, step=record["step"], config=config, deterministic=deterministic)
 
 
+SPEC_INTS = {"obs_dim": 1, "act_dim": 1, "n_agents": 1, "state_dim": 0}  # name: least value
+MAX_SPEC_SIZE = 1 << 24  # no env rlzoo trains has observations or agents near this
+
+
+def read_spec(record: Any) -> EnvSpec:
+    """The ``spec`` of a ``policy.pt`` as an :class:`EnvSpec`, checked as data: a dict of
+    EnvSpec's fields only; sizes are integers in their range (``obs_dim``, ``act_dim``,
+    ``n_agents`` >= 1, ``state_dim`` >= 0, all below 2**24); ``act_dims`` one integer in
+    ``1..act_dim`` per agent (or none); bounds finite-or-infinite floats with ``low <= high``.
+    ``ValueError`` naming the field otherwise."""
+    if not isinstance(record, dict):
+        raise ValueError("the spec is not a mapping")
+    unknown = set(record) - {f for f in EnvSpec.__dataclass_fields__}
+    if unknown:
+        raise ValueError(f"unknown spec fields {sorted(map(str, unknown))}")
+    values: dict[str, Any] = {}
+    for name, least in SPEC_INTS.items():
+        value = record.get(name, least if name in ("n_agents", "state_dim") else None)
+        if not isinstance(value, int) or isinstance(value, bool) \
+                or not least <= value < MAX_SPEC_SIZE:
+            raise ValueError(f"spec {name}={value!r} is not an integer in [{least}, "
+                             f"{MAX_SPEC_SIZE})")
+        values[name] = value
+    dims = record.get("act_dims", ())
+    if not isinstance(dims, (list, tuple)) or any(
+            not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= values["act_dim"]
+            for d in dims) or (dims and len(dims) != values["n_agents"]):
+        raise ValueError(f"spec act_dims={dims!r} is not one size in [1, act_dim] per agent")
+    values["act_dims"] = tuple(dims)
+    for name in ("action_low", "action_high"):
+        bound = record.get(name, ())
+        if not isinstance(bound, (list, tuple)) or len(bound) > MAX_SPEC_SIZE or any(
+                not isinstance(x, (int, float)) or isinstance(x, bool) or math.isnan(x)
+                for x in bound):
+            raise ValueError(f"spec {name} is not a list of numbers")
+        values[name] = tuple(float(x) for x in bound)
+    if any(lo > hi for lo, hi in zip(values["action_low"], values["action_high"])):
+        raise ValueError("spec action_low exceeds action_high")
+    return EnvSpec(**values)
+
+
 def _policy_path(run_dir: Path) -> Path:
     if run_dir.is_file():
         return run_dir
+    if run_dir.exists() and not run_dir.is_dir():  # a FIFO, a device (/dev/zero), a socket
+        raise UserError(
+            f"{run_dir} is not a regular file or a directory (a FIFO, device or socket), so it "
+            "is not read; pass a run directory made by rlzoo.train or the path of its policy.pt"
+        )
     if not run_dir.is_dir():
         raise UserError(
             f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
@@ -343,12 +410,29 @@ def _policy_path(run_dir: Path) -> Path:
             f"and {POLICY_FILE})"
         )
     if not path.exists():
-        raise UserError(
-            f"{run_dir} has no {POLICY_FILE}; a run writes it at its first checkpoint and at its "
-            "end, and runs made before this rlzoo version have none: evaluate those with "
-            "python -m rlzoo.evaluate RUN_DIR"
-        )
+        raise UserError(_no_policy(run_dir))
     return path
+
+
+def _no_policy(run_dir: Path) -> str:
+    """Why ``run_dir`` has no ``policy.pt``, and what works instead: its run (or its seed
+    group, whose checkpoints are in the group's first run dir) is still training towards its
+    first checkpoint, or it has checkpoints (``rlzoo.evaluate`` reads them), or neither."""
+    try:
+        group = read_group(run_dir)
+    except UserError:
+        group = None
+    home = group.home if group is not None else run_dir
+    owner = RunLock.owner(home) or RunLock.owner(run_dir)
+    if owner is not None:
+        return (f"{run_dir} has no {POLICY_FILE} yet: its run is still training (pid {owner}) "
+                f"and writes {POLICY_FILE} at its first checkpoint (every checkpoint.every steps) "
+                "and at its end; load it again once the first checkpoint is written")
+    if list_checkpoints(home / "checkpoints"):
+        return (f"{run_dir} has no {POLICY_FILE} (runs made before this rlzoo version have "
+                f"none); evaluate its checkpoints with python -m rlzoo.evaluate {run_dir}")
+    return (f"{run_dir} has no {POLICY_FILE} and its run has no checkpoint: it stopped before "
+            "its first checkpoint, so there is no trained policy; train it again")
 
 
 def _read_record(path: Path) -> dict[str, Any]:

@@ -13,12 +13,18 @@ Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writin
 (also when stdout/stderr went to a pipe whose reader is gone), or was already finished
 (``resume=``); 2 for a user mistake or a run that cannot write its outputs (one ``rlzoo: error:``
 line: e.g. a full disk, the run dir deleted while training); 3 when training, the env or the
-weights produced NaN/inf. ``train.log`` ends with how the run stopped.
+weights produced NaN/inf; 128 + the signal when SIGTERM/SIGINT came before training started
+(one line; the dirs the launch made are removed) or before a resumed run continued (nothing
+was changed). ``train.log`` ends with how the run stopped.
+
+``resume=HOME rebuild_members=true`` continues a seed group one of whose member dirs was
+deleted, making that dir again from the group's checkpoint (``docs/seeds.md``).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import types
 from dataclasses import dataclass
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import hydra.core.utils as hydra_utils
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -33,11 +40,25 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError, exit_with, say, settle_streams
 from rlzoo.run.build import check_env_config, read_run_config
-from rlzoo.run.group import Group, member_dir, read_group
+from rlzoo.run.group import GROUP_FILE, Group, check_members, member_dir, read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
-from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
-from rlzoo.run.settings import MAX_SEEDS, int_key
-from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError
+from rlzoo.run.rundir import (
+    LOCK_NAME,
+    RunLock,
+    claim_new_dir,
+    discard_created,
+    holds_a_run,
+    remove_if_created,
+    write_atomic,
+)
+from rlzoo.run.settings import seed_range
+from rlzoo.run.signals import (
+    AlreadyFinished,
+    Interrupted,
+    LaunchSignals,
+    LaunchStopped,
+    NonFiniteError,
+)
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
@@ -51,46 +72,119 @@ def discard_unstarted(run_dir: Path) -> None:
         remove_if_created(run_dir)
 
 
-def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool) -> list[Path]:
-    """The run dir of each seed (``seeds=K``), locked; for a new group, made beside ``run_dir``
-    (the first seed's) with their own ``.hydra`` files and ``group.json``
-    (``rlzoo.run.group``)."""
-    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1
-    if seeds == 1:
-        return [run_dir]
+def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
+               rebuild: bool = False) -> tuple[list[Path], list[Path]]:
+    """The run dir of each seed (``seeds=K``), locked, and the members to rebuild once the
+    checkpoint is loaded (``rebuild``: resume only). For a new group the other seeds' dirs are
+    made beside ``run_dir`` (the first seed's) with their own ``.hydra`` files, and
+    ``group.json`` last (``rlzoo.run.group``). A resumed group is checked first: its
+    ``group.json`` and every member's config (:func:`rlzoo.run.group.check_members`)."""
+    seed0, seeds = seed_range(cfg)
     if resume:
         group = read_group(run_dir)
+        if seeds == 1 and group is None:
+            return [run_dir], []
         if group is None or len(group.dirs) != seeds:
             raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
                             "restore group.json from one of the group's other run dirs")
-        missing = [str(d) for d in group.dirs if not (d / ".hydra" / "config.yaml").is_file()]
-        if missing:
-            raise UserError(f"the seed group's run dirs {', '.join(missing)} are missing; keep a "
-                            "group's run dirs together, under their names, to resume it")
-        for d in group.dirs:
-            RunLock.acquire(d)
-        return list(group.dirs)
-    seed0 = int_key(cfg, "seed", 0)
+        return resume_members(group, rebuild)
+    # a fresh launch into a dir that holds no run: a group.json there is stale (a launch
+    # stopped before training); it must not tie this run to another group
+    (run_dir / GROUP_FILE).unlink(missing_ok=True)
+    if seeds == 1:
+        return [run_dir], []
     dirs = [run_dir]
     try:
         for k in range(1, seeds):
             # a name another launch took (a live run included) is numbered: group.json says
-            dirs.append(claim_new_dir(member_dir(run_dir, seed0, seed0 + k)))
+            dirs.append(claim_member_dir(member_dir(run_dir, seed0, seed0 + k)))
             RunLock.acquire(dirs[-1])
-        saved = run_dir / ".hydra"
-        for k, d in enumerate(dirs[1:], start=1):
-            (d / ".hydra").mkdir(parents=True, exist_ok=True)
-            config = OmegaConf.load(saved / "config.yaml")
-            OmegaConf.update(config, "seed", seed0 + k, merge=False)
-            write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
-            for name in ("hydra.yaml", "overrides.yaml"):
-                if (saved / name).is_file():
-                    write_atomic(d / ".hydra" / name, (saved / name).read_text())
-        Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds))).write()
+        group = Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds)))
+        for k in range(1, seeds):
+            write_member_config(group, k)
+        group.write()  # last: a group.json always names members whose configs exist
     except BaseException:
         release_members(dirs[1:], discard=True)
         raise
-    return dirs
+    return dirs, []
+
+
+def resume_members(group: Group, rebuild: bool) -> tuple[list[Path], list[Path]]:
+    """A resumed group's dirs, checked and locked, and the lost members to rebuild."""
+    lost = [d for d in group.dirs[1:] if not d.exists() and not d.is_symlink()]
+    odd = [d for d in group.dirs if d not in lost and not (d / ".hydra" / "config.yaml").is_file()]
+    if odd:
+        raise UserError(f"the seed group's run dir {odd[0]} has no .hydra/config.yaml; restore it "
+                        "from a copy of the run (or remove that dir and resume with "
+                        "rebuild_members=true)")
+    check_members(group, tuple(d for d in group.dirs if d not in lost))
+    if lost and not rebuild:
+        names = ", ".join(str(d) for d in lost)
+        raise UserError(
+            f"the seed group's run dirs {names} are missing; put them back beside {group.home}, or "
+            f"rebuild them from the group's checkpoint, which holds every seed: python -m "
+            f"rlzoo.train resume={group.home} rebuild_members=true (their curves before the "
+            "checkpoint are lost)")
+    for d in group.dirs:
+        if d not in lost:
+            RunLock.acquire(d)
+    return list(group.dirs), lost
+
+
+def rebuild_members(group: Group, lost: list[Path]) -> None:
+    """Make the lost members' run dirs again (after the checkpoint was loaded): their
+    ``.hydra`` files from the home's with their own seed, and ``group.json``; the resumed run
+    then writes their ``policy.pt``, events and ``summary.json`` as it writes every member's."""
+    for d in lost:
+        d.mkdir()
+        RunLock.acquire(d)
+        write_member_config(group, group.dirs.index(d))
+    group.write(tuple(lost))
+
+
+def write_member_config(group: Group, k: int) -> None:
+    """Member ``k``'s ``.hydra`` files: the home's, with ``seed`` set to its seed."""
+    saved, d = group.home / ".hydra", group.dirs[k]
+    (d / ".hydra").mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.load(saved / "config.yaml")
+    OmegaConf.update(config, "seed", group.seeds[k], merge=False)
+    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
+    for name in ("hydra.yaml", "overrides.yaml"):
+        if (saved / name).is_file():
+            write_atomic(d / ".hydra" / name, (saved / name).read_text())
+
+
+def claim_member_dir(path: Path) -> Path:
+    """``path`` for a new member, made by this launch; an unstarted leftover there (a launch
+    stopped before training: :func:`unstarted_leftover`) is cleared and reused rather than
+    numbered around; otherwise a name another run holds is numbered (``claim_new_dir``)."""
+    if unstarted_leftover(path):
+        shutil.rmtree(path)
+    return claim_new_dir(path)
+
+
+# What a launch writes into a run dir before its first checkpoint.
+UNSTARTED_FILES = (".hydra", LOCK_NAME, GROUP_FILE, "train.log", "checkpoints")
+
+
+def unstarted_leftover(path: Path) -> bool:
+    """Whether ``path`` is a folder left by a launch that never trained: not a link, not held
+    by a live process, no checkpoint or summary, and nothing in it but what such a launch
+    writes (``.hydra/``, the lock, ``group.json``, ``train.log``, TensorBoard events, an empty
+    ``checkpoints/``)."""
+    if path.is_symlink() or not path.is_dir() or holds_a_run(path):
+        return False
+    try:
+        RunLock.check_free(path)
+    except UserError:
+        return False
+    for entry in path.iterdir():
+        if entry.name == "checkpoints" and (entry.is_symlink() or not entry.is_dir()
+                                            or any(entry.iterdir())):
+            return False
+        if entry.name not in UNSTARTED_FILES and not entry.name.startswith("events.out.tfevents."):
+            return False
+    return True
 
 
 def release_members(dirs: list[Path], discard: bool = False) -> None:
@@ -104,14 +198,16 @@ def release_members(dirs: list[Path], discard: bool = False) -> None:
 def execute(
     cfg: DictConfig, run_dir: Path, resume: bool = False,
     resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
-    on_checkpoint: CheckpointCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None, rebuild: bool = False,
 ) -> list[dict[str, Any]]:
     """Train (or continue) one run into ``run_dir`` and return its summaries (one per seed,
     first seed first: ``seeds=K`` gives K); raises ``UserError``, ``NonFiniteError``,
     ``AlreadyFinished`` or ``Interrupted``.
 
     ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` (every
-    seed's) once the checkpoint is known to continue under them, never before.
+    seed's) once the checkpoint is known to continue under them, never before. ``rebuild``
+    (resume of a seed group only): make the run dirs of members that were deleted again, from
+    the group's checkpoint, instead of refusing.
     """
     lock = RunLock.acquire(run_dir)
     dirs: list[Path] = []
@@ -119,10 +215,10 @@ def execute(
     try:
         try:
             check_env_config(cfg)
-            dirs = group_dirs(cfg, run_dir, resume)
+            dirs, lost = group_dirs(cfg, run_dir, resume, rebuild)
             trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint,
                               dirs=dirs)
-        except UserError:
+        except BaseException:  # a mistake, or a signal before training (LaunchStopped)
             if not resume:
                 release_members(dirs[1:], discard=True)
                 discard_unstarted(run_dir)
@@ -131,6 +227,8 @@ def execute(
             if resume:
                 trainer.restore()
                 trainer.check_resume_budget()
+                if lost:
+                    rebuild_members(read_group(run_dir), lost)  # type: ignore[arg-type]
                 for d in dirs if resume_overrides else []:  # later resumes use the new budget
                     saved = OmegaConf.load(d / ".hydra" / "config.yaml")
                     for key, value in resume_overrides.items():  # type: ignore[union-attr]
@@ -139,6 +237,12 @@ def execute(
             return trainer.train(resume=resume)
         except AlreadyFinished:
             trainer.close_envs()
+            raise
+        except LaunchStopped:  # before the training loop: a fresh run keeps nothing
+            trainer.close_envs()
+            if not resume:
+                release_members(dirs[1:], discard=True)
+                discard_unstarted(run_dir)
             raise
         except (UserError, NonFiniteError) as err:  # train.log says how the run stopped
             trainer.record(f"error: {err}")
@@ -150,11 +254,13 @@ def execute(
 
 
 def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
-        resume_overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        resume_overrides: dict[str, Any] | None = None,
+        rebuild: bool = False) -> list[dict[str, Any]]:
     """:func:`execute` for the command line: the outcome on stdout/stderr and the exit status
     (see the module docstring); one line per seed."""
+    LAUNCH.arm()
     try:
-        summaries = execute(cfg, run_dir, resume, resume_overrides)
+        summaries = execute(cfg, run_dir, resume, resume_overrides, rebuild=rebuild)
     except AlreadyFinished as done:
         say(f"rlzoo: {done}")
         settle_streams()
@@ -167,6 +273,7 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
         say(f"rlzoo: {stop.line()}")
         settle_streams()  # a pipe closed by the same Ctrl-C (`| tee log`) keeps the status 0
         sys.exit(0)
+    LAUNCH.done()  # finished: a signal now changes nothing
     group = read_group(run_dir) if len(summaries) > 1 else None
     for summary, d in zip(summaries, group.dirs if group else [run_dir]):
         say(
@@ -190,34 +297,44 @@ def hydra_main(cfg: DictConfig) -> float:
 
 
 def resume(args: list[str]) -> None:
-    """``resume=RUN_DIR [total_steps=N] [log.progress=...] [trust=[my_pkg]]``: continue a run in
-    place.
+    """``resume=RUN_DIR [total_steps=N] [log.progress=...] [trust=[my_pkg]]
+    [rebuild_members=true]``: continue a run in place.
 
-    Nothing in the run dir changes before the overrides are validated and the checkpoint is
-    loaded; a finished run is reported as such and left untouched. ``trust`` names modules
-    besides rlzoo whose components the run's config may build (``rlzoo.run.trust``); it is not
-    saved.
+    Nothing in the run dir changes before the overrides are validated, every member of a seed
+    group is checked and the checkpoint is loaded; a finished run is reported as such and left
+    untouched (a run whose last checkpoint is newer than a ``policy.pt`` or a missing summary is
+    not finished: it is completed). ``trust`` names modules besides rlzoo whose components the
+    run's config may build (``rlzoo.run.trust``); it is not saved. ``rebuild_members=true``
+    makes a seed group's deleted member dirs again from its checkpoint (``docs/seeds.md``).
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
     trust = parse_trust([a for a in args if a.startswith("trust=")])
-    overrides = [a for a in args if not a.startswith(("resume=", "trust="))]
+    rebuild = parse_rebuild([a for a in args if a.startswith(f"{REBUILD_OPTION}=")])
+    overrides = [a for a in args if not a.startswith(("resume=", "trust=", f"{REBUILD_OPTION}="))]
     try:
         cfg, run_dir, values = prepare_resume(run_dir, overrides, trust)
     except UserError as err:
         exit_with(str(err))
-    run(cfg, run_dir, resume=True, resume_overrides=values)
+    run(cfg, run_dir, resume=True, resume_overrides=values, rebuild=rebuild)
 
 
 def prepare_resume(
     run_dir: Path, overrides: list[str], trust: tuple[str, ...] = ()
 ) -> tuple[DictConfig, Path, dict[str, Any]]:
     """Check a resume before anything runs: the overrides (only :data:`RESUME_OPTIONS`), the
-    run dir (any seed's dir of a group continues the group, from its first seed's), its lock
-    and its config (its ``_target_`` keys trusted). Returns the run's config with the resolved
-    overrides merged in, the dir to continue and the resolved overrides; raises ``UserError``.
+    run dir (any seed's dir of a group continues the group, from its first seed's, after this
+    member's group.json was checked against the home's), its lock and its config (its
+    ``_target_`` keys trusted). Returns the run's config with the resolved overrides merged in,
+    the dir to continue and the resolved overrides; raises ``UserError``.
     """
     group = read_group(run_dir) if run_dir.is_dir() else None
+    if group is not None and group.home != run_dir:
+        check_members(group, (run_dir,))  # this member's group.json is the home's
     if group is not None:  # any seed's dir continues the whole group, from the first seed's
+        if not group.home.is_dir():
+            raise UserError(f"the seed group's first run dir {group.home}, which holds its "
+                            "checkpoints (every seed's), is missing; put it back beside "
+                            f"{run_dir} to resume the group")
         run_dir = group.home
     for item in overrides:
         key = item.split("=", 1)[0]
@@ -232,6 +349,20 @@ def prepare_resume(
     for key, value in values.items():  # continue with what was resolved now, not an expression
         OmegaConf.update(cfg, key, value, merge=False)
     return cfg, run_dir, values  # type: ignore[return-value]
+
+
+REBUILD_OPTION = "rebuild_members"  # resume= only: make a seed group's deleted run dirs again
+
+
+def parse_rebuild(items: list[str]) -> bool:
+    """``rebuild_members=true|false`` (the last one given) -> bool; anything else is one line."""
+    value = False
+    for item in items:
+        text = item.split("=", 1)[1].strip().lower()
+        if text not in ("true", "false"):
+            exit_with(f"{item!r}: {REBUILD_OPTION} is true or false; e.g. {REBUILD_OPTION}=true")
+        value = text == "true"
+    return value
 
 
 def parse_trust(items: list[str]) -> tuple[str, ...]:
@@ -294,7 +425,11 @@ def claim(
             run_dir = claim_new_dir(run_dir)  # records that this launch made it
     else:  # the default name: numbered when another launch has it
         run_dir = claim_new_dir(run_dir)
-    RunLock.acquire(run_dir)
+    try:
+        RunLock.acquire(run_dir)
+    except UserError:  # e.g. a full disk: the dir this launch made goes again
+        remove_if_created(run_dir)
+        raise
     return cfg, run_dir
 
 
@@ -457,17 +592,63 @@ def warn_if_shadowed() -> None:
             "folder (docs/extending.md, \"The import trap\")")
 
 
+LAUNCH = LaunchSignals()  # the command line's handler outside the training loop
+
+
+class HydraFilesUnwritable(BaseException):  # noqa: N818 - passes Hydra's `except Exception`
+    """Hydra could not write the run dir's ``.hydra`` files (a full disk, a read-only file
+    system); carries the one-line message."""
+
+
+def save_hydra_file(cfg: DictConfig, filename: str, output_dir: Path) -> None:
+    """Hydra's ``_save_config``, with a failed write turned into :class:`HydraFilesUnwritable`
+    (Hydra would print a traceback and exit 1, leaving the run dir)."""
+    try:
+        _HYDRA_SAVE(cfg, filename, output_dir)
+    except OSError as err:
+        raise HydraFilesUnwritable(
+            f"cannot write {Path(output_dir) / filename} ({err.strerror or err}); free space "
+            "there or choose another hydra.run.dir; nothing was kept") from None
+
+
+_HYDRA_SAVE = hydra_utils._save_config
+
+
 def main() -> None:
     warn_if_shadowed()
     args = sys.argv[1:]
-    if any(a.startswith("resume=") and a != "resume=null" for a in args):
-        resume(args)
-        return
-    try:
-        sys.argv[1:] = claim_run_dir(args)
-    except UserError as err:
-        exit_with(str(err))
-    hydra_main()
+    resuming = any(a.startswith("resume=") and a != "resume=null" for a in args)
+    with LAUNCH:
+        try:
+            if resuming:
+                resume(args)
+                return
+            try:
+                sys.argv[1:] = claim_run_dir(args)
+            except UserError as err:
+                exit_with(str(err))
+            hydra_utils._save_config = save_hydra_file
+            hydra_main()
+        except LaunchStopped as stop:
+            stopped_before_training(stop, resuming)
+        except HydraFilesUnwritable as err:
+            discard_created()
+            exit_with(str(err))
+
+
+def stopped_before_training(stop: LaunchStopped, resuming: bool) -> None:
+    """The one line (and exit status 128 + the signal) for a launch stopped before training
+    started: the run dirs it made are removed, so nothing is left that a later run could take
+    for its own; a resume that had not continued yet left its run as it was."""
+    made = discard_created()
+    if resuming:
+        what = ("before the run continued; nothing was changed: continue it with the same "
+                "command")
+    else:
+        where = f" ({', '.join(str(p) for p in made)} removed)" if made else ""
+        what = f"before training started; nothing was kept{where}: launch it again"
+    print(f"rlzoo: stopped by {stop} {what}", file=sys.stderr, flush=True)
+    sys.exit(128 + stop.signum)
 
 
 class _CallableModule(types.ModuleType):

@@ -613,6 +613,48 @@ def unstarted_group(home: Path, seeds: int) -> list[Path]:
     return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
 
 
+def live_trainer(home: Path, seeds: int) -> str:
+    """Why the cell whose home is ``home`` cannot be run now: a live ``rlzoo.train`` holds one
+    of its run dirs (a trainer an earlier reproduce.py left running when it was killed); ``""``
+    when none does."""
+    from rlzoo.run.rundir import RunLock
+
+    for d in unstarted_group(home, seeds) if home.exists() else []:
+        owner = RunLock.owner(d)
+        if owner is not None:
+            return (f"locked by a live trainer: rlzoo.train (pid {owner}) still runs in "
+                    f"{repo_relative(str(d))}; wait for it to finish or stop it (kill {owner}), "
+                    "then run the command again")
+    return ""
+
+
+def cell_lock(plan: Plan, task: Task, row: Row) -> FileLock:
+    return FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
+
+
+def still_locked(plan: Plan, outcome: Outcome) -> str | None:
+    """At report time, the state a cell reported ``locked`` earlier has now: ``None`` once it
+    is finished; its note while another reproduce.py or a trainer still holds it; else
+    ``unfinished``, as the holder has exited since (status.json never names a dead pid)."""
+    cell = next(((t, r) for t, r in plan.suite.cells()
+                 if t.name == outcome.task and r.label == outcome.row), None)
+    if cell is None:
+        return f"locked: {outcome.note}"
+    task, row = cell
+    if finished_dirs(plan, task, row) is not None:
+        return None
+    lock = cell_lock(plan, task, row)
+    if not lock.acquire():
+        return f"locked: another reproduce.py (pid {lock.owner}) is running this cell"
+    lock.release()
+    trainer = "" if row.peer else live_trainer(plan.task_dir(task) / f"{row.label}-s0",
+                                                plan.seeds)
+    if trainer:
+        return f"locked: {trainer}"
+    return ("unfinished: it was locked by another process, which has exited since; run the "
+            "command again to continue it")
+
+
 def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
     """Where an rlzoo cell's launches are recorded (beside its log; exported with each seed)."""
     return plan.task_dir(task) / f"{row.label}.{PROVENANCE_FILE}"
@@ -628,6 +670,9 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     log = plan.task_dir(task) / f"{row.label}.log"
     cmd = [sys.executable, "-m", "rlzoo.train"]
     what = "started"
+    trainer = live_trainer(home, plan.seeds)
+    if trainer:
+        return Outcome(task.name, row.label, "locked", trainer)
     if home.exists():
         members = group_members(home, plan.seeds) if holds_a_run(home) else [home]
         if isinstance(members, str):
@@ -726,7 +771,7 @@ def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
 
 def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     """One cell under its lock; a cell another process holds is reported and skipped."""
-    lock = FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
+    lock = cell_lock(plan, task, row)
     if not lock.acquire():
         return Outcome(task.name, row.label, "locked",
                        f"another reproduce.py (pid {lock.owner}) is running this cell")
@@ -1052,10 +1097,12 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
             if o.mistake:  # says nothing about the cell, only about this invocation
                 continue
             cell = f"{o.task}/{o.row}"
-            if o.state == "finished":
+            state = (f"{o.state}: {o.note}" if o.note else o.state) if o.state != "locked" \
+                else still_locked(plan, o)  # the holder may have finished it meanwhile
+            if o.state == "finished" or state is None:
                 status.pop(cell, None)
             else:
-                status[cell] = f"{o.state}: {o.note}" if o.note else o.state
+                status[cell] = state
         if status or status_path.exists():
             write_text_atomic(status_path, json.dumps(status, indent=2, sort_keys=True) + "\n")
         say(f"exported {cells} finished cells ({written} run dirs written) to {root}")

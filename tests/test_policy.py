@@ -255,8 +255,12 @@ def test_missing_run_dir_or_policy_file(tmp_path: Path) -> None:
     user_error(lambda: load_policy(tmp_path), "not an rlzoo run directory")  # an empty dir
     (tmp_path / ".hydra").mkdir()
     (tmp_path / ".hydra" / "config.yaml").write_text("seed: 0\n")  # a run from before policy.pt
+    # no checkpoint either: rlzoo.evaluate would fail too, so it is not suggested
     user_error(lambda: load_policy(tmp_path), "has no policy.pt", "first checkpoint",
-               "python -m rlzoo.evaluate")
+               "no trained policy")
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "step_0000000001.pt").write_bytes(b"")  # a run before policy.pt
+    user_error(lambda: load_policy(tmp_path), "has no policy.pt", "python -m rlzoo.evaluate")
 
 
 def test_corrupt_or_truncated_file(sac_run: Path, tmp_path: Path) -> None:

@@ -318,7 +318,7 @@ def test_locked_cell_is_reported_and_skipped(smoke: tuple[Path, str], tmp_path: 
         holder.wait()
         lock.release()
     assert "Pendulum/td3: locked (another reproduce.py" in stdout, stdout
-    assert "Pendulum/sac: locked" in stdout and "in use by a running rlzoo process" in stdout
+    assert "Pendulum/sac: locked (locked by a live trainer: rlzoo.train (pid" in stdout, stdout
     assert not (task / "td3-s0").exists()
     assert summary(task / "sac-s0")["total_steps"] == SMOKE_STEPS  # untouched
     assert (tmp_path / "results.md").is_file()

@@ -32,10 +32,14 @@ from rlzoo.errors import UserError
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
 # ``.<name>.<host>.<pid>.<random>.tmp``: unique per process (and per call), so two writers of the
 # same path never share a temporary file; host and pid tell whether its writer is still alive.
+# Every file rlzoo replaces atomically (checkpoints, policy.pt, summary.json, configs,
+# group.json) goes through such a name.
 TEMP_PATTERN = re.compile(
-    r"^\.(?P<name>step_\d+\.pt)\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$"
+    r"^\.(?P<name>.+)\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$"
 )
 LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo before this scheme
+# ``.<name>.<pid>.<8 hex digits>.tmp``: small files written by rlzoo before this scheme
+LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
 # The parts of a checkpoint whose float tensors must be finite for it to count as good: the
 # algorithm (networks, optimizers, tuner), the replay buffer / rollout, the loop's open episodes.
 FINITE_SECTIONS = ("algo", "buffer", "loop")
@@ -100,21 +104,24 @@ def _alive(pid: int) -> bool:
 
 def remove_stale_temps(directory: Path) -> list[Path]:
     """Delete the temporary files in ``directory`` left by writers that died (SIGKILL, power
-    loss), and return them. Only files whose writer is known to be gone are touched: one named
-    with this host and a pid that no longer exists, or the pid-less name older rlzoo versions
-    used. A live writer's file, this process's own, or another host's (a shared file system)
-    is left alone."""
+    loss), and return them: those of checkpoints, ``policy.pt`` and the small files (summary,
+    configs, ``group.json``) alike. Only files whose writer is known to be gone are touched:
+    one named with this host and a pid that no longer exists, or the pid-less name older rlzoo
+    versions used. A live writer's file, this process's own, or another host's (a shared file
+    system) is left alone."""
     removed: list[Path] = []
     if not directory.is_dir():
         return removed
     host, me = _host(), os.getpid()
     for p in directory.iterdir():
-        m = TEMP_PATTERN.match(p.name)
+        m = TEMP_PATTERN.match(p.name) or LEGACY_ATOMIC_PATTERN.match(p.name)
         if m:
             pid = int(m.group("pid"))
-            if m.group("host") != host or pid == me or _alive(pid):
+            if m.groupdict().get("host", host) != host or pid == me or _alive(pid):
                 continue
         elif not LEGACY_TEMP_PATTERN.match(p.name):
+            continue
+        if not p.is_file() or p.is_symlink():
             continue
         try:
             p.unlink()
@@ -316,7 +323,48 @@ def load_checkpoint(
         raise CheckpointError(f"{path} cannot be loaded ({first[:160]})") from None
     if not isinstance(state, dict) or "format" not in state:
         raise CheckpointError(f"{path} is not an rlzoo checkpoint")
+    check_tensors(state, path)
     return state
+
+
+def check_tensors(state: Any, path: Path | str) -> None:
+    """Refuse a loaded file whose tensors are not plain dense arrays backed by their own bytes,
+    before anything reads them.
+
+    ``torch.save`` stores a tensor as a storage (bytes in the archive, which
+    :func:`check_archive` bounds by the file's size) plus a shape and strides, and loading
+    rebuilds the view without copying. A hostile file can give a one-element storage a huge
+    shape with zero strides: it loads instantly and in a few bytes, and the first operation that
+    reads it (``isfinite`` for the NaN check, ``load_state_dict``'s copy) allocates the full
+    shape. So every tensor must be strided (no sparse, quantized, nested or meta tensor) and its
+    storage must hold at least its ``numel * element_size`` bytes: what is read is then never
+    larger than the file. Nested containers are walked without recursion.
+
+    Raises:
+        CheckpointError: one line naming the entry and its shape.
+    """
+    stack: list[tuple[str, Any]] = [("", state)]
+    while stack:
+        name, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{name}.{k}" if name else str(k), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, torch.Tensor):
+            kind = ("sparse" if value.layout != torch.strided else "quantized"
+                    if value.is_quantized else "nested" if value.is_nested else "meta"
+                    if value.is_meta else "")
+            if kind:
+                raise CheckpointError(f"{path} is refused: its entry {name!r} is a {kind} "
+                                      "tensor, which rlzoo never writes")
+            needed = value.numel() * value.element_size()
+            held = value.untyped_storage().nbytes() - value.storage_offset() * value.element_size()
+            if needed > held:
+                raise CheckpointError(
+                    f"{path} is refused: its entry {name!r} has shape {list(value.shape)} "
+                    f"({needed:,} bytes) over a storage of {max(held, 0):,} bytes (repeated by "
+                    "zero or overlapping strides); rlzoo never writes such a tensor, and reading "
+                    "it would allocate the whole shape")
 
 
 def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:

@@ -12,11 +12,13 @@ seed's dir, the group's *home*; every member's ``group.json`` names the home and
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rlzoo.errors import UserError
+from rlzoo.errors import UserError, one_line
 from rlzoo.run.rundir import write_atomic
+from rlzoo.run.settings import MAX_SEED, MAX_SEEDS
 
 GROUP_FILE = "group.json"
 GROUP_FORMAT = 1
@@ -52,32 +54,142 @@ class Group:
         resolved = [d.resolve() for d in self.dirs]
         return resolved.index(run_dir.resolve())
 
-    def write(self) -> None:
-        """``group.json`` into every member's dir."""
-        record = {"format": GROUP_FORMAT, "home": self.home.name,
-                  "members": [d.name for d in self.dirs], "seeds": list(self.seeds)}
-        text = json.dumps(record, indent=2) + "\n"
-        for d in self.dirs:
+    def record(self) -> dict[str, object]:
+        """What ``group.json`` holds."""
+        return {"format": GROUP_FORMAT, "home": self.home.name,
+                "members": [d.name for d in self.dirs], "seeds": list(self.seeds)}
+
+    def write(self, dirs: tuple[Path, ...] | None = None) -> None:
+        """``group.json`` into every member's dir (or into ``dirs``)."""
+        text = json.dumps(self.record(), indent=2) + "\n"
+        for d in self.dirs if dirs is None else dirs:
             write_atomic(d / GROUP_FILE, text)
 
 
+def _plain_name(value: object, what: str) -> str:
+    """``value`` if it is the name of a folder beside the group's home (no path parts)."""
+    if not isinstance(value, str) or not value or value in (".", "..") \
+            or Path(value).name != value or "\\" in value or "\0" in value:
+        raise ValueError(f"{what} {value!r} is not the name of a folder beside the group's home")
+    return value
+
+
+def member_names(home: str, seed0: int, seed: int) -> re.Pattern[str]:
+    """The names the member of ``seed`` may have in a group whose home is named ``home``:
+    :func:`member_dir`'s name, or that name numbered by ``claim_new_dir`` (``-<k>`` before its
+    ``-s<seed>``) when another launch had taken it."""
+    if seed == seed0:
+        return re.compile(re.escape(home))
+    name = member_dir(Path(home), seed0, seed).name
+    stem = name[: -len(f"-s{seed}")]
+    return re.compile(rf"{re.escape(stem)}(-[2-9]|-[1-9]\d+)?-s{seed}")
+
+
+def parse_group(record: object, run_dir: Path) -> Group:
+    """A ``group.json`` record read from ``run_dir`` as a :class:`Group`, checked as data: a
+    dict of exactly ``format`` (1), ``home``, ``members`` and ``seeds``; the home is the first
+    member; the seeds are consecutive from the home's (each seed once); each member is a plain
+    folder name beside the home (no ``/``, ``..`` or absolute path), named by the group's rule
+    (:func:`member_names`), each once; and ``run_dir`` is one of them. ``ValueError`` otherwise."""
+    if not isinstance(record, dict):
+        raise ValueError("it is not a JSON object")
+    if set(record) != {"format", "home", "members", "seeds"}:
+        raise ValueError("it must hold exactly format, home, members and seeds")
+    if record["format"] != GROUP_FORMAT or isinstance(record["format"], bool):
+        raise ValueError(f"format {record['format']!r} is not {GROUP_FORMAT}")
+    home = _plain_name(record["home"], "home")
+    members, seeds = record["members"], record["seeds"]
+    if not isinstance(members, list) or not isinstance(seeds, list):
+        raise ValueError("members and seeds must be lists")
+    if not 2 <= len(members) <= MAX_SEEDS or len(seeds) != len(members):
+        raise ValueError(f"{len(members)} members and {len(seeds)} seeds; a group has 2 to "
+                         f"{MAX_SEEDS} members, one seed each")
+    if any(not isinstance(s, int) or isinstance(s, bool) for s in seeds):
+        raise ValueError("seeds must be integers")
+    seed0 = seeds[0]
+    if seeds != list(range(seed0, seed0 + len(seeds))) or not \
+            0 <= seed0 <= MAX_SEED - len(seeds) + 1:
+        raise ValueError(f"seeds {seeds} are not {len(seeds)} consecutive seeds from "
+                         f"{seed0} within 0..{MAX_SEED}")
+    names = [_plain_name(m, "member") for m in members]
+    if names[0] != home:
+        raise ValueError(f"the first member {names[0]!r} is not the home {home!r}")
+    if len(set(names)) != len(names):
+        raise ValueError("a member is named twice")
+    for name, seed in zip(names, seeds):
+        if not member_names(home, seed0, seed).fullmatch(name):
+            raise ValueError(f"member {name!r} is not the name of seed {seed}'s run dir in a "
+                             f"group whose home is {home!r}")
+    if run_dir.name not in names:
+        raise ValueError(f"{run_dir.name} is not one of its members")
+    parent = run_dir.parent
+    dirs = tuple(parent / name for name in names)
+    linked = [d.name for d in dirs if d.is_symlink()]
+    if linked:
+        raise ValueError(f"member {linked[0]!r} is a symbolic link, not a folder beside the home")
+    return Group(parent / home, dirs, tuple(seeds))
+
+
+def read_record(path: Path) -> object:
+    """The JSON in ``path`` (``OSError`` or ``ValueError`` when it cannot be read)."""
+    if not path.is_file():
+        raise ValueError("it is not a regular file")
+    with open(path, "rb") as f:
+        text = f.read((1 << 20) + 1)
+    if len(text) > 1 << 20:
+        raise ValueError("it is larger than 1 MiB")
+    return json.loads(text)
+
+
 def read_group(run_dir: Path) -> Group | None:
-    """The group ``run_dir`` belongs to, or None for a single run; a damaged ``group.json`` is
+    """The group ``run_dir`` belongs to, or None for a single run. ``group.json`` is data from a
+    file, so it is checked before it is used (:func:`parse_group`); a damaged or altered one is
     one ``UserError`` line."""
     path = run_dir / GROUP_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        record = json.loads(path.read_text())
-        home = run_dir.parent / str(record["home"])
-        dirs = tuple(run_dir.parent / str(name) for name in record["members"])
-        seeds = tuple(int(s) for s in record["seeds"])
-        if len(dirs) != len(seeds) or not dirs or any("/" in d.name or d.name in ("", ".", "..")
-                                                      for d in dirs):
-            raise ValueError("members and seeds differ")
-        if run_dir.name not in {d.name for d in dirs}:
-            raise ValueError(f"{run_dir.name} is not one of its members")
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise UserError(f"cannot read {path} ({err}); it ties this run to its seed group: "
-                        "restore it from the group's other run dirs") from None
-    return Group(home, dirs, seeds)
+        return parse_group(read_record(path), run_dir)
+    except (OSError, ValueError, RecursionError) as err:
+        raise UserError(f"cannot use {path} ({one_line(err, 160)}); it ties this run to its seed "
+                        "group: restore it from the group's other run dirs") from None
+
+
+def check_members(group: Group, present: tuple[Path, ...] | None = None) -> None:
+    """Check that the members' files agree with ``group`` before anything uses them: each present
+    member's ``group.json`` says the same, and its ``.hydra/config.yaml`` parses and has its
+    member's ``seed`` and the group's ``seeds``. ``present``: the members to check (default all).
+    Raises one ``UserError`` line naming the first member that disagrees; writes nothing."""
+    from omegaconf import DictConfig, OmegaConf
+
+    want = group.record()
+    for d in group.dirs if present is None else present:  # in the caller's order
+        k = group.dirs.index(d)
+        path = d / GROUP_FILE
+        try:
+            theirs = read_record(path)
+        except (OSError, ValueError, RecursionError) as err:
+            raise UserError(f"cannot use {path} ({one_line(err, 160)}); every member of a "
+                            "seed group holds the same group.json: restore it from the home's"
+                            ) from None
+        if theirs != want:
+            raise UserError(f"{path} differs from the group.json of {group.home}; every member "
+                            "of a seed group holds the same one: restore it from the home's")
+        config = d / ".hydra" / "config.yaml"
+        try:
+            cfg = OmegaConf.load(config)
+            if not isinstance(cfg, DictConfig):
+                raise ValueError("not a mapping")
+            seed, seeds = cfg.get("seed"), cfg.get("seeds")
+        except Exception as err:  # noqa: BLE001 - yaml and omegaconf raise many kinds
+            raise UserError(f"cannot read {config} ({type(err).__name__}: {one_line(err, 120)}); "
+                            "restore the file rlzoo.train wrote; nothing was changed") from None
+        if seeds in (None, 1):
+            raise UserError(
+                f"{config} is a single run's (seeds={seeds}), so {path} is stale (left by a seed "
+                f"group's launch stopped before training, or copied in); remove {path}")
+        if seed != group.seeds[k] or seeds != len(group.dirs):
+            raise UserError(
+                f"{config} has seed={seed} seeds={seeds}, but group.json names it seed "
+                f"{group.seeds[k]} of {len(group.dirs)}; the group's files disagree: restore them "
+                "from the run's own copies; nothing was changed")

@@ -52,9 +52,11 @@ from rlzoo.run.checkpoint import (
     checkpoint_path,
     describe_nonfinite,
     list_checkpoints,
+    load_checkpoint,
     load_latest_valid,
     nonfinite_entries,
     prune_checkpoints,
+    remove_stale_temps,
     save_checkpoint,
 )
 from rlzoo.run.logger import Logger
@@ -229,6 +231,8 @@ class Trainer:
         s = self.settings
         if resume:
             path = self.restored or self.restore()
+            for directory in (self.checkpoint_dir, *(m.run_dir for m in self.members)):
+                remove_stale_temps(directory)  # of writers that died (SIGKILL, power loss)
         else:
             for member in self.members:
                 member.reset_envs(self.horizon)
@@ -299,14 +303,17 @@ class Trainer:
                         raise stopped
             if self.last_eval is None:  # resumed at the end from a checkpoint without one
                 self.evaluate_and_log()
-        self.wall_time = time.perf_counter() - start
-        summaries = [self.write_summary(member, self.wall_time) for member in self.members]
-        for member, summary in zip(self.members, summaries):
-            assert member.logger is not None
-            member.logger.hparams(self.hparams(member.cfg),
-                                  {"hparam/final_eval_return": summary["final_eval_return"]})
-        self.close_loggers()
-        self.close_envs()
+            if resume:  # a crash after the last checkpoint may have left policy.pt behind it
+                self.write_policies(self.outputs_behind()[0])
+            # finishing is a step like the others: a signal now only lets it complete
+            self.wall_time = time.perf_counter() - start
+            summaries = [self.write_summary(member, self.wall_time) for member in self.members]
+            for member, summary in zip(self.members, summaries):
+                assert member.logger is not None
+                member.logger.hparams(self.hparams(member.cfg),
+                                      {"hparam/final_eval_return": summary["final_eval_return"]})
+            self.close_loggers()
+            self.close_envs()
         return summaries
 
     def log_scalars(self, metrics: dict[str, torch.Tensor], perf: dict[str, float]) -> None:
@@ -606,18 +613,46 @@ class Trainer:
                 f"was written and {where} (lower the learning rates or check the env)"
             )
         save_checkpoint(path, state)
-        record = policy_record(self.algo, state["config"], dataclasses.asdict(self.spec),
-                               self.step)  # the group's weights, copied to the host once
-        for k, m in enumerate(self.members):
-            mine = record if not self.group else {  # seed k's slice, config and step
-                **record, "step": m.step, "weights": seed_weights(record["weights"], k),
-                "config": OmegaConf.to_container(m.cfg, resolve=True)}
-            save_checkpoint(m.run_dir / POLICY_FILE, mine)
+        self.write_policies(self.members, state["config"])
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
         if self.on_checkpoint is not None and self.on_checkpoint(
                 Checkpoint(self.step, path, self.run_dir)):
             self.stop_requested = True
         return path
+
+    def write_policies(self, members: list[Member], config: dict[str, Any] | None = None) -> None:
+        """``policy.pt`` of ``members`` from the weights now (each seed's slice, its config and
+        its step); ``config``: the run's resolved config, if the caller has it."""
+        if not members:
+            return
+        if config is None:
+            config = OmegaConf.to_container(self.cfg, resolve=True)  # type: ignore[assignment]
+        record = policy_record(self.algo, config, dataclasses.asdict(self.spec),  # type: ignore[arg-type]
+                               self.step)  # the group's weights, copied to the host once
+        for k, m in enumerate(self.members):
+            if m not in members:
+                continue
+            mine = record if not self.group else {  # seed k's slice, config and step
+                **record, "step": m.step, "weights": seed_weights(record["weights"], k),
+                "config": OmegaConf.to_container(m.cfg, resolve=True)}
+            save_checkpoint(m.run_dir / POLICY_FILE, mine)
+
+    def outputs_behind(self) -> tuple[list[Member], list[Member]]:
+        """After :meth:`restore`: the members whose ``policy.pt`` is not of the restored
+        checkpoint's step (a crash after the checkpoint's rename and before theirs), and those
+        whose ``summary.json`` is not at their step (a crash while the summaries were written)."""
+        policies, summaries = [], []
+        for m in self.members:
+            path = m.run_dir / POLICY_FILE
+            try:
+                step = load_checkpoint(path).get("step") if path.is_file() else None
+            except CheckpointError:
+                step = None
+            if step != m.step:
+                policies.append(m)
+            if summary_step(m.run_dir) != m.step:
+                summaries.append(m)
+        return policies, summaries
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically, as tensors and plain data only
@@ -691,6 +726,15 @@ class Trainer:
         if saved_seeds != len(self.members):
             raise UserError(f"cannot resume: {path} holds {saved_seeds} seeds, this run has "
                             f"{len(self.members)}; point resume= at its own run dir")
+        saved = [part.get("seed") if isinstance(part, dict) else None
+                 for part in state["members"]] if self.group else \
+            [(state.get("config") or {}).get("seed", self.members[0].seed)]
+        if saved != [m.seed for m in self.members]:
+            raise UserError(
+                f"cannot resume: {path} holds seed{'s' if self.group else ''} "
+                f"{', '.join(map(str, saved))}, but this run's config and group.json say "
+                f"{', '.join(str(m.seed) for m in self.members)}; point resume= at the run dir "
+                "the checkpoint belongs to")
         self.reset_envs()  # builds the loop's arrays and gives every env its first reset
         try:
             self.algo.load_state_dict(state["algo"])
@@ -724,7 +768,7 @@ class Trainer:
                 f"total_steps={s.total_steps} is below step {step} of {self.restored}; a run "
                 f"cannot go back: pass total_steps above {step} to train further"
             )
-        if s.total_steps == step and summary_step(self.run_dir) == step:
+        if s.total_steps == step and self.outputs_behind() == ([], []):
             raise AlreadyFinished(
                 f"{self.run_dir} already finished at step {step} (total_steps={step}); nothing "
                 f"was changed. To train further: python -m rlzoo.train resume={self.run_dir} "

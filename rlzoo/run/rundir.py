@@ -16,11 +16,11 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import secrets
 import shutil
 from pathlib import Path
 
 from rlzoo.errors import UserError
+from rlzoo.run.checkpoint import temp_path
 
 LOCK_NAME = ".rlzoo.lock"
 _SEED_SUFFIX = re.compile(r"^(.*?)(-s\d+)$")
@@ -32,8 +32,9 @@ _created: dict[Path, Path] = {}
 
 def unique_tmp(path: Path) -> Path:
     """A temporary name beside ``path``, unique to this process and call:
-    ``.<name>.<pid>.<random>.tmp``."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    ``.<name>.<host>.<pid>.<random>.tmp`` (``rlzoo.run.checkpoint.temp_path``; the next writer
+    removes it if its writer died)."""
+    return temp_path(path)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -110,6 +111,19 @@ def check_run_dir(run_dir: Path, step: int) -> None:
         )
 
 
+def discard_created() -> list[Path]:
+    """Remove every run dir this process made that holds no run (a launch stopped before
+    training); returns them."""
+    removed = []
+    for path in list(_created):
+        if path.is_dir() and not holds_a_run(path):
+            remove_if_created(path)
+            removed.append(path)
+        else:
+            _created.pop(path, None)
+    return removed
+
+
 def holds_a_run(path: Path) -> bool:
     """Whether ``path`` already holds a run's results (a checkpoint or a summary)."""
     return (path / "summary.json").exists() or any((path / "checkpoints").glob("step_*.pt"))
@@ -152,29 +166,44 @@ class RunLock:
             finally:
                 os.close(fd)
             raise in_use(run_dir, owner) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # a full disk fails here
+        except OSError as err:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise UserError(f"cannot lock {run_dir} ({err.strerror or err}); free space there "
+                            "or choose another hydra.run.dir") from None
         lock = cls(run_dir, fd)
         _held[key] = lock
         return lock
 
     @staticmethod
-    def check_free(run_dir: Path, option: str = "hydra.run.dir") -> None:
-        """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
-        nothing (a launch refused afterwards leaves the dir as it was)."""
+    def owner(run_dir: Path) -> str | None:
+        """The pid (as text) of the live process, other than this one, that holds
+        ``run_dir``'s lock, or None when nobody does; writes nothing."""
         if run_dir.resolve() in _held:
-            return
+            return None
         try:
-            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY)
+            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
-            return  # no lock file: nobody holds it
+            return None  # no lock file: nobody holds it
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
-            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise in_use(run_dir, owner, option) from None
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
         finally:
             os.close(fd)  # closing drops the shared lock taken to test
+        return None
+
+    @staticmethod
+    def check_free(run_dir: Path, option: str = "hydra.run.dir") -> None:
+        """Raise the "in use" ``UserError`` if a live process holds ``run_dir``'s lock; writes
+        nothing (a launch refused afterwards leaves the dir as it was). ``option`` names the
+        caller's run-dir setting in the message."""
+        owner = RunLock.owner(run_dir)
+        if owner is not None:
+            raise in_use(run_dir, owner, option)
 
     @staticmethod
     def release_held(run_dir: Path) -> None:

@@ -92,6 +92,18 @@ def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None)
     return value
 
 
+def seed_range(cfg: DictConfig) -> tuple[int, int]:
+    """``(seed, seeds)``: the first seed and K, checked so that every seed of the group,
+    ``seed .. seed + K - 1``, is within ``0 .. MAX_SEED``; one ``UserError`` line otherwise."""
+    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1
+    seed = int_key(cfg, "seed", 0, MAX_SEED)
+    if seed + seeds - 1 > MAX_SEED:
+        raise UserError(
+            f"seed={seed} seeds={seeds} would train seeds up to {seed + seeds - 1}, past the "
+            f"largest seed {MAX_SEED}; choose seed <= {MAX_SEED - seeds + 1}")
+    return seed, seeds
+
+
 def resolve_device(name: str) -> torch.device:
     """``auto`` -> CUDA when available, else CPU; ``cpu``; ``cuda`` (fails without CUDA)."""
     if name == "auto":
@@ -146,7 +158,7 @@ def read_settings(cfg: DictConfig) -> Settings:
             raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
         accel[key] = value
     settings = Settings(
-        seed=int_key(cfg, "seed", 0, MAX_SEED),
+        seed=seed_range(cfg)[0],
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
         num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),

@@ -60,3 +60,52 @@ class StopSignals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+
+
+class LaunchStopped(BaseException):  # noqa: N818 - it is the event, not an error
+    """SIGTERM or SIGINT arrived while a launch was starting (before training, or before a
+    resumed run continued), or while it was finishing outside :class:`StopSignals`. A
+    ``BaseException``, so that every ``except Exception`` lets it through to the clean-up that
+    removes what the launch made (``rlzoo.train.main``)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class LaunchSignals:
+    """Outside the training loop's :class:`StopSignals`: the first SIGTERM or SIGINT raises
+    :class:`LaunchStopped` (so a launch stopped before training can remove its dirs and say so
+    in one line), later ones are ignored while that clean-up runs. After :meth:`done` (the run
+    finished) a signal is only remembered: the process is about to exit 0 anyway."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.finished = False
+        self.previous: dict[int, Any] = {}
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum or self.finished:
+            self.signum = self.signum or signum
+            return
+        self.signum = signum
+        raise LaunchStopped(signum)
+
+    def arm(self) -> None:
+        """A (next) job of this process starts: a signal stops it again."""
+        self.finished, self.signum = False, 0
+
+    def done(self) -> None:
+        self.finished = True
+
+    def __enter__(self) -> LaunchSignals:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self.previous[sig] = signal.signal(sig, self.handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
