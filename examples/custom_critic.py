@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
-from rlzoo.nets import EnsembleCritic, EnsembleMLP
+from rlzoo.nets import EnsembleCritic
+from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 
 class TruncatedQuantileCritic(EnsembleCritic):
@@ -45,14 +46,19 @@ class TruncatedQuantileCritic(EnsembleCritic):
         hidden: Sequence[int] = (512, 512, 512),
         activation: str = "relu",
         layer_norm: bool = False,
+        dropout: float = 0.0,
+        network: NetworkFactory | None = None,
     ) -> None:
         # subset=n: the base's min over a random subset is never used (next_value is TQC's own)
         super().__init__(obs_dim, act_dim, n=n, subset=n, actor_reduce=actor_reduce,
-                         hidden=hidden, activation=activation, layer_norm=layer_norm)
+                         hidden=hidden, activation=activation, layer_norm=layer_norm,
+                         dropout=dropout, network=network)
         if not 0 <= drop_per_member < quantiles:
             raise ValueError(f"critic.drop_per_member must be in [0, {quantiles}), got "
                              f"{drop_per_member}")
-        self.net = EnsembleMLP(n, obs_dim + act_dim, hidden, quantiles, activation, layer_norm)
+        # the same trunk as the base's (an MLP, or `net=simbav2`'s), with a head of M quantiles
+        self.net = make_network(network, n, obs_dim + act_dim, quantiles, hidden=hidden,
+                                activation=activation, layer_norm=layer_norm, dropout=dropout)
         self.kept_atoms = n * (quantiles - drop_per_member)  # K
         self.register_buffer("tau", (torch.arange(quantiles) + 0.5) / quantiles)
 

@@ -285,9 +285,10 @@ PLAIN = ["algo=sac", "env=Pendulum"]
 VARIANTS: dict[str, tuple[list[str], list[float]]] = {
     "sac": (PLAIN, [-150.0, -160.0, -170.0]),
     "sac critic=ensemble": ([*PLAIN, "critic=ensemble"], [-140.0, -145.0]),
-    "sac algo.utd=5": ([*PLAIN, "algo.utd=5"], [-130.0, -135.0]),
+    # (the root keys come before algo's in the composed config: _self_ precedes algo)
     "sac total_steps=3000": ([*PLAIN, "total_steps=3000"], [-900.0, -950.0]),
     "sac eval.episodes=5": ([*PLAIN, "eval.episodes=5"], [-155.0, -165.0]),
+    "sac algo.utd=5": ([*PLAIN, "algo.utd=5"], [-130.0, -135.0]),
     "td3": (["algo=td3", "env=Pendulum"], [-300.0, -320.0]),
 }
 BOOKKEEPING = {
