@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.spaces import Box
 from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm, EnvSpec
@@ -83,7 +84,7 @@ def check_observations(env: VecEnv, cfg: DictConfig) -> None:
     if not settings(cfg)["obs"]:
         return
     for name, space in getattr(env, "obs_spaces", {}).items():
-        if type(space).__name__ != "Box":
+        if not isinstance(space, Box):  # a Box subclass is a Box too
             raise UserError(
                 f"normalize.obs=true cannot normalize env={cfg.env.name}'s observations: "
                 f"{name} has a {type(space).__name__} observation space (a running mean and "
