@@ -380,10 +380,12 @@ def test_reproduce_names_a_live_trainer_and_never_a_dead_holder(
     is "locked by a live trainer" (before anything is launched into the cell's log); and at
     report time a cell reported locked earlier is re-read: finished, or unfinished once its
     holder has exited, never "locked" by a dead pid."""
-    from test_reproduce import reproduce_script as rs
+    from rlzoo.reproduce import rlzoo_cells, runner
+    from rlzoo.reproduce.plan import Outcome, Plan
+    from rlzoo.reproduce.suites import SUITES
 
-    plan = rs.Plan(rs.SUITES["smoke"], 2, 300, tmp_path, tmp_path / "results",
-                   tmp_path / "page.md", sb3="--no-sb3")
+    plan = Plan(SUITES["smoke"], 2, 300, tmp_path, tmp_path / "results",
+                tmp_path / "page.md", sb3="--no-sb3")
     task, row = next((t, r) for t, r in plan.suite.cells() if r.label == "sac")
     cell = plan.task_dir(task)
     for seed in (0, 1):  # the group, unfinished (its summaries gone)
@@ -394,16 +396,16 @@ def test_reproduce_names_a_live_trainer_and_never_a_dead_holder(
         (cell / f"sac-s{seed}" / "group.json").write_text(json.dumps(record))
     holder = hold_lock(cell / "sac-s1")
     try:
-        outcome = rs.rlzoo_cell(plan, task, row)
+        outcome = rlzoo_cells.rlzoo_cell(plan, task, row)
         assert outcome.state == "locked"
         assert outcome.note.startswith(f"locked by a live trainer: rlzoo.train (pid {holder.pid})")
         assert not (cell / "sac.log").exists()  # nothing was launched
-        assert rs.still_locked(plan, outcome).startswith("locked: locked by a live trainer")
+        assert runner.still_locked(plan, outcome).startswith("locked: locked by a live trainer")
     finally:
         holder.kill()
         holder.wait()
-    other = rs.Outcome(task.name, row.label, "locked", "another reproduce.py (pid 1) is running")
-    assert rs.still_locked(plan, other).startswith("unfinished: it was locked by another")
+    other = Outcome(task.name, row.label, "locked", "another reproduce.py (pid 1) is running")
+    assert runner.still_locked(plan, other).startswith("unfinished: it was locked by another")
     for seed in (0, 1):
         shutil.copy(group / f"g-s{seed}" / "summary.json", cell / f"sac-s{seed}")
-    assert rs.still_locked(plan, other) is None
+    assert runner.still_locked(plan, other) is None

@@ -1,7 +1,8 @@
-"""scripts/reproduce.py: the smoke suite end to end through the real script (and the real
-``python -m rlzoo.train`` and Stable-Baselines3 workers it starts), skipping finished cells,
-resuming a cell stopped by SIGTERM or given a larger budget bit-identically, one-line usage
-errors, locked cells, and the raw results (``eval.csv``) regenerating rlzoo.compare's report."""
+"""rlzoo.reproduce, run through its shim scripts/reproduce.py: the smoke suite end to end through
+the real script (and the real ``python -m rlzoo.train`` and Stable-Baselines3 workers it starts),
+skipping finished cells, resuming a cell stopped by SIGTERM or given a larger budget
+bit-identically, one-line usage errors, locked cells, and the raw results (``eval.csv``)
+regenerating rlzoo.compare's report."""
 
 from __future__ import annotations
 
@@ -14,13 +15,29 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 import torch
 
 from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
+from rlzoo.reproduce.files import REPO as REPRODUCE_REPO
+from rlzoo.reproduce.files import repo_relative
+from rlzoo.reproduce.page import scale as page_scale
+from rlzoo.reproduce.page import verdicts
+from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, pair_tests
+from rlzoo.reproduce.page.figures import plot_published, published_figure
+from rlzoo.reproduce.page.headline import headline_lines
+from rlzoo.reproduce.page.render import render_page
+from rlzoo.reproduce.page.runs import first_columns, updates_by
+from rlzoo.reproduce.page.scale import scale_line, scale_returns
+from rlzoo.reproduce.page.section import pair_lines, suite_section
+from rlzoo.reproduce.peer import peer_settings
+from rlzoo.reproduce.processes import FileLock
+from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, published_data
+from rlzoo.reproduce.report import write_page
+from rlzoo.reproduce.schema import Row, Suite, Task, compose_cell_config
+from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "reproduce.py"
@@ -28,19 +45,6 @@ HAS_SB3 = importlib.util.find_spec("stable_baselines3") is not None
 SMOKE_ROWS = ["sac", "td3", *(["sb3_sac"] if HAS_SB3 else [])]
 SMOKE_SEEDS = 2  # the smoke suite's K
 SMOKE_STEPS = 300  # the smoke suite's budget
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reproduce_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["reproduce_script"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-reproduce_script = load_script()
-results_page = sys.modules["results_page"]  # the page's module, which reproduce.py imports
 
 
 def reproduce(*args: str | Path, env: dict[str, str] | None = None,
@@ -298,7 +302,7 @@ def test_other_seed_count_is_not_run_and_exits_1(smoke: tuple[Path, str], tmp_pa
 def test_locked_cell_is_reported_and_skipped(smoke: tuple[Path, str], tmp_path: Path) -> None:
     """A cell another reproduce.py holds, and a cell whose run dir a live rlzoo process holds,
     are reported in one line each and skipped; the script still writes its report."""
-    lock = reproduce_script.FileLock(tmp_path / "smoke" / "Pendulum" / ".td3.lock")
+    lock = FileLock(tmp_path / "smoke" / "Pendulum" / ".td3.lock")
     assert lock.acquire()
     out, _ = smoke
     task = tmp_path / "smoke" / "Pendulum"
@@ -398,8 +402,8 @@ def test_eval_csv_round_trips_and_events_win(tmp_path: Path) -> None:
 def test_peer_settings_match_rlzoo_config() -> None:
     """The SB3 peer takes rlzoo's SAC and TD3 settings, each optimizer's rate included, and
     converts SAC's env-unit target entropy to SB3's [-1, 1] units."""
-    cfg = reproduce_script.compose_cell_config(["algo=sac", "env=Hopper"])
-    sac = reproduce_script.peer_settings(cfg, "sac")
+    cfg = compose_cell_config(["algo=sac", "env=Hopper"])
+    sac = peer_settings(cfg, "sac")
     assert sac.learning_rates == {"actor": 3e-4, "critic": 1e-3, "alpha": 1e-3}
     assert sac.kwargs["learning_starts"] == 5000 and sac.kwargs["batch_size"] == 256
     assert sac.kwargs["policy_kwargs"] == {"net_arch": {"pi": [256, 256], "qf": [256, 256]}}
@@ -407,20 +411,18 @@ def test_peer_settings_match_rlzoo_config() -> None:
     ones = np.ones(3)
     assert sac.sac_target_entropy(-ones, ones) == -3.0  # Hopper: [-1, 1], the units agree
     assert sac.sac_target_entropy(-0.4 * ones, 0.4 * ones) == pytest.approx(-3 - 3 * np.log(0.4))
-    td3 = reproduce_script.peer_settings(
-        reproduce_script.compose_cell_config(["algo=td3", "env=Hopper"]), "td3")
+    td3 = peer_settings(compose_cell_config(["algo=td3", "env=Hopper"]), "td3")
     assert td3.learning_rates == {"actor": 1e-3, "critic": 1e-3}
     assert (td3.kwargs["policy_delay"], td3.kwargs["target_policy_noise"],
             td3.kwargs["target_noise_clip"], td3.exploration_noise) == (2, 0.2, 0.5, 0.1)
     assert td3.kwargs["batch_size"] == 100 and td3.kwargs["learning_starts"] == 10000
     assert td3.kwargs["policy_kwargs"] == {"net_arch": {"pi": [400, 300], "qf": [400, 300]}}
     with pytest.raises(ValueError, match="twin critic"):
-        reproduce_script.peer_settings(reproduce_script.compose_cell_config(
-            ["algo=sac", "env=Hopper", "critic=ensemble"]), "sac")
+        peer_settings(compose_cell_config(["algo=sac", "env=Hopper", "critic=ensemble"]), "sac")
 
 
 def test_suites_are_as_the_issue_lists() -> None:
-    suites = reproduce_script.SUITES
+    suites = SUITES
     mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
     rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "stac",
             "sac-categorical", "sb3_sac", "sb3_td3"}
@@ -447,17 +449,16 @@ def test_suites_are_as_the_issue_lists() -> None:
     assert {"stac", "sac-categorical"} <= {r.label for r in gpu.rows}
     for suite in suites.values():  # every row's config composes
         for task, row in suite.cells():
-            reproduce_script.compose_cell_config([f"env={task.env}", *row.overrides,
-                                                  *suite.overrides])
+            compose_cell_config([f"env={task.env}", *row.overrides, *suite.overrides])
 
 
 def test_exported_configs_carry_no_path_of_this_machine() -> None:
     """Paths inside the checkout become relative to it; a sibling dir sharing its prefix and
     paths elsewhere are left alone."""
-    repo = str(reproduce_script.REPO)
+    repo = str(REPRODUCE_REPO)
     text = (f"dir: {repo}/runs/reproduce/mujoco/Hopper/td3-s0\ncwd: {repo}\n"
             f"- hydra.run.dir='{repo}/runs/x'\n- path: {repo}2/conf\n- path: /elsewhere/conf\n")
-    assert reproduce_script.repo_relative(text) == (
+    assert repo_relative(text) == (
         "dir: runs/reproduce/mujoco/Hopper/td3-s0\ncwd: .\n- hydra.run.dir='runs/x'\n"
         f"- path: {repo}2/conf\n- path: /elsewhere/conf\n")
     committed = REPO / "results"
@@ -472,12 +473,12 @@ def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) ->
     curve = {"n_runs": 5, "steps": [5_000, 25_000, 50_000], "iqm": [10.0, 200.0, 300.0],
              "ci_low": [0.0, 150.0, 250.0], "ci_high": [20.0, 250.0, 350.0]}
     path = tmp_path / "Hopper-published.png"
-    assert reproduce_script.plot_published("Hopper", {"td3": curve}, path)
+    assert plot_published("Hopper", {"td3": curve}, path)
     assert path.read_bytes()[:4] == b"\x89PNG"
-    assert not reproduce_script.plot_published("Hopper", {"dsac_t": curve}, tmp_path / "no.png")
-    assert not reproduce_script.plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
+    assert not plot_published("Hopper", {"dsac_t": curve}, tmp_path / "no.png")
+    assert not plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
     assert not (tmp_path / "no.png").exists()
-    assert reproduce_script.published_figure("Hopper.png") == "Hopper-published.png"
+    assert published_figure("Hopper.png") == "Hopper-published.png"
 
 
 def test_first_evaluation_columns(tmp_path: Path) -> None:
@@ -493,12 +494,12 @@ def test_first_evaluation_columns(tmp_path: Path) -> None:
         (run / "summary.json").write_text(json.dumps({"final_eval_return": 7.0}))
         runs.append(run)
     # IQM of four values: the mean of the middle two; seed 3 ended below its start
-    assert reproduce_script.first_columns(runs) == ("-25.0 (at 2,500)", "3 of 4")
+    assert first_columns(runs) == ("-25.0 (at 2,500)", "3 of 4")
     write_scalars_csv(runs[3] / "eval.csv", {"eval/return": (
         np.array([3000, 5000]), np.array([100.0, 7.0]))})
-    assert reproduce_script.first_columns(runs)[0] == "-25.0 (at 2,500-3,000)"
+    assert first_columns(runs)[0] == "-25.0 (at 2,500-3,000)"
     (tmp_path / "empty").mkdir()
-    assert reproduce_script.first_columns([tmp_path / "empty"]) == ("—", "—")  # no evaluation
+    assert first_columns([tmp_path / "empty"]) == ("—", "—")  # no evaluation
 
 
 def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path: Path) -> None:
@@ -519,20 +520,19 @@ def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path:
 
     late = [[0.0, 0.0, 10.0 + s] for s in range(5)]  # means 3.3-4.7, finals 10-14
     early = [[9.0, 9.0, 5.0 + s] for s in range(5)]  # means 7.7-9, finals 5-9
-    suite = reproduce_script.Suite(
+    suite = Suite(
         name="x", title="x", tasks=(), steps=3, seeds=5, eval_every=1, eval_episodes=1,
         checkpoint_every=1, checkpoint_keep=1,
-        rows=(reproduce_script.Row("base", ()), reproduce_script.Row("sb3_base", (), peer="base"),
-              reproduce_script.Row("ctl", (), note="control for `base`", against=("base",
-                                                                                    "gone"))))
+        rows=(Row("base", ()), Row("sb3_base", (), peer="base"),
+              Row("ctl", (), note="control for `base`", against=("base", "gone"))))
     rows = {"ctl": runs("ctl", late), "base": runs("base", early)}
 
     def lines_of(rows: dict) -> list[str]:
-        data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
-        tests = results_page.Tests()
-        results_page.pair_lines(data, tests, "T")
+        data = SuiteData(suite, tmp_path, {"T": rows}, None, {})
+        tests = verdicts.Tests()
+        pair_lines(data, tests, "T")
         tests.holm()  # as the page does: every test of the page first, then the lines
-        return results_page.pair_lines(data, tests, "T")
+        return pair_lines(data, tests, "T")
 
     lines = lines_of(rows)
     # two tests, each at p = 0.008 (the least of 5 against 5): Holm doubles them, 0.016
@@ -556,11 +556,11 @@ def test_updates_by_then_on_both_sides(tmp_path: Path) -> None:
                       (bare, "{name: x}")):
         (run / ".hydra").mkdir(parents=True)
         (run / ".hydra" / "config.yaml").write_text(f"algo: {algo}\n")
-    assert reproduce_script.updates_by(rlzoo_run, 50_000) == 40_000
-    assert reproduce_script.updates_by(rlzoo_run, 5_000) == 0  # still in the warm-up
-    assert reproduce_script.updates_by(sb3_run, 50_000) == 22_500
-    assert reproduce_script.updates_by(bare, 50_000) is None
-    by_source = {(r.task, r.algo): r for r in reproduce_script.REFERENCES}
+    assert updates_by(rlzoo_run, 50_000) == 40_000
+    assert updates_by(rlzoo_run, 5_000) == 0  # still in the warm-up
+    assert updates_by(sb3_run, 50_000) == 22_500
+    assert updates_by(bare, 50_000) is None
+    by_source = {(r.task, r.algo): r for r in REFERENCES}
     # the TD3 paper's main.py trains at each episode end, its random warm-up included
     assert by_source[("Hopper", "TD3 (paper)")].updates(50_000) == "~50,000"
     assert by_source[("HalfCheetah", "TD3 (paper)")].updates(100_000) == "~100,000"
@@ -576,7 +576,7 @@ def test_page_of_a_suite_with_no_results_links_nothing_missing(tmp_path: Path) -
     page = tmp_path / "docs" / "results.md"
     page.parent.mkdir()
     (tmp_path / "results").mkdir()
-    reproduce_script.write_page(tmp_path / "results", page, ["gpu"])
+    write_page(tmp_path / "results", page, ["gpu"])
     text = page.read_text()
     assert "Raw results: none yet (they will go to `" in text, text[:2000]
     assert "**Not run yet**: no cell of this suite has run (needs a CUDA GPU" in text
@@ -592,8 +592,8 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     """MPE sections carry HARL's sum-over-agents caveat; the MaMuJoCo section its own note
     (one shared reward, the single-agent scale) and not the MPE one; a row's note goes to every
     section the row is in, a TASK/row note to that task's only."""
-    monkeypatch.setitem(reproduce_script.UNPUBLISHED, "maddpg", "Row-wide note.")
-    monkeypatch.setitem(reproduce_script.UNPUBLISHED, "mamujoco-HalfCheetah-2x3/maddpg",
+    monkeypatch.setitem(UNPUBLISHED, "maddpg", "Row-wide note.")
+    monkeypatch.setitem(UNPUBLISHED, "mamujoco-HalfCheetah-2x3/maddpg",
                         "One-task note.")
     root = tmp_path / "results" / "marl"
     group = {"n_runs": 1, "total_steps": [25_000], "iqm": -20.0, "iqm_ci": [-21.0, -19.0],
@@ -609,9 +609,9 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     scale = {task: {"episodes": 7, "random": [-30.0 - i, 5.0], "zero": [-20.0 - i, 4.0]}
              for i, task in enumerate(results)}
     (root / "scale.json").write_text(json.dumps(scale))  # read, not recomputed
-    data = results_page.SuiteData.read(reproduce_script.SUITES["marl"], tmp_path / "results")
-    text = "\n".join(results_page.suite_section(data, results_page.Tests(), Path("../results/marl"),
-                                        reproduce_script.LEADS["marl"]))
+    data = SuiteData.read(SUITES["marl"], tmp_path / "results")
+    text = "\n".join(suite_section(data, verdicts.Tests(), Path("../results/marl"),
+                                  LEADS["marl"]))
     lead, rest = text.split("### mpe-simple_spread")
     mpe, mamujoco = rest.split("### mamujoco-HalfCheetah-2x3")
     assert "shows that the multi-agent runs run, not how well" in lead  # said once, at the top
@@ -633,30 +633,28 @@ def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
     """A task missing from scale.json is computed (random and zero actions on the evaluations'
     seeds), written, and read back next time; the numbers repeat exactly and differ between the
     two policies."""
-    monkeypatch.setattr(results_page, "SCALE_EPISODES", 6)
-    suite = reproduce_script.SUITES["marl"]
-    assert reproduce_script.scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
-    line = reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path)
+    monkeypatch.setattr(page_scale, "SCALE_EPISODES", 6)
+    suite = SUITES["marl"]
+    assert scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
+    line = scale_line(suite, "mpe-simple_spread", tmp_path)
     cached = json.loads((tmp_path / "scale.json").read_text())["mpe-simple_spread"]
     assert cached["episodes"] == 6 and line is not None
     assert "6 episodes each on env seeds 10,000-10,005" in line
-    again = reproduce_script.scale_returns("mpe/simple_spread", 6)
+    again = scale_returns("mpe/simple_spread", 6)
     assert again == {k: cached[k] for k in ("random", "zero")}
     assert again["random"] != again["zero"]
     assert all(np.isfinite(v).all() and v[0] < 0 for v in again.values())  # distance costs
-    monkeypatch.setattr(results_page, "scale_returns", lambda *a: pytest.fail("recomputed"))
-    assert reproduce_script.scale_line(suite, "mpe-simple_spread", tmp_path) == line
+    monkeypatch.setattr(page_scale, "scale_returns", lambda *a: pytest.fail("recomputed"))
+    assert scale_line(suite, "mpe-simple_spread", tmp_path) == line
 
 
 def test_results_page_is_a_fresh_rendering_of_the_committed_results() -> None:
     """docs/results.md is, byte for byte, what the script renders from results/ now: a hand
     edit of the page, or a result changed without regenerating it, fails here. Regenerate with
     ``python scripts/reproduce.py mujoco --report-only``."""
-    fresh = results_page.render_page(REPO / "results", REPO / "docs",
-                             [reproduce_script.SUITES[s] for s in reproduce_script.PAGE_SUITES],
-                             reproduce_script.LEADS)
+    fresh = render_page(REPO / "results", REPO / "docs", [SUITES[s] for s in PAGE_SUITES], LEADS)
     committed = (REPO / "docs" / "results.md").read_text()
-    for suite in reproduce_script.PAGE_SUITES:  # the final-return tables' source is current
+    for suite in PAGE_SUITES:  # the final-return tables' source is current
         report = REPO / "results" / suite / "report" / "comparison.json"
         if not report.is_file():
             continue
@@ -677,7 +675,7 @@ def test_published_seeds_are_the_sources_numbers() -> None:
     """The stored per-seed data reproduce the sources' published means (Tianshou's Hopper SAC
     spike at 50k, its steps shifted by the 10,000-step warm-up; the TD3 paper's HalfCheetah),
     each file names its repository and commit, and a window averages each seed over it."""
-    refs = {(r.task, r.algo): r for r in reproduce_script.REFERENCES}
+    refs = {(r.task, r.algo): r for r in REFERENCES}
     tianshou = refs[("Hopper", "SAC (Tianshou)")]
     steps, values = tianshou.curve()
     means = {int(s): round(float(m)) for s, m in zip(steps, values.mean(axis=0))}
@@ -693,18 +691,18 @@ def test_published_seeds_are_the_sources_numbers() -> None:
     simba = refs[("Hopper", "SAC (SimbaV2 baseline)")]
     assert np.allclose(simba.window(50_000, 10_000), simba.curve()[1][:, 3])  # only 49,998
     for key in ("td3-paper", "tianshou", "simbav2"):
-        record = results_page.published_data(key)
+        record = published_data(key)
         assert len(record["commit"]) == 40 and record["repo"].startswith("github.com/")
-    low, high = results_page.normalizer("Hopper")
+    low, high = normalizer("Hopper")
     assert low < 100 < 3000 < high  # untrained policy, the paper's mean at 1M
 
 
 def test_holm_and_the_verdicts() -> None:
     """Holm's step-down adjustment (the i-th smallest p times m - i, monotone, capped at 1) and
     the verdict it gives: a side only when the adjusted p is under 0.05."""
-    tests = results_page.Tests()
+    tests = verdicts.Tests()
     for i, p in enumerate([0.01, 0.04, 0.03, 0.5]):
-        tests.items[("ref", str(i))] = results_page.Test((0.9, 0.5, 1.0), p)
+        tests.items[("ref", str(i))] = verdicts.Test((0.9, 0.5, 1.0), p)
     tests.holm()
     adjusted = [tests.items[("ref", str(i))].adjusted for i in range(4)]
     assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.5])
@@ -721,7 +719,7 @@ def test_rank_test_power_is_the_exact_tests() -> None:
     never rejects."""
     from scipy.stats import mannwhitneyu
 
-    power = results_page.rank_test_power
+    power = verdicts.rank_test_power
     assert 0.03 < power(5, 10, 0.0, 0.05) <= 0.05
     assert power(5, 10, 3.0, 0.9 * 2 / 3003) == 0.0
     rng = np.random.default_rng(1)
@@ -734,11 +732,11 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     """A suite row that has not run, and one that ran but has no published curve: the headline
     says `not run yet` and `no reference`; a row with a curve gets the best one and a verdict;
     the aggregate keeps only rows with every task."""
-    suite = reproduce_script.Suite(
-        name="x", title="x", tasks=(reproduce_script.Task("Hopper", "Hopper"),), steps=50_000,
+    suite = Suite(
+        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
         seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
-        rows=(reproduce_script.Row("td3", ()), reproduce_script.Row("new_algo", ()),
-              reproduce_script.Row("never_run", ())), headline_steps=(50_000, 100_000))
+        rows=(Row("td3", ()), Row("new_algo", ()), Row("never_run", ())),
+        headline_steps=(50_000, 100_000))
     for label, level, last in (("td3", 300.0, 100_000), ("new_algo", 100.0, 50_000)):
         steps = np.arange(5_000, last + 1, 5_000)
         for seed in range(5):
@@ -747,11 +745,11 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
             write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
             (run / "summary.json").write_text(json.dumps(
                 {"final_eval_return": level + seed, "total_steps": int(last)}))
-    data = results_page.SuiteData.read(suite, tmp_path)
-    tests = results_page.Tests()
-    results_page.headline_lines(data, tests, Path("x"))
+    data = SuiteData.read(suite, tmp_path)
+    tests = verdicts.Tests()
+    headline_lines(data, tests, Path("x"))
     tests.holm()  # as the page does: every test first, then the lines
-    lines = results_page.headline_lines(data, tests, Path("x"))
+    lines = headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
     assert rows["new_algo"].startswith("| Hopper | new_algo | 102 [101, 104] | no reference | — |")
@@ -765,7 +763,7 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
            "after Holm; the other 1 show no difference. At 100k, 1 cell has a published " \
            "reference; 1 differ from the best one after Holm (Hopper td3 below); the other 0 " \
            "show no difference." in lines
-    tasks, scores = results_page.aggregate_scores(data, 50_000)
+    tasks, scores = aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
 
@@ -773,10 +771,10 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
 def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Path) -> None:
     """A row resumed to 100k set against one still at 50k: both are read at 50k (each seed's
     evaluation there and its mean over the evaluations up to it), and the table says so."""
-    suite = reproduce_script.Suite(
+    suite = Suite(
         name="x", title="x", tasks=(), steps=100_000, seeds=5, eval_every=50_000,
         eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
-        rows=(reproduce_script.Row("base", ()), reproduce_script.Row("sb3_base", (), peer="base")))
+        rows=(Row("base", ()), Row("sb3_base", (), peer="base")))
     rows = {}
     for label, curve in (("base", [1.0, 10.0, 1000.0]), ("sb3_base", [2.0, 20.0])):
         rows[label] = []
@@ -788,9 +786,9 @@ def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Pat
             (run / "summary.json").write_text(json.dumps(
                 {"final_eval_return": curve[-1] + seed, "total_steps": int(steps[-1])}))
             rows[label].append(run)
-    data = results_page.SuiteData(suite, tmp_path, {"T": rows}, None, {})
-    tests = results_page.Tests()
-    (kind, a, b, final, curve), = results_page.pair_tests(data, tests, "T")
+    data = SuiteData(suite, tmp_path, {"T": rows}, None, {})
+    tests = verdicts.Tests()
+    (kind, a, b, final, curve), = pair_tests(data, tests, "T")
     assert (kind, a, b) == ("peer", "base", "sb3_base (both at 50k)")
     assert final.poi[0] == pytest.approx(0.0)  # at 50k base (10-14) is below sb3_base (20-24)
     assert curve is not None and curve.poi[0] == pytest.approx(0.0)  # means 5.5-9.5 vs 11-15

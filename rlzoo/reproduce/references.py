@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 
-PUBLISHED_DIR = Path(__file__).resolve().parents[1] / "results" / "published"
+from rlzoo.reproduce.files import REPO
+
+PUBLISHED_DIR = REPO / "results" / "published"
 
 
 @dataclass(frozen=True)

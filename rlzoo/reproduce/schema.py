@@ -1,6 +1,6 @@
-"""The shapes of scripts/reproduce.py's suites: a suite is tasks x rows plus the settings every run
-of it shares (the suites themselves, ``SUITES``, are declared in scripts/reproduce.py), and the
-composed rlzoo config of one cell."""
+"""The shapes of the reproduce tool's suites: a suite is tasks x rows plus the settings every run
+of it shares (the suites themselves, ``SUITES``, are declared in :mod:`rlzoo.reproduce.suites`),
+and the composed rlzoo config of one cell."""
 
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ class Row:
     Attributes:
         label: names the row's run dirs (``<label>-s<seed>``) and its cell (``TASK/label``).
         overrides: the rlzoo command-line overrides of the row, besides the suite's. For an SB3
-            peer: the rlzoo config whose hyperparameters the peer takes (:func:`peer_settings`).
+            peer: the rlzoo config whose hyperparameters the peer takes
+            (:func:`rlzoo.reproduce.peer.peer_settings`).
         peer: ``"sac"`` or ``"td3"`` for a Stable-Baselines3 row; None for an rlzoo row.
         note: what the page says about the row (how it differs from a paper's setting).
         against: the labels of the rows the page sets this row against, seed by seed
-            (:func:`pair_lines`): a variant against its base, a control against the rows it
-            separates.
+            (:func:`rlzoo.reproduce.page.section.pair_lines`): a variant against its base, a
+            control against the rows it separates.
     """
 
     label: str
@@ -95,7 +96,6 @@ class Suite:
         """Every (task, row) of the suite, in the order they run (task by task)."""
         return [(task, row) for task in self.tasks for row in self.rows
                 if task.rows is None or row.label in task.rows]
-
 
 
 def compose_cell_config(overrides: Sequence[str]) -> Any:

@@ -1,0 +1,61 @@
+"""The reproduce tool's files: where the checkout is, the names of the files it writes, and
+small readers and writers of them (JSON, an atomic text write, a folder put in place by renames).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]  # the checkout holding rlzoo/ (results/, docs/)
+REPORT_DIR = "report"
+STATUS_FILE = "status.json"
+PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
+PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-published.png
+PROFILE_FIGURE = "profile-{k}k.png"  # RESULTS/<suite>/report/: the performance profile at k x 1,000
+CELL_LOCK_SUFFIX = ".lock"
+PARTIAL_SUFFIX = ".partial"
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """``path`` as a JSON object, or None when missing or unreadable."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file in the same folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def repo_relative(text: str) -> str:
+    """``text`` with this checkout's absolute path written relative to it (``/x/repo/runs/a`` ->
+    ``runs/a``, ``/x/repo`` -> ``.``), so exported configs carry no path of this machine."""
+    repo = re.escape(str(REPO))
+    return re.sub(repo + r"(?![^/\s'\"])", ".", re.sub(repo + "/", "", text))
+
+
+def summary_steps(run_dir: Path) -> int | None:
+    """``total_steps`` of ``run_dir/summary.json`` (None without a usable one)."""
+    summary = read_json(run_dir / "summary.json")
+    steps = summary.get("total_steps") if summary else None
+    return int(steps) if isinstance(steps, int) else None
+
+
+def replace_dir(src: Path, dst: Path) -> None:
+    """Put the finished folder ``src`` at ``dst`` (replacing what is there) by renames."""
+    old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+    if dst.exists():
+        os.rename(dst, old)
+    os.rename(src, dst)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,24 @@
+"""The results page (docs/results.md) and its figures, rendered from the raw results alone.
+
+:func:`rlzoo.reproduce.page.render.render_page` turns ``RESULTS/<suite>/`` (every seed's
+``summary.json``, ``eval.csv`` and ``provenance.json``, and rlzoo.compare's
+``report/comparison.json``) and the published seeds (:mod:`rlzoo.reproduce.references`) into the
+page's text; nothing else is read, so the page written by the report step and a fresh rendering
+of the committed results are the same bytes (tests/test_reproduce.py checks this). The figures
+are drawn by the report step (:mod:`rlzoo.reproduce.page.figures`).
+
+Layout: the headline (one table of every cell at the suite's headline budgets against the best
+published reference, one figure per task, the aggregate across tasks and its performance
+profile), the per-seed values, the method (said once), then each suite in detail, and the
+sources. The modules, in reading order:
+
+- ``runs``: what the page reads of one run dir (its curve, its value at a step, its updates);
+- ``verdicts``: the rank tests, Holm's correction and the verdicts they give;
+- ``data``: one suite's results (:class:`SuiteData`) and the comparisons made on them;
+- ``figures``: each task's figure with the published means, and the performance profile;
+- ``headline``: the headline table, the per-seed lines and the aggregate across tasks;
+- ``method``: how every number is made, said once;
+- ``section``: one suite in detail (final returns, references, pairs, status);
+- ``scale``: the multi-agent tasks' scripted-policy floors;
+- ``render``: the whole page.
+"""

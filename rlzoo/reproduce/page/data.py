@@ -1,0 +1,143 @@
+"""One suite's results as the page reads them (:class:`SuiteData`), and the comparisons made
+on them: against the published seeds, between rows, and the normalized scores across tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlzoo.reproduce.files import REPORT_DIR, STATUS_FILE, read_json, summary_steps
+from rlzoo.reproduce.page.runs import (
+    WINDOW,
+    kilo,
+    mean_over_evaluations,
+    run_rows,
+    value_at,
+    window_mean,
+)
+from rlzoo.reproduce.page.verdicts import Test, Tests
+from rlzoo.reproduce.references import REFERENCES, Reference, normalizer
+from rlzoo.reproduce.schema import Suite
+
+
+@dataclass
+class SuiteData:
+    """What the page reads of one suite's results: runs by task and row, rlzoo.compare's
+    report, the status file."""
+
+    suite: Suite
+    root: Path
+    runs: dict[str, dict[str, list[Path]]]
+    report: dict[str, Any] | None
+    status: dict[str, Any]
+
+    @classmethod
+    def read(cls, suite: Suite, results: Path) -> SuiteData:
+        root = results / suite.name
+        return cls(suite, root, {t.name: run_rows(root / t.name) for t in suite.tasks},
+                   read_json(root / REPORT_DIR / "comparison.json"),
+                   read_json(root / STATUS_FILE) or {})
+
+    def cell(self, task: str, row: str) -> list[Path]:
+        return self.runs.get(task, {}).get(row, [])
+
+    def values_at(self, task: str, row: str, steps: int) -> list[float] | None:
+        """Each seed's evaluation at ``steps``; None unless every seed has one."""
+        runs = self.cell(task, row)
+        values = [value_at(d, steps, self.suite.eval_every) for d in runs]
+        return None if not runs or None in values else values  # type: ignore[return-value]
+
+    def windows(self, task: str, row: str, steps: int) -> list[float] | None:
+        """Each seed's mean over its evaluations in the window ending at ``steps``; None
+        unless every seed has them."""
+        runs = self.cell(task, row)
+        values = [window_mean(d, steps, self.suite.eval_every) for d in runs]
+        return None if not runs or None in values else values  # type: ignore[return-value]
+
+
+def references_of(task: str, row: str) -> list[Reference]:
+    """The published curves with per-seed data set beside ``row`` on ``task``."""
+    return [r for r in REFERENCES if r.task == task and row in r.rows and r.data_algo]
+
+
+def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
+                    steps: int) -> list[tuple[Reference, np.ndarray, Test]]:
+    """``row``'s seeds against each published curve's seeds at ``steps`` (windows on both
+    sides): (reference, its seeds' windows, the test); [] when either side lacks the window."""
+    ours = data.windows(task, row, steps)
+    out = []
+    for ref in references_of(task, row) if ours else []:
+        theirs = ref.window(steps, WINDOW)
+        if theirs is not None:
+            test = tests.run(("ref", data.suite.name, task, row, ref.algo, str(steps)), ours,
+                             theirs.tolist())
+            out.append((ref, theirs, test))
+    return out
+
+
+def pair_tests(data: SuiteData, tests: Tests, task: str) -> list[tuple[str, str, str, Test,
+                                                                       Test | None]]:
+    """The rows of one task set against each other: (kind, A, B, test on the final returns,
+    test on the means over evaluations or None when the rows were evaluated at other steps);
+    each rlzoo row against its peer, and each row against the rows of ``Row.against``. Rows
+    trained to different budgets are compared at the smaller one (B's label then says at which
+    step): each seed's evaluation there, and its mean over the evaluations up to it."""
+    rows = data.runs.get(task, {})
+    peers = [("peer", str(r.peer), r.label) for r in data.suite.rows if r.peer]
+    against = [("against", r.label, other) for r in data.suite.rows for other in r.against]
+    out = []
+    for kind, a, b in peers + against:
+        if not (rows.get(a) and rows.get(b)):
+            continue
+        budgets = {name: max(summary_steps(d) or 0 for d in rows[name]) for name in (a, b)}
+        common = min(budgets.values())
+        label = b if budgets[a] == budgets[b] else f"{b} (both at {kilo(common)})"
+        if budgets[a] == budgets[b]:
+            finals = [[float((read_json(d / "summary.json") or {})["final_eval_return"])
+                       for d in rows[name]] for name in (a, b)]
+        else:
+            finals = [[value_at(d, common, data.suite.eval_every) for d in rows[name]]
+                      for name in (a, b)]
+            if any(v is None for side in finals for v in side):
+                continue
+        base = ("pair", data.suite.name, task, a, b)
+        final = tests.run((*base, "final"), *finals)  # type: ignore[arg-type]
+        last = None if budgets[a] == budgets[b] else common
+        means = [[mean_over_evaluations(d, last) for d in rows[name]] for name in (a, b)]
+        flat = [m for side in means for m in side]
+        curve = None
+        if all(m is not None for m in flat) and len({m[0] for m in flat if m}) == 1:
+            curve = tests.run((*base, "curve"), *([m[1] for m in side if m] for side in means))
+        out.append((kind, a, label, final, curve))
+    return out
+
+
+def aggregate_scores(data: SuiteData, steps: int) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The cross-task scores at ``steps``: the tasks (those where an rlzoo row of the suite has
+    its window at ``steps`` and the normalizer has the task) and, for each rlzoo row and each
+    published curve with seeds on every one of them, the seeds' windows normalized
+    (:func:`published_references.normalizer`), ``[seeds, tasks]``."""
+    tasks = [t.name for t in data.suite.tasks if normalizer(t.name) is not None and any(
+        data.windows(t.name, r.label, steps) for r in data.suite.rows)]
+    scores: dict[str, np.ndarray] = {}
+    if not tasks:
+        return tasks, scores
+
+    def norm(task: str, values: Sequence[float]) -> np.ndarray:
+        low, high = normalizer(task)  # type: ignore[misc]
+        return (np.asarray(values, float) - low) / (high - low)
+
+    for row in data.suite.rows:
+        columns = [data.windows(task, row.label, steps) for task in tasks]
+        if all(c is not None for c in columns) and len({len(c) for c in columns}) == 1:
+            scores[row.label] = np.stack([norm(t, c) for t, c in zip(tasks, columns)], axis=1)
+    for algo in dict.fromkeys(r.algo for r in REFERENCES if r.data_algo):
+        refs = {r.task: r for r in REFERENCES if r.algo == algo and r.data_algo}
+        columns = [refs[t].window(steps, WINDOW) if t in refs else None for t in tasks]
+        if all(c is not None for c in columns) and len({len(c) for c in columns}) == 1:
+            scores[algo] = np.stack([norm(t, c) for t, c in zip(tasks, columns)], axis=1)
+    return tasks, scores

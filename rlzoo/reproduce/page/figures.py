@@ -1,0 +1,94 @@
+"""The page's figures: each task's learning curves with the published means beside them, and
+the performance profile across tasks (drawn by the report step, linked by the page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlzoo.reproduce.files import PUBLISHED_SUFFIX
+from rlzoo.reproduce.page.runs import WINDOW, kilo
+from rlzoo.reproduce.references import NORMALIZER, REFERENCES
+
+SOURCE_STYLES = {"td3-paper": ("s", "--"), "tianshou": ("^", ":"), "simbav2": ("D", "-."),
+                 "cleanrl": ("*", "none")}
+
+
+def published_figure(figure: str) -> str:
+    """The page figure's name beside rlzoo.compare's ``figure`` (``Hopper.png``)."""
+    return Path(figure).stem + PUBLISHED_SUFFIX
+
+
+def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> bool:
+    """The page's figure of one task: each row's IQM curve and 95% CI band (from
+    ``comparison.json``'s ``curves``) and, in the colour of the row they are set beside, each
+    published curve's mean over its seeds up to the curves' last step (a marker and line style
+    per source). False (nothing written) when no published curve is set beside these rows."""
+    refs = [r for r in REFERENCES if r.task == env and r.curve() is not None
+            and any(label in curves for label in r.rows)]
+    last = max((max(c["steps"]) for c in curves.values() if c["steps"]), default=0)
+    if not refs or last <= 0:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    colors = {}
+    for label, c in curves.items():
+        (line,) = ax.plot(c["steps"], c["iqm"], label=f"rlzoo {label} (n={c['n_runs']})"
+                          if not label.startswith("sb3_") else f"{label} (n={c['n_runs']})")
+        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=line.get_color(),
+                        alpha=0.2, linewidth=0)
+        colors[label] = line.get_color()
+    for ref in refs:
+        steps, values = ref.curve()  # type: ignore[misc]
+        keep = steps <= last
+        label = next(label for label in ref.rows if label in curves)
+        marker, style = SOURCE_STYLES.get(ref.source, ("o", "--"))
+        ax.plot(steps[keep], values[:, keep].mean(axis=0), color=colors[label], marker=marker,
+                markerfacecolor="white", markersize=5, linestyle=style, linewidth=1,
+                label=f"{ref.algo} (mean, n={len(values)})")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("eval/return")
+    ax.set_title(f"{env}: rlzoo IQM and 95% CI over seeds; published means (hollow)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return True
+
+
+def plot_profile(tasks: list[str], scores: dict[str, np.ndarray], steps: int, path: Path) -> bool:
+    """The performance profile at ``steps``: for each row, the fraction of its runs (every
+    task's seeds pooled) whose normalized score is above tau, against tau (rliable's
+    ``create_performance_profile`` without its bootstrap bands). False when there is nothing."""
+    if not scores:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pooled = np.concatenate([s.ravel() for s in scores.values()])
+    taus = np.linspace(min(0.0, pooled.min()), 1.05 * max(pooled.max(), 0.1), 201)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for label, s in scores.items():
+        flat = s.ravel()
+        ax.plot(taus, [(flat > t).mean() for t in taus],
+                linestyle="--" if label[0].isupper() else "-",
+                label=f"{label} ({s.shape[0]} seeds x {s.shape[1]} tasks)")
+    ax.set_xlabel(f"normalized score tau (0: {NORMALIZER}'s untrained policy, 1: its mean at 1M)")
+    ax.set_ylabel("fraction of runs with score > tau")
+    ax.set_title(f"Performance profile at {kilo(steps)} env steps ({', '.join(tasks)}; "
+                 f"{kilo(WINDOW)} windows)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return True

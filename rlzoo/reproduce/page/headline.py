@@ -1,0 +1,147 @@
+"""The top of the page: the headline table of every cell against the best published
+reference, one figure per task, the aggregate across tasks, and the per-seed values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR
+from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, reference_tests
+from rlzoo.reproduce.page.figures import published_figure
+from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
+from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text
+from rlzoo.reproduce.references import Reference
+
+
+def best_reference(data: SuiteData, tests: Tests, task: str, row: str,
+                   steps: int) -> tuple[Reference, np.ndarray, Test] | None:
+    """The published curve of ``row`` on ``task`` whose seeds' windows at ``steps`` have the
+    highest IQM (the hardest to match), with the test against it; None without one."""
+    from rlzoo.analysis import stats
+
+    found = reference_tests(data, tests, task, row, steps)
+    return max(found, key=lambda item: stats.iqm(item[1])) if found else None
+
+
+def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
+    """The headline of a suite: every cell at each headline budget against the best published
+    reference, then one figure per task."""
+    suite = data.suite
+    budgets = suite.headline_steps
+    head = "| task | row |"
+    rule = "|---|---|"
+    for s in budgets:
+        span = f"{kilo(s - WINDOW)}-{kilo(s)}"
+        head += (f" rlzoo at {kilo(s)}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
+                 f"verdict on {span} |")
+        rule += "---|---|---|"
+    lines = [f"## Headline: {suite.title} ({suite.seeds} seeds)", "",
+             f"Every cell of the `{suite.name}` suite: rlzoo's IQM over seeds of the evaluation at "
+             "that env step; the published curve of the same algorithm whose seeds' means over "
+             f"the last {kilo(WINDOW)} (three evaluations) have the highest IQM, and that IQM; "
+             "the verdict of rlzoo's seeds' means over the same window against the published "
+             "seeds', with P(rlzoo > published) [95% CI], after Holm's correction "
+             "([method](#method)). `not run yet`: no result at that budget (the cells' status "
+             f"is at the end of the `{suite.name}` section).", "", head, rule]
+    verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
+    for task, row in suite.cells():
+        cells = []
+        for s in budgets:
+            values = data.values_at(task.name, row.label, s)
+            if values is None:
+                cells += ["not run yet", "—", "—"]
+                continue
+            best = best_reference(data, tests, task.name, row.label, s)
+            if best is None:
+                cells += [iqm_text(values), "no reference", "—"]
+                continue
+            ref, theirs, test = best
+            verdicts[s].append((f"{task.name} {row.label}", test))
+            point, lo, hi = test.poi
+            cells += [iqm_text(values), f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})",
+                      f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
+        lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
+    lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s]) for s in budgets), ""]
+    for task in suite.tasks:
+        figure = (data.report or {}).get("figures", {}).get(task.name)
+        published = published_figure(figure) if figure else ""
+        if figure and (data.root / REPORT_DIR / published).is_file():
+            lines += [f"![{task.name}: learning curves and published means]"
+                      f"({rel / REPORT_DIR / published})", ""]
+        elif figure:
+            lines += [f"![{task.name}: learning curves]({rel / REPORT_DIR / figure})", ""]
+        else:
+            lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
+    lines += aggregate_lines(data, rel)
+    return lines
+
+
+def verdict_summary(steps: int, found: list[tuple[str, Test]]) -> str:
+    """One sentence on the headline's verdicts at ``steps``: how many cells have a reference,
+    how many differ after Holm, and which differ only before it."""
+    if not found:
+        return f"At {kilo(steps)}, no cell with a published reference has run yet."
+    after = [(name, t) for name, t in found if t.adjusted < ALPHA]
+    before = [(name, t) for name, t in found if t.p < ALPHA <= t.adjusted]
+    def names(items: list[tuple[str, Test]]) -> str:
+        return ", ".join(f"{name} {'above' if t.poi[0] > 0.5 else 'below'}" for name, t in items)
+    cells = f"{len(found)} cells have" if len(found) != 1 else "1 cell has"
+    text = (f"At {kilo(steps)}, {cells} a published reference; "
+            f"{len(after)} differ from the best one after Holm" + (f" ({names(after)})"
+                                                                   if after else ""))
+    if before:
+        text += f", {len(before)} more only before it ({names(before)})"
+    return text + f"; the other {len(found) - len(after) - len(before)} show no difference."
+
+
+def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
+    """The aggregate across tasks at each headline budget: IQM of normalized scores with a
+    task-stratified bootstrap CI, and the performance profile's figure."""
+    from rlzoo.analysis import stats
+
+    low, high = "its evaluation at step 0 (the untrained policy)", "its mean at 1M env steps"
+    lines = []
+    for s in data.suite.headline_steps:
+        tasks, scores = aggregate_scores(data, s)
+        if not scores:
+            continue
+        if not lines:
+            lines += [f"**Across tasks** (as rliable does): each seed's {kilo(WINDOW)} window "
+                      f"normalized per task by the TD3 paper's 10 seeds, 0 = {low}, 1 = {high}; "
+                      "IQM over every task's seeds pooled, 95% CI by a task-stratified bootstrap "
+                      "(each task's seeds resampled on their own, 2,000 resamples). A row is "
+                      "aggregated only where it has every task; published rows are capitalized.",
+                      ""]
+        lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
+                  "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
+        for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
+            point, lo, hi = stats.stratified_bootstrap_ci(x)
+            lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
+                         f"[{lo:.2f}, {hi:.2f}] |")
+        lines.append("")
+        profile = PROFILE_FIGURE.format(k=s // 1000)
+        if (data.root / REPORT_DIR / profile).is_file():
+            lines += [f"![Performance profile at {kilo(s)}]({rel / REPORT_DIR / profile})", ""]
+    return lines
+
+
+def seed_lines(data: SuiteData) -> list[str]:
+    """One line per cell with results: each seed's evaluation at each headline budget (or the
+    final return where the suite has none), seeds in order."""
+    suite = data.suite
+    lines = []
+    for task, row in suite.cells():
+        runs = data.cell(task.name, row.label)
+        if not runs:
+            continue
+        parts = []
+        for s in suite.headline_steps or (suite.steps,):
+            values = data.values_at(task.name, row.label, s)
+            parts.append(f"{kilo(s)}: " + (", ".join(fmt(v) for v in values) if values
+                                           else "not run yet"))
+        seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
+        lines.append(f"- {task.name} `{row.label}` (seeds {min(seeds)}-{max(seeds)}): "
+                     + "; ".join(parts))
+    return lines

@@ -1,0 +1,160 @@
+"""What the page reads of the exported run dirs: rows of a task folder, a run's evaluation
+curve (read once while a page renders), its value or window mean at a step, its first
+evaluation, its updates by a step, a cell's wall time and machine; and how numbers are written."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from rlzoo.reproduce.files import PROVENANCE_FILE, read_json
+
+WINDOW = 10_000  # a comparison's window: each seed's mean over its evaluations in [S - W, S]
+
+
+def fmt(x: float | None) -> str:
+    """A return in a table: no decimals from 100 up, 1 below, ``—`` when missing."""
+    if x is None or not math.isfinite(x):
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}"
+
+
+def kilo(steps: int) -> str:
+    """``50000`` -> ``50k``."""
+    return f"{steps // 1000:,}k" if steps % 1000 == 0 else f"{steps:,}"
+
+
+def run_rows(folder: Path) -> dict[str, list[Path]]:
+    """The exported runs of one task folder by row label: ``{label: [run dirs]}``."""
+    rows: dict[str, list[Path]] = {}
+    for d in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if (d / "summary.json").is_file() and "-s" in d.name and not d.name.startswith("."):
+            rows.setdefault(d.name.rsplit("-s", 1)[0], []).append(d)
+    return rows
+
+
+_CURVES: dict[str, list[tuple[int, float]]] | None = None  # while render_page reads: by run dir
+
+
+@contextmanager
+def curves_read_once() -> Iterator[None]:
+    """While inside, :func:`eval_points` reads each run dir once (a page reads a curve many
+    times)."""
+    global _CURVES
+    _CURVES = {}
+    try:
+        yield
+    finally:
+        _CURVES = None
+
+
+def eval_points(run_dir: Path) -> list[tuple[int, float]]:
+    """A run's ``eval/return`` curve as (env step, return) pairs in step order; [] when none.
+    While :func:`render_page` runs, each run dir is read once."""
+    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
+
+    if _CURVES is not None and str(run_dir) in _CURVES:
+        return _CURVES[str(run_dir)]
+    points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
+    curve = [] if points is None else [
+        (int(step), float(value)) for step, value in zip(points[0].tolist(), points[1].tolist())]
+    if _CURVES is not None:
+        _CURVES[str(run_dir)] = curve
+    return curve
+
+
+def value_at(run_dir: Path, steps: int, window: int) -> float | None:
+    """A run's ``eval/return`` at ``steps``: its first evaluation at a step in
+    ``[steps, steps + window)`` (an evaluation lands on the first env step at or after its
+    multiple), None when it has none there."""
+    return next((v for step, v in eval_points(run_dir) if steps <= step < steps + window), None)
+
+
+def window_mean(run_dir: Path, steps: int, every: int, width: int = WINDOW) -> float | None:
+    """A run's mean ``eval/return`` over its evaluations at ``steps - width, ..., steps`` (every
+    ``every`` env steps; each within ``every`` of its multiple); None unless it has them all."""
+    values = [value_at(run_dir, s, every) for s in range(steps - width, steps + 1, every)]
+    return None if any(v is None for v in values) else float(np.mean(values))  # type: ignore[arg-type]
+
+
+def first_eval(run_dir: Path) -> tuple[int, float] | None:
+    """A run's first ``eval/return`` point: (env step, return); None when it has none."""
+    return next(iter(eval_points(run_dir)), None)
+
+
+def first_columns(runs: list[Path]) -> tuple[str, str]:
+    """The final-return table's two cells about where the runs started: the IQM over seeds of
+    each run's first evaluation with its env step (a range when the seeds differ), and how many
+    seeds ended above it (``final_eval_return`` of summary.json against the first evaluation);
+    ``—`` for each when no run has a first evaluation."""
+    from rlzoo.analysis import stats
+
+    pairs = [(f, read_json(d / "summary.json") or {}) for d in runs
+             if (f := first_eval(d)) is not None]
+    if not pairs:
+        return "—", "—"
+    steps = [f[0] for f, _ in pairs]
+    at = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,}-{max(steps):,}"
+    finals = [(f[1], summary.get("final_eval_return")) for f, summary in pairs]
+    better = sum(1 for first, final in finals if final is not None and final > first)
+    return f"{fmt(stats.iqm([f[1] for f, _ in pairs]))} (at {at})", f"{better} of {len(pairs)}"
+
+
+def updates_by(run_dir: Path, steps: int) -> int | None:
+    """Gradient updates a run had made by env step ``steps``, from its config: (steps - warm-up)
+    x updates per env step (rlzoo's ``algo.learning_starts`` and ``algo.utd``; an SB3 peer's
+    ``learning_starts`` and ``gradient_steps / train_freq``); None when the config lacks them."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    algo = OmegaConf.load(path).get("algo", {}) if path.is_file() else {}
+    start = algo.get("learning_starts")
+    utd = algo.get("utd")
+    if utd is None and algo.get("gradient_steps") and algo.get("train_freq"):
+        utd = algo["gradient_steps"] / algo["train_freq"]
+    if start is None or utd is None:
+        return None
+    return int(max(0, steps - int(start)) * float(utd))
+
+
+def mean_over_evaluations(run_dir: Path, last: int | None = None
+                          ) -> tuple[tuple[int, ...], float] | None:
+    """A run's evaluation steps (up to ``last``, default all) and the mean of its
+    ``eval/return`` over them (the area under its curve divided by its length: it weighs how
+    early a run learns as well as where it ends); None when it has no evaluation."""
+    points = [(s, v) for s, v in eval_points(run_dir) if last is None or s <= last]
+    if not points:
+        return None
+    return tuple(step for step, _ in points), sum(v for _, v in points) / len(points)
+
+
+def cell_wall_time(runs: list[Path]) -> tuple[float, str] | None:
+    """A finished cell's wall time in hours and how it was measured: an rlzoo cell is one
+    process for all its seeds (summary.json's ``wall_time_s``, summed over resumes); an SB3 cell
+    is one process per seed (the sum of theirs). None without the numbers."""
+    summaries = [read_json(d / "summary.json") or {} for d in runs]
+    walls = [s.get("wall_time_s") for s in summaries]
+    if not walls or any(not isinstance(w, (int, float)) for w in walls):
+        return None
+    if any("library" in s for s in summaries):
+        return sum(walls) / 3600, f"sum of {len(walls)} one-seed processes"
+    return max(walls) / 3600, "one process"
+
+
+def machine(runs: list[Path]) -> str | None:
+    """The machine the runs' last training launch ran on (provenance.json): CPU and cores."""
+    names = set()
+    for d in runs:
+        path = d / PROVENANCE_FILE
+        try:
+            records = json.loads(path.read_text()) if path.is_file() else []
+        except ValueError:
+            records = []
+        if isinstance(records, list) and records and isinstance(records[-1], dict):
+            names.add(f"{records[-1].get('cpu')}, {records[-1].get('cores')} cores")
+    return ", ".join(sorted(names)) or None

@@ -1,0 +1,186 @@
+"""One suite in detail: its command and budget, its rows, per task the final-return table, the
+published comparisons, the rows against each other and the notes, then the cells' status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
+from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
+from rlzoo.reproduce.page.runs import (
+    WINDOW,
+    cell_wall_time,
+    first_columns,
+    fmt,
+    kilo,
+    machine,
+    run_rows,
+    updates_by,
+)
+from rlzoo.reproduce.page.scale import MULTI_AGENT_PREFIXES, scale_line
+from rlzoo.reproduce.page.verdicts import Tests, iqm_text
+from rlzoo.reproduce.references import UNPUBLISHED
+from rlzoo.reproduce.schema import Suite
+
+
+def status_lines(data: SuiteData) -> list[str]:
+    """Every cell's state and, for a finished one, its wall time on the machine it ran on; the
+    reason a cell has not run is said once, below the table."""
+    suite = data.suite
+    rows, reasons = [], []
+    machines = set()
+    for task, row in suite.cells():
+        runs = data.cell(task.name, row.label)
+        budget = task.steps or suite.steps
+        if runs:
+            steps = sorted({summary_steps(d) or 0 for d in runs})
+            state = f"{len(runs)} seeds x {', '.join(f'{s:,}' for s in steps)} steps"
+            if max(steps) < budget:
+                state += f"; {budget:,} not run yet"
+            wall = cell_wall_time(runs)
+            time_text = f"{wall[0]:.2f} h ({wall[1]})" if wall else "—"
+            machines.add(machine(runs) or "?")
+        else:
+            note = data.status.get(f"{task.name}/{row.label}") or suite.not_run
+            if note not in reasons:
+                reasons.append(note)
+            state = f"not run ({chr(ord('a') + reasons.index(note))})"
+            time_text = "—"
+        rows.append(f"| {task.name} | {row.label} | {state} | {time_text} |")
+    where = "; ".join(sorted(machines)) if machines else "—"
+    lines = [f"Cells (wall time on: {where}; shared with other jobs):", "",
+             "| task | row | state | wall time |", "|---|---|---|---|", *rows, ""]
+    lines += [f"({chr(ord('a') + i)}) {reason}." for i, reason in enumerate(reasons)]
+    return lines + ([""] if reasons else [])
+
+
+def row_notes(suite: Suite, shown: set[str]) -> list[str]:
+    """The suite's row notes, but those an earlier section of the page gave (``shown``, which
+    gets these)."""
+    notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
+    peers = [r for r in suite.rows if r.peer]
+    if peers:
+        notes.append(
+            f"{', '.join(f'`{r.label}`' for r in peers)}: Stable-Baselines3's "
+            f"{' and '.join(str(r.peer).upper() for r in peers)} (the peer) with rlzoo's "
+            "settings for the same algorithm, read from rlzoo's config (networks, batch, buffer, "
+            "warm-up, tau, gamma, one update per step, TD3's noises and delay, SAC's initial "
+            "temperature and target entropy), each optimizer at rlzoo's learning rate for it "
+            "(SB3 has one rate for all: a subclass sets each optimizer's rate before an update, "
+            "nothing else is changed). What still differs: SB3's SAC clamps log std to [-20, 2] "
+            "(rlzoo's SAC: [-5, 2]).")
+    fresh = [n for n in notes if n not in shown]
+    shown.update(notes)
+    if not fresh and notes:
+        return ["Rows: as described above.", ""]
+    return ["Rows: " + " ".join(fresh) + (" The others as described above." if len(fresh) <
+                                           len(notes) else ""), ""] if notes else []
+
+
+def final_table(data: SuiteData, env: str, groups: dict[str, Any]) -> list[str]:
+    rows = data.runs.get(env, {})
+    lines = ["Final return (IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare); "
+             "beside it, where the row started: the IQM of each seed's first evaluation "
+             f"({data.suite.first_eval}) and how many seeds ended above their own first "
+             "evaluation:", "",
+             "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at env "
+             "step) | seeds above their first evaluation |", "|---|---:|---:|---|---|---|---:|"]
+    for label, g in groups.items():
+        steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
+        lo, hi = g["iqm_ci"]
+        names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
+        row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
+        first, better = first_columns([d for name in names for d in rows.get(name, [])])
+        lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
+                     f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} "
+                     f"| {first} | {better} |")
+    return lines + [""]
+
+
+def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
+    shown = []
+    for s in data.suite.headline_steps:
+        for row in data.suite.rows:
+            for ref, theirs, test in reference_tests(data, tests, env, row.label, s):
+                ours = data.windows(env, row.label, s) or []
+                runs = data.cell(env, row.label)
+                mine = updates_by(runs[0], s)
+                shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)} ({len(ours)}) | "
+                             f"{ref.algo}: {iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
+                             f"| {'?' if mine is None else f'{mine:,}'} / {ref.updates(s)} | "
+                             f"{test.cells()} |")
+    if not shown:
+        return []
+    return [f"Against the published seeds ({kilo(WINDOW)} windows, IQM [95% CI] (seeds) on "
+            "each side; sources at the end of the page):", "",
+            "| env steps | row | rlzoo | published | source | updates by then: rlzoo / source | "
+            "P(rlzoo > published) [95% CI] | rank test |", "|---:|---|---|---|---|---:|---|---|",
+            *shown, ""]
+
+
+def pair_lines(data: SuiteData, tests: Tests, env: str) -> list[str]:
+    """The tables setting one task's rows against each other (:func:`pair_tests`)."""
+    found = pair_tests(data, tests, env)
+    lines = []
+    for kind, intro, names in (("peer", "Against the peer", "| rlzoo row (A) | peer row (B) |"),
+                               ("against", "Variants and controls against the rows they build "
+                                "on", "| row (A) | row (B) |")):
+        shown = [f"| {a} | {b} | {final.cells()} | {curve.cells() if curve else '— | —'} |"
+                 for k, a, b, final, curve in found if k == kind]
+        if shown:
+            lines += [f"{intro}:", "",
+                      f"{names} final: P(A > B) [95% CI] | final: A vs B | mean over "
+                      "evaluations: P(A > B) [95% CI] | mean over evaluations: A vs B |",
+                      "|---|---|---|---|---|---|", *shown, ""]
+    return lines
+
+
+def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
+                  shown: set[str] | None = None) -> list[str]:
+    """The detail of one suite: its command and budget, its rows, per task the final-return
+    table, the published comparisons, the rows against each other and the notes, then the
+    cells' status."""
+    suite = data.suite
+    here = repo_relative(str(data.root.resolve()))
+    raw = (f"[`{here}`]({rel})" if data.root.is_dir()
+           else f"none yet (they will go to `{here}`)")
+    lines = [f"## `{suite.name}`: {suite.title}", ""]
+    if lead:
+        lines += [lead, ""]
+    lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
+              f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
+              f"{suite.eval_every:,} env steps. Raw results: {raw}; from the repository's root, "
+              f"`python -m rlzoo.compare {here} --out report/` regenerates the final-return "
+              f"tables and learning curves, and `python scripts/reproduce.py {suite.name} "
+              "--report-only` (which trains nothing) this whole page.", ""]
+    if suite.overrides:
+        lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
+    lines += row_notes(suite, set() if shown is None else shown)
+    if data.report is None:
+        lines += ["**Not run yet**: no cell of this suite has run" + (
+            f" ({suite.not_run})." if not data.status else "."), ""]
+        return lines + (status_lines(data) if data.status else [])
+    order = [t.name for t in suite.tasks]
+    for env, groups in sorted(data.report["results"].items(),
+                              key=lambda item: (order.index(item[0]) if item[0] in order
+                                                else len(order), item[0])):
+        lines += [f"### {env}", ""]
+        lines += final_table(data, env, groups)
+        figure = data.report.get("figures", {}).get(env)
+        if figure and not suite.headline_steps:
+            lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
+        lines += reference_table(data, tests, env)
+        lines += pair_lines(data, tests, env)
+        scale = scale_line(suite, env, data.root,
+                           {label: g["final_eval_returns"] for label, g in groups.items()})
+        if scale:
+            lines += [scale, ""]
+        rows = data.runs.get(env) or run_rows(data.root / env)
+        notes = [UNPUBLISHED[key] for label in rows for key in (label, f"{env}/{label}")
+                 if key in UNPUBLISHED]
+        notes += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
+                  if prefix in UNPUBLISHED and env.startswith(prefix)]
+        if notes:
+            lines += [" ".join(notes), ""]
+    return lines + status_lines(data)

@@ -1,0 +1,117 @@
+"""The page's statistics: IQM with its bootstrap CI, the rank tests (P(A > B) and
+Mann-Whitney's U), Holm's correction over every test of the page, the verdicts they give, and
+the power statement of what `no difference found` can mean."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rlzoo.reproduce.page.runs import fmt
+
+ALPHA = 0.05     # the tests' level, after Holm's correction over the page's tests
+
+
+def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
+    """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
+    from rlzoo.analysis import stats
+
+    return stats.stratified_bootstrap_ci(np.asarray(values, dtype=float))
+
+
+def iqm_text(values: list[float] | np.ndarray) -> str:
+    """``IQM [low, high]`` of ``values``."""
+    point, lo, hi = iqm_ci(values)
+    return f"{fmt(point)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+@dataclass
+class Test:
+    """One rank test of the page: P(A > B) over seed pairs with its 95% bootstrap CI, and the
+    two-sided Mann-Whitney U test's p; ``adjusted`` is its Holm-adjusted p over the page."""
+
+    poi: tuple[float, float, float]
+    p: float
+    adjusted: float = math.nan
+
+    def verdict(self) -> str:
+        """``above``/``below`` when the Holm-adjusted p is under :data:`ALPHA`; the uncorrected
+        reading when only it is; else ``no difference found``."""
+        side = "above" if self.poi[0] > 0.5 else "below"
+        if self.adjusted < ALPHA:
+            return side
+        if self.p < ALPHA:
+            return f"{side} at p < {ALPHA:g}, not after Holm"
+        return "no difference found"
+
+    def cells(self) -> str:
+        """Two table cells: ``P [lo, hi]`` and ``verdict (p = .., Holm ..)``."""
+        point, lo, hi = self.poi
+        return (f"{point:.2f} [{lo:.2f}, {hi:.2f}] | {self.verdict()} (p {pval(self.p)}, "
+                f"Holm {pval(self.adjusted)})")
+
+
+def pval(p: float) -> str:
+    """A p-value with its relation: ``= 0.37``, ``= 0.008`` (three decimals below 0.01),
+    ``< 0.001``; ``—`` when not finite."""
+    if not math.isfinite(p):
+        return "—"
+    if p < 0.001:
+        return "< 0.001"
+    return f"= {p:.3f}" if p < 0.01 else f"= {p:.2f}"
+
+
+@dataclass
+class Tests:
+    """The page's family of rank tests, by key; :meth:`holm` adjusts them all together."""
+
+    items: dict[tuple[str, ...], Test] = field(default_factory=dict)
+
+    def run(self, key: tuple[str, ...], x: Sequence[float], y: Sequence[float]) -> Test:
+        """The test of ``x`` against ``y`` (computed once per key)."""
+        if key not in self.items:
+            from scipy.stats import mannwhitneyu
+
+            from rlzoo.analysis import stats
+
+            poi = stats.probability_of_improvement_ci(list(x), list(y))
+            p = float(mannwhitneyu(list(x), list(y), alternative="two-sided").pvalue)
+            self.items[key] = Test(poi, p)
+        return self.items[key]
+
+    def holm(self) -> None:
+        """Holm's step-down adjustment over every test: the i-th smallest p (from 0) times
+        (m - i), made monotone and capped at 1."""
+        order = sorted(self.items.values(), key=lambda t: t.p)
+        running = 0.0
+        for i, test in enumerate(order):
+            running = max(running, min(1.0, (len(order) - i) * test.p))
+            test.adjusted = running
+
+    def count(self, kind: str) -> int:
+        return sum(1 for key in self.items if key[0] == kind)
+
+
+def rank_test_power(n_a: int, n_b: int, shift: float, alpha: float, draws: int = 4000,
+                    seed: int = 0) -> float:
+    """How often the two-sided exact Mann-Whitney test of ``n_a`` against ``n_b`` seeds finds a
+    true gap of ``shift`` standard deviations at level ``alpha`` (normal returns, ``draws``
+    simulated pairs of samples, a fixed seed): the page's statement of what `no difference
+    found` can mean."""
+    from itertools import combinations
+
+    n = n_a + n_b
+    ranks_a = np.array([sum(c) for c in combinations(range(1, n + 1), n_a)])
+    null = np.sort(ranks_a - n_a * (n_a + 1) // 2)  # U of A under no difference, all orders
+    rng = np.random.default_rng(seed)
+    samples = np.concatenate([rng.normal(shift, 1.0, (draws, n_a)),
+                              rng.normal(0.0, 1.0, (draws, n_b))], axis=1)
+    ranks = samples.argsort(axis=1).argsort(axis=1) + 1
+    u = ranks[:, :n_a].sum(axis=1) - n_a * (n_a + 1) // 2
+    low = np.searchsorted(null, u, side="right") / len(null)   # P(U <= u)
+    high = 1.0 - np.searchsorted(null, u, side="left") / len(null)  # P(U >= u)
+    p = np.minimum(1.0, 2.0 * np.minimum(low, high))
+    return float((p < alpha).mean())

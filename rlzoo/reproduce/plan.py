@@ -1,0 +1,40 @@
+"""What one invocation runs (:class:`Plan`) and what happened to each cell (:class:`Outcome`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlzoo.reproduce.schema import Suite, Task
+
+
+@dataclass
+class Plan:
+    """What this invocation runs: the suite, K, the budget and the folders."""
+
+    suite: Suite
+    seeds: int
+    steps: int | None  # --steps (None: each task's default)
+    out: Path
+    results: Path
+    page: Path
+    sb3: str | None  # None when SB3 can run, else why not
+
+    def budget(self, task: Task) -> int:
+        return self.steps or task.steps or self.suite.steps
+
+    def task_dir(self, task: Task) -> Path:
+        return self.out / self.suite.name / task.name
+
+
+@dataclass
+class Outcome:
+    """What happened to one cell: ``state`` is ``finished`` (was or is now), ``unfinished``,
+    ``locked``, ``skipped`` or ``failed``; ``note`` says more in one line."""
+
+    task: str
+    row: str
+    state: str
+    note: str = ""
+    dirs: list[Path] = field(default_factory=list)
+    mistake: bool = False  # skipped because its runs do not match this invocation's K or budget

@@ -1,0 +1,159 @@
+"""The report step: export every finished cell to ``RESULTS/<suite>/``, record the cells' status,
+run rlzoo.compare, draw the page's figures and rewrite the page."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rlzoo.reproduce.console import say
+from rlzoo.reproduce.files import (
+    PROFILE_FIGURE,
+    PROVENANCE_FILE,
+    PUBLISHED_SUFFIX,
+    REPORT_DIR,
+    STATUS_FILE,
+    read_json,
+    replace_dir,
+    repo_relative,
+    write_text_atomic,
+)
+from rlzoo.reproduce.page.data import SuiteData, aggregate_scores
+from rlzoo.reproduce.page.figures import plot_profile, plot_published, published_figure
+from rlzoo.reproduce.page.render import render_page
+from rlzoo.reproduce.plan import Outcome, Plan
+from rlzoo.reproduce.processes import FileLock
+from rlzoo.reproduce.rlzoo_cells import cell_provenance
+from rlzoo.reproduce.runner import finished_dirs, still_locked
+from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+
+if TYPE_CHECKING:
+    from rlzoo.analysis.runs import Run
+
+
+def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> bool:
+    """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml``, its ``eval/*``
+    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv) and ``provenance.json``
+    (the run's own, else ``provenance``: its cell's launches). Nothing else: no checkpoints, no
+    events, no weights. Returns False (nothing written) when ``dest`` already holds this
+    summary.json and provenance."""
+    from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
+
+    summary = (run_dir / "summary.json").read_bytes()
+    source = run_dir / PROVENANCE_FILE
+    source = source if source.is_file() else provenance
+    record = source.read_bytes() if source is not None and source.is_file() else None
+    old_record = dest / PROVENANCE_FILE
+    if ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
+            and (old_record.read_bytes() if old_record.is_file() else None) == record):
+        return False
+    tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / ".hydra").mkdir(parents=True)
+    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+        if (run_dir / ".hydra" / name).is_file():
+            text = (run_dir / ".hydra" / name).read_text()
+            (tmp / ".hydra" / name).write_text(repo_relative(text))
+    scalars = {tag: points for tag, points in load_scalars(run_dir).items()
+               if tag.startswith("eval/")}
+    write_scalars_csv(tmp / SCALARS_CSV, scalars)
+    if record is not None:
+        (tmp / PROVENANCE_FILE).write_bytes(record)
+    (tmp / "summary.json").write_bytes(summary)  # last: a run is a dir with summary.json
+    replace_dir(tmp, dest)
+    return True
+
+
+def export_suite(plan: Plan) -> tuple[int, int]:
+    """Export every finished cell of the suite (at this invocation's budgets and K) to
+    ``RESULTS/<suite>/<task>/<row>-s<seed>``; returns (cells exported, run dirs written)."""
+    cells = written = 0
+    for task, row in plan.suite.cells():
+        dirs = finished_dirs(plan, task, row)
+        if dirs is None:
+            continue
+        cells += 1
+        for seed, d in enumerate(dirs):
+            dest = plan.results / plan.suite.name / task.name / f"{row.label}-s{seed}"
+            written += export_run(d, dest, None if row.peer else cell_provenance(plan, task, row))
+    return cells, written
+
+
+def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
+    """Rewrite ``page`` from ``RESULTS/<suite>/`` of each of ``suites`` (:func:`render_page`)."""
+    write_text_atomic(page, render_page(results, page.parent, [SUITES[s] for s in suites],
+                                        LEADS))
+
+
+def report(plan: Plan, outcomes: list[Outcome]) -> None:
+    """Export, record the status, compare and rewrite the page (under a lock, so two
+    invocations never write the same report at once)."""
+    from rlzoo.analysis import find_runs
+
+    key = hashlib.sha1(str(plan.results.resolve()).encode()).hexdigest()[:16]
+    lock = FileLock(Path(tempfile.gettempdir()) / f"rlzoo-reproduce-{key}.lock")
+    lock.acquire(block=True)  # outside the results, which are committed
+    try:
+        cells, written = export_suite(plan)
+        root = plan.results / plan.suite.name
+        record_status(plan, outcomes, root / STATUS_FILE)
+        say(f"exported {cells} finished cells ({written} run dirs written) to {root}")
+        runs = find_runs([root]) if root.is_dir() else []
+        if runs:
+            compare_and_draw(plan, runs, root / REPORT_DIR)
+            say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
+        on_page = plan.suite.name in PAGE_SUITES
+        write_page(plan.results, plan.page, PAGE_SUITES if on_page else [plan.suite.name])
+        say(f"wrote {plan.page}")
+    finally:
+        lock.release()
+
+
+def record_status(plan: Plan, outcomes: list[Outcome], path: Path) -> None:
+    """Update ``status.json`` (cell -> state) with this run's outcomes: a finished cell leaves
+    it, a cell reported locked is read again (its holder may have finished it meanwhile), a
+    mistake of this invocation says nothing about its cell."""
+    status = read_json(path) or {}
+    for o in outcomes:
+        if o.mistake:  # says nothing about the cell, only about this invocation
+            continue
+        cell = f"{o.task}/{o.row}"
+        state = (f"{o.state}: {o.note}" if o.note else o.state) if o.state != "locked" \
+            else still_locked(plan, o)  # the holder may have finished it meanwhile
+        if o.state == "finished" or state is None:
+            status.pop(cell, None)
+        else:
+            status[cell] = state
+    if status or path.exists():
+        write_text_atomic(path, json.dumps(status, indent=2, sort_keys=True) + "\n")
+
+
+def compare_and_draw(plan: Plan, runs: list[Run], report_dir: Path) -> None:
+    """rlzoo.compare over the suite's exported ``runs`` into ``report_dir`` (its JSON with no
+    path of this machine), then the page's figures: each task's with the published means, and
+    the performance profile at each headline budget. A failed comparison is one line."""
+    from rlzoo.analysis import compare
+    from rlzoo.analysis.messages import CompareError
+
+    try:
+        kept = compare(runs, report_dir)
+        for path in report_dir.glob("*.json"):  # no path of this machine
+            path.write_text(repo_relative(path.read_text()))
+        for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):
+            path.unlink()
+        for env, by_label in kept.get("curves", {}).items():
+            plot_published(env, by_label, report_dir / published_figure(kept["figures"][env]))
+        for path in report_dir.glob(PROFILE_FIGURE.format(k="*")):
+            path.unlink()
+        data = SuiteData.read(plan.suite, plan.results)
+        for steps in plan.suite.headline_steps:
+            plot_profile(*aggregate_scores(data, steps), steps,
+                         report_dir / PROFILE_FIGURE.format(k=steps // 1000))
+    except CompareError as err:
+        say(f"rlzoo.compare failed: {err}")

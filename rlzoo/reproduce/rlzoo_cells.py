@@ -1,0 +1,147 @@
+"""An rlzoo cell: one seed group (``seeds=K``) trained by ``python -m rlzoo.train`` in a
+child process, skipped when finished, resumed from its newest checkpoint otherwise."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from rlzoo.reproduce.console import say
+from rlzoo.reproduce.files import PROVENANCE_FILE, repo_relative, summary_steps
+from rlzoo.reproduce.plan import Outcome, Plan
+from rlzoo.reproduce.processes import STOP, child_env, log_tail, run_child
+from rlzoo.reproduce.provenance import append_record, launch_record
+from rlzoo.reproduce.schema import Row, Task
+
+
+def group_steps(members: list[Path]) -> int | None:
+    """The env steps a finished group made: the least ``total_steps`` of its members'
+    summaries (an on-policy group's faster seeds may pass it by a few steps); None while a
+    member has no summary."""
+    steps = [summary_steps(d) for d in members]
+    return None if any(s is None for s in steps) else min(steps)  # type: ignore[type-var]
+
+
+def group_members(home: Path, seeds: int) -> list[Path] | str:
+    """The run dirs of the rlzoo seed group whose home is ``home`` (``[home]`` for K = 1), or
+    why they cannot be used (a one-line reason)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.group import read_group
+
+    try:
+        group = read_group(home)
+    except UserError as err:
+        return str(err)
+    if group is None:
+        if seeds == 1:
+            return [home]
+        return f"{home} holds a 1-seed run, not a {seeds}-seed group"
+    if len(group.dirs) != seeds:
+        return f"{home} holds a {len(group.dirs)}-seed group, not {seeds} (pass --seeds " \
+               f"{len(group.dirs)} or another --out)"
+    return list(group.dirs)
+
+
+def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
+    """The command line of a new rlzoo cell (without its run dir)."""
+    s = plan.suite
+    return [f"env={task.env}", *row.overrides, *s.overrides, f"total_steps={plan.budget(task)}",
+            "seed=0", f"seeds={plan.seeds}", f"eval.every={s.eval_every}",
+            f"eval.episodes={s.eval_episodes}", f"checkpoint.every={s.checkpoint_every}",
+            f"checkpoint.keep={s.checkpoint_keep}", "log.progress=false"]
+
+
+def discard_unstarted(dirs: list[Path]) -> None:
+    """Remove the dirs of a group that never wrote a checkpoint or a summary (a crash before
+    its first checkpoint), so the cell starts again; a dir a live rlzoo process holds is kept."""
+    from rlzoo.run.rundir import RunLock, holds_a_run
+
+    for d in dirs:
+        if d.is_dir() and not holds_a_run(d):
+            RunLock.check_free(d)
+            shutil.rmtree(d)
+
+
+def unstarted_group(home: Path, seeds: int) -> list[Path]:
+    """The dirs a group that never started may have left: ``home``, the members its group.json
+    names and the default member names (``<row>-s<seed>``)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.group import member_dir, read_group
+
+    dirs = [home, *(member_dir(home, 0, seed) for seed in range(1, seeds))]
+    try:
+        group = read_group(home)
+    except UserError:
+        group = None
+    return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
+
+
+def live_trainer(home: Path, seeds: int) -> str:
+    """Why the cell whose home is ``home`` cannot be run now: a live ``rlzoo.train`` holds one
+    of its run dirs (a trainer an earlier reproduce.py left running when it was killed); ``""``
+    when none does."""
+    from rlzoo.run.rundir import RunLock
+
+    for d in unstarted_group(home, seeds) if home.exists() else []:
+        owner = RunLock.owner(d)
+        if owner is not None:
+            return (f"locked by a live trainer: rlzoo.train (pid {owner}) still runs in "
+                    f"{repo_relative(str(d))}; wait for it to finish or stop it (kill {owner}), "
+                    "then run the command again")
+    return ""
+
+
+def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
+    """Where an rlzoo cell's launches are recorded (beside its log; exported with each seed)."""
+    return plan.task_dir(task) / f"{row.label}.{PROVENANCE_FILE}"
+
+
+def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+    """Skip, resume or start one rlzoo cell (the caller holds the cell's lock)."""
+    from rlzoo.errors import UserError
+    from rlzoo.run.rundir import holds_a_run
+
+    steps = plan.budget(task)
+    home = plan.task_dir(task) / f"{row.label}-s0"
+    log = plan.task_dir(task) / f"{row.label}.log"
+    cmd = [sys.executable, "-m", "rlzoo.train"]
+    what = "started"
+    trainer = live_trainer(home, plan.seeds)
+    if trainer:
+        return Outcome(task.name, row.label, "locked", trainer)
+    if home.exists():
+        members = group_members(home, plan.seeds) if holds_a_run(home) else [home]
+        if isinstance(members, str):
+            return Outcome(task.name, row.label, "skipped", members, mistake=True)
+        reached = group_steps(members)
+        if reached == steps:
+            return Outcome(task.name, row.label, "finished", "already finished", members)
+        if reached is not None and reached > steps:
+            return Outcome(task.name, row.label, "skipped", f"holds a run of {reached} steps, "
+                           f"more than {steps}; left as it is", mistake=True)
+        if holds_a_run(home):
+            cmd += [f"resume={home}", f"total_steps={steps}", "log.progress=false"]
+            what = "resumed"
+        else:
+            try:
+                discard_unstarted(unstarted_group(home, plan.seeds))
+            except UserError as err:
+                return Outcome(task.name, row.label, "locked", str(err))
+    if what == "started":
+        cmd += [*rlzoo_overrides(plan, task, row), f"hydra.run.dir={home}"]
+    say(f"{task.name}/{row.label}: {what} ({plan.seeds} seeds to {steps} steps; log {log})")
+    env = child_env()
+    append_record(cell_provenance(plan, task, row), {"launch": what, **launch_record(env, cmd)})
+    status = run_child(cmd, log, env)
+    members = group_members(home, plan.seeds) if home.exists() else "no run dir"
+    if isinstance(members, list) and group_steps(members) == steps:
+        return Outcome(task.name, row.label, "finished", what, members)
+    last = repo_relative(log_tail(log))
+    if status == 2 and "in use by a running rlzoo process" in last:
+        return Outcome(task.name, row.label, "locked", last)
+    if STOP.signum or status == 0:
+        # rlzoo.train exits 0 short of its budget only when a signal (to this script, or to the
+        # trainer alone) stopped it after a checkpoint: resumable either way
+        return Outcome(task.name, row.label, "unfinished", f"stopped ({last})")
+    return Outcome(task.name, row.label, "failed", f"exit status {status}: {last}")

@@ -1,0 +1,233 @@
+"""The suites, as data: every task, row and setting of ``python -m rlzoo.reproduce SUITE`` is
+declared here once (the shapes are in :mod:`rlzoo.reproduce.schema`).
+
+To add a row: a :class:`Row` with its label and rlzoo overrides (and a ``note`` for the page, and
+``against`` for the rows it is set against) in the suite's ``rows``; a task that runs a subset of
+the rows names it in its :class:`Task` ``rows``. A row with a published curve is set beside it in
+:mod:`rlzoo.reproduce.references`.
+"""
+
+from __future__ import annotations
+
+from rlzoo.reproduce.schema import Row, Suite, Task
+
+PAGE_SUITES = ("mujoco", "marl", "gpu")  # the suites of the repository's results page, in order
+
+
+MUJOCO_ROWS = (
+    Row("sac", ("algo=sac",)),
+    Row("td3", ("algo=td3",)),
+    Row("dsac_t", ("algo=dsac_t",)),
+    Row("sac-ensemble", ("algo=sac", "critic=ensemble"), against=("sac",),
+        note="SAC (rlzoo's SAC defaults, one update per env step) with a 10-member critic "
+             "ensemble, targets from the min of a random pair (REDQ's critic, not REDQ's 20 "
+             "updates per step; the published ensemble numbers are REDQ's, e.g. SimbaV2's "
+             "baselines, so no reference)"),
+    Row("sac-action_sequence", ("algo=sac", "critic=action_sequence"),
+        against=("sac", "sac-n_step4"),
+        note="SAC with a critic of 4-action chunks executed open-loop (Q-chunking's form: "
+             "the actor outputs 4 x |A|, targets sum the chunk's 4 discounted rewards and "
+             "bootstrap with gamma^4 from the state after it, cut at episode ends; target "
+             "entropy -4|A| per chunk, SAC's per step; one update per env step, so four per "
+             "chunk; evaluated open-loop too; nothing is published on these tasks at these "
+             "budgets, so no reference)"),
+    Row("simbav2", ("algo=simbav2",), against=("sac",),
+        note="SimbaV2 with the reference's gym-MuJoCo defaults (conf/algo/simbav2.yaml: "
+             "hyperspherical 128x1-block actor and 512x2-block twin categorical critic, "
+             "observation and reward normalization, 5,000 random steps) at one update per env "
+             "step: the setting of the reference's UTD-1 curve; its headline baseline makes 2 "
+             "updates per step"),
+    Row("stac", ("algo=stac",), against=("sac",),
+        note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
+             "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
+             "HalfCheetah 0), LayerNorm and dropout 0.01 in actor and critic (the paper's best "
+             "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
+    Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
+        note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
+             "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
+             "smaller member's distribution as target, cross-entropy loss; not SimbaV2's "
+             "networks, normalizers or schedule"),
+)
+
+
+# Controls: each changes a few named settings of a main row, to separate one cause of a gap the
+# page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
+CONTROL_ROWS = (
+    Row("sac-n_step4", ("algo=sac", "algo.n_step=4"),
+        note="control for `sac-action_sequence`: SAC's row with 4-step returns "
+             "(`algo.n_step=4`, cut at episode ends), whose targets, as the chunked critic's, "
+             "sum 4 discounted rewards and bootstrap with gamma^4; what `sac-action_sequence` "
+             "gains beyond this row comes from the chunked actions and critic",
+        against=("sac",)),
+    Row("dsac_t-sac_start", ("algo=dsac_t", "tuner.init_alpha=1.0", "tuner.lr=1e-3",
+                             "algo.actor_lr=3e-4", "algo.critic_lr=1e-3", "algo.policy_delay=1",
+                             "algo.target_delay=1", "algo.learning_starts=5000"),
+        note="control for `dsac_t`: DSAC-T with SAC's start (learning rates 3e-4 actor, 1e-3 "
+             "critic and temperature; initial temperature 1; no delays; 5,000 random steps), "
+             "DSAC-T's networks (3x256 GELU), log-std clamp and distributional critic kept",
+        against=("dsac_t", "sac")),
+)
+
+
+# The distributional critics as the multi-agent critics, each against its algorithm's own row at
+# the same budget (env steps, updates, batch, warm-up): one change, the critic kind. HASAC's base
+# critic is a twin, and so are these (2 members); MADDPG's is one Q per agent, and these rows give
+# each agent one distribution too (critic.n=1). The categorical support is fixed (no reward
+# scaling) and wide enough for these tasks' early returns; values beyond it are clipped.
+CATEGORICAL_SUPPORT = ("critic.v_min=-200", "critic.v_max=200")
+
+
+MARL_CRITIC_ROWS = (
+    Row("hasac-distributional", ("algo=hasac", "critic=distributional"), against=("hasac",),
+        note="HASAC with DSAC-T's Gaussian critic (2 members, DSAC-T's loss) as its centralized "
+             "critic over the global state and the joint action, otherwise HASAC's row"),
+    Row("hasac-categorical", ("algo=hasac", "critic=categorical", *CATEGORICAL_SUPPORT),
+        against=("hasac",),
+        note="HASAC with a categorical centralized critic (2 members, 101 atoms on [-200, 200], "
+             "C51's projected cross-entropy), otherwise HASAC's row"),
+    Row("maddpg-distributional", ("algo=maddpg", "critic=distributional", "critic.n=1"),
+        against=("maddpg",),
+        note="MADDPG with one DSAC-T Gaussian critic per agent (its own reward, DSAC-T's loss), "
+             "otherwise MADDPG's row"),
+    Row("maddpg-categorical", ("algo=maddpg", "critic=categorical", "critic.n=1",
+                               *CATEGORICAL_SUPPORT), against=("maddpg",),
+        note="MADDPG with one categorical critic per agent (101 atoms on [-200, 200]), "
+             "otherwise MADDPG's row"),
+)
+
+
+MARL_CRITIC_LABELS = tuple(row.label for row in MARL_CRITIC_ROWS)
+
+
+SB3_ROWS = (
+    Row("sb3_sac", ("algo=sac",), peer="sac"),
+    Row("sb3_td3", ("algo=td3",), peer="td3"),
+)
+
+
+# what the first evaluation measures where every row's warm-up outlasts it (Suite.first_eval)
+WARM_UP_FIRST_EVAL = ("every row's random warm-up lasts until at least the first evaluation, "
+                      "so it measures the untrained policy")
+
+
+SUITES: dict[str, Suite] = {
+    "mujoco": Suite(
+        name="mujoco",
+        title="single-agent MuJoCo on the CPU",
+        tasks=(Task("Hopper", "Hopper"),
+               Task("HalfCheetah", "HalfCheetah",
+                    tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",)),
+               Task("Walker2d", "Walker2d", ("sac", "td3", "sb3_sac", "sb3_td3"))),
+        rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
+        steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
+        headline_steps=(50_000, 100_000),
+        seeds=5,
+        eval_every=5_000,       # hits the published 25k / 50k / 100k points
+        eval_episodes=10,
+        checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
+        checkpoint_keep=1,
+        why="100k env steps, where every published source has a point (the headline also "
+            "reads each curve at 50k): measured on 2 shared cores, a 5-seed cell of 50k took "
+            "TD3 20-34 min, SAC about an hour, DSAC-T about 2 h and the ensemble critic's 10 "
+            "members about 4 h (estimated), an SB3 cell 1-3 h of one core per seed "
+            "(docs/reproducing.md); 100k takes about twice that, Walker2d about Hopper's",
+        first_eval=WARM_UP_FIRST_EVAL,
+        not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
+                "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
+                "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
+                "rows has a published reference; the hours went to the rows that have one, to "
+                "the peer and to the action-sequence critic with its control; `simbav2` costs "
+                "about 30x SAC per update on this CPU (docs/performance.md), about a day per "
+                "5-seed cell: its cells belong to the `gpu` suite; the `stac` and "
+                "`sac-categorical` rows were added later (issue 24) and have not been run",
+    ),
+    "marl": Suite(
+        name="marl",
+        title="multi-agent MPE and MaMuJoCo on the CPU",
+        tasks=(
+            Task("mpe-simple_spread", "mpe/simple_spread",
+                 ("maddpg", "hasac", "coma", *MARL_CRITIC_LABELS)),
+            Task("mpe-simple_speaker_listener", "mpe/simple_speaker_listener",
+                 ("maddpg", "hasac", "coma", *MARL_CRITIC_LABELS)),
+            Task("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3",
+                 ("maddpg", "hasac", *MARL_CRITIC_LABELS)),
+        ),
+        rows=(Row("maddpg", ("algo=maddpg",),
+                  note="HARL's learning rates, batch, tau and noise, but not its schedule: HARL's "
+                       "tuned MPE config makes 50 updates per 1,000 env steps (0.05 per step; "
+                       "rlzoo 0.25) after 10,000 random steps (rlzoo 5,000), with 128x128 "
+                       "networks on MPE (rlzoo 256x256)"),
+              Row("hasac", ("algo=hasac",),
+                  note="HARL's learning rates, batch, n-step and networks, but not its schedule "
+                       "(0.05 updates per env step after 10,000 random steps in HARL's tuned "
+                       "configs; rlzoo 0.25 after 5,000) nor its temperature learning rate "
+                       "(HARL 3e-4, rlzoo 1e-3); every temperature starts at 1, as in HARL "
+                       "(auto_alpha starts log alpha at 0), and learns with Adam at lr 1e-3 "
+                       "(rlzoo's tuner default)"),
+              Row("coma", ("algo=coma",),
+                  note="on-policy: by 25k env steps COMA has made 129 actor updates "
+                       "(summary.json's `updates`: one per rollout of 200 vector steps, reset "
+                       "steps included, rlzoo's default), where MADDPG and HASAC make 5,000 (0.25 "
+                       "per env step after a 5,000-step warm-up) from replay, so its numbers "
+                       "here are the start of its curve"),
+              *MARL_CRITIC_ROWS),
+        steps=25_000,           # 1,000 MPE episodes; 20,000 steps (5,000 updates) after warm-up
+        seeds=5,
+        eval_every=2_500,
+        eval_episodes=10,
+        checkpoint_every=2_500,  # about 5 minutes of a 5-seed MADDPG group on 2 shared cores
+        checkpoint_keep=1,
+        why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
+            "5-seed cell of 25k took 21-47 minutes for MADDPG, 51-103 for HASAC on MPE and 8-12 "
+            "for COMA (on-policy), 33 for MADDPG and 43 for HASAC (alone, 2 threads) on "
+            "HalfCheetah-2x3 (on HalfCheetah-2x3, 25 episodes of 1,000 steps)",
+        first_eval="at 2,500 steps: for MADDPG and HASAC inside their 5,000-step random warm-up, "
+                   "so the untrained policy; COMA, on-policy, has made about 12 updates by then",
+        not_run="not run yet: the distributional-critic rows were added after the other cells "
+                "ran; each is a 5-seed cell of MADDPG's or HASAC's cost or more (the critic's "
+                "loss is heavier), about 0.5-2 h on 2 shared cores",
+    ),
+    "gpu": Suite(
+        name="gpu",
+        title="single-agent MuJoCo at 1M steps on a CUDA GPU",
+        tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah"),
+               Task("Humanoid", "Humanoid")),
+        rows=MUJOCO_ROWS,
+        steps=1_000_000,
+        seeds=5,
+        eval_every=5_000,
+        eval_episodes=10,
+        checkpoint_every=50_000,
+        checkpoint_keep=1,
+        overrides=("device=cuda",),
+        why="1M env steps, the papers' budget; needs a CUDA GPU",
+        first_eval=WARM_UP_FIRST_EVAL,
+        not_run="needs a CUDA GPU for the hours one cell takes: none was available to the "
+                "maintainers yet",
+    ),
+    "smoke": Suite(
+        name="smoke",
+        title="plumbing check (tiny networks; learns nothing)",
+        tasks=(Task("Pendulum", "Pendulum"),),
+        rows=(Row("sac", ("algo=sac",)), Row("td3", ("algo=td3",)),
+              Row("sb3_sac", ("algo=sac",), peer="sac")),
+        steps=300,
+        seeds=2,
+        eval_every=100,
+        eval_episodes=2,
+        checkpoint_every=100,
+        checkpoint_keep=1,
+        overrides=("device=cpu", "algo.learning_starts=100", "algo.actor.hidden=[16]",
+                   "critic.hidden=[16]"),
+        why="a few hundred steps: a check of the machinery, not a result",
+    ),
+}
+
+
+# the first sentence of a suite's section on the page
+LEADS = {"marl": "At 25k env steps this section shows that the multi-agent runs run, not how "
+                 "well the algorithms do: HARL (MADDPG, HASAC) publishes only figures up to 1e7 "
+                 "steps, nothing readable below 200k and no COMA numbers for continuous MPE, so "
+                 "there is no reference, and HARL's MPE settings were not run here. (HARL's MPE "
+                 "reward gives each agent the sum over agents, rlzoo reports the mean: divide "
+                 "HARL's by the number of agents to compare.)"}
