@@ -1,9 +1,10 @@
 """rlzoo's layers, checked statically from the source (docs/architecture.md).
 
 Arrows run one way: ``train / evaluate / policy -> run -> algos -> nets | buffers | tuners``;
-``run -> envs``; ``analysis`` reads run dirs only. Every module under ``rlzoo/`` is parsed with
-``ast`` (imports inside functions count too), so a new module or a lazy import is checked without
-importing anything.
+``run -> envs``; ``analysis`` reads run dirs only; ``reproduce`` (the results tool) sits on top of
+them all, and ``stable_baselines3`` (an extra) is imported only lazily, by its SB3 peer. Every
+module under ``rlzoo/`` is parsed with ``ast`` (imports inside functions count too), so a new
+module or a lazy import is checked without importing anything.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ LOOP = "rlzoo.run.loop"
 LOOP_IMPORTERS = ("rlzoo.train",)
 # The one reader of the env config's ``kind``.
 KIND_READER = PACKAGE / "run" / "build.py"
+# The results tool sits on top: it may import any layer, and no other layer imports it.
+TOOL = "reproduce"
+# Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
+# modules (so that importing any rlzoo module works without them).
+OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells")}
 
 
 @dataclass(frozen=True)
@@ -201,3 +207,40 @@ def test_build_reads_env_kind() -> None:
     """The rule above would pass vacuously if the reader moved: it must be where the docs say."""
     tree = ast.parse(KIND_READER.read_text())
     assert any(_reads_kind(node) for node in ast.walk(tree))
+
+
+def test_nothing_imports_the_results_tool() -> None:
+    bad = [str(i) for i in imports(sources())
+           if layer(i.target) == TOOL and layer(i.source) != TOOL]
+    assert not bad, (f"rlzoo.{TOOL} is the top layer (docs/architecture.md); nothing below "
+                     "it imports it:\n" + "\n".join(bad))
+    assert any(layer(i.source) == TOOL and layer(i.target) == "analysis"
+               for i in imports(sources()))  # the rule sees the tool's own imports
+
+
+def test_optional_packages_are_imported_lazily_where_allowed() -> None:
+    """``stable_baselines3`` (the ``test`` extra) is imported only inside functions of the SB3
+    peer's modules, never when a module is imported."""
+    bad = []
+    seen = set()
+    for module, path in sources().items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        lazy = _lazy_nodes(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                package = name.split(".")[0]
+                if package in OPTIONAL:
+                    seen.add(package)
+                    if module not in OPTIONAL[package] or id(node) not in lazy:
+                        where = "" if id(node) in lazy else " at module level"
+                        bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {module} imports "
+                                   f"{name}{where}")
+    assert not bad, ("an optional package is imported where rlzoo must work without it:\n"
+                     + "\n".join(bad))
+    assert seen == set(OPTIONAL)  # the rule would pass vacuously if the peer moved

@@ -373,6 +373,40 @@ def test_missing_sb3_is_one_line_and_on_the_page(tmp_path: Path) -> None:
     assert not list((out / "smoke" / "Pendulum").glob("sb3_sac-s*"))
 
 
+def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
+    """``python -m rlzoo.reproduce`` is what ``python scripts/reproduce.py`` runs: the same
+    one-line mistakes (each naming the command it was given as) and the same page; and every
+    module of rlzoo.reproduce imports where ``stable_baselines3`` cannot be."""
+    for module_args, name in ((["-m", "rlzoo.reproduce"], "python -m rlzoo.reproduce"),
+                              ([str(SCRIPT)], "python scripts/reproduce.py")):
+        proc = subprocess.run([sys.executable, *module_args, "smoke", "--seeds", "x"],
+                              capture_output=True, text=True, cwd=REPO)
+        assert proc.returncode == 2 and proc.stderr == (
+            "reproduce: error: argument --seeds: invalid int value: 'x'; see "
+            f"{name} --help\n"), proc.stderr
+    out = tmp_path / "out"
+    pages = []
+    for module_args in (["-m", "rlzoo.reproduce"], [str(SCRIPT)]):
+        proc = subprocess.run([sys.executable, *module_args, "smoke", "--report-only", "--out",
+                               str(out)], capture_output=True, text=True, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[-1] == f"reproduce: wrote {out / 'results.md'}"
+        pages.append((out / "results.md").read_text())
+    assert pages[0] == pages[1] and "## `smoke`" in pages[0]
+    fake = tmp_path / "fake" / "stable_baselines3"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('simulated: not installed')\n")
+    code = ("import importlib, pkgutil, sys, rlzoo.reproduce as r; names = [m.name for m in "
+            "pkgutil.walk_packages(r.__path__, 'rlzoo.reproduce.')]; "
+            "[importlib.import_module(n) for n in names]; "
+            "print(len(names), 'stable_baselines3' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(fake.parent)})
+    assert proc.returncode == 0, proc.stderr
+    count, imported = proc.stdout.split()
+    assert int(count) >= 20 and imported == "False", proc.stdout
+
+
 # --------------------------------------------------------------------------- in-process parts
 
 

@@ -14,8 +14,22 @@ from rlzoo.reproduce.rlzoo_cells import group_members, group_steps, live_trainer
 from rlzoo.reproduce.schema import Row, Task
 
 
-def cell_lock(plan: Plan, task: Task, row: Row) -> FileLock:
-    return FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
+def run_cells(plan: Plan, cells: list[tuple[Task, Row]]) -> list[Outcome]:
+    """Run ``cells`` one after the other (SB3 rows not under ``--no-sb3``), each under its lock,
+    until done or a signal (:data:`STOP`, installed here) stops them; each cell's outcome, one
+    line each as it ends."""
+    STOP.install()
+    outcomes = []
+    for i, (task, row) in enumerate(cells, start=1):
+        if row.peer and plan.sb3 == "--no-sb3":
+            continue
+        if STOP.signum:
+            break
+        outcome = run_cell(plan, task, row)
+        outcomes.append(outcome)
+        say(f"[{i}/{len(cells)}] {task.name}/{row.label}: {outcome.state}"
+            + (f" ({outcome.note})" if outcome.note else ""))
+    return outcomes
 
 
 def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
@@ -28,6 +42,11 @@ def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
         return sb3_cell(plan, task, row) if row.peer else rlzoo_cell(plan, task, row)
     finally:
         lock.release()
+
+
+def cell_lock(plan: Plan, task: Task, row: Row) -> FileLock:
+    """The lock of one cell, ``OUT/<suite>/<task>/.<row>.lock`` (held while a cell runs)."""
+    return FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
 
 
 def finished_dirs(plan: Plan, task: Task, row: Row) -> list[Path] | None:
@@ -68,21 +87,3 @@ def still_locked(plan: Plan, outcome: Outcome) -> str | None:
         return f"locked: {trainer}"
     return ("unfinished: it was locked by another process, which has exited since; run the "
             "command again to continue it")
-
-
-def run_cells(plan: Plan, cells: list[tuple[Task, Row]]) -> list[Outcome]:
-    """Run ``cells`` one after the other (SB3 rows not under ``--no-sb3``), each under its lock,
-    until done or a signal (:data:`STOP`, installed here) stops them; each cell's outcome, one
-    line each as it ends."""
-    STOP.install()
-    outcomes = []
-    for i, (task, row) in enumerate(cells, start=1):
-        if row.peer and plan.sb3 == "--no-sb3":
-            continue
-        if STOP.signum:
-            break
-        outcome = run_cell(plan, task, row)
-        outcomes.append(outcome)
-        say(f"[{i}/{len(cells)}] {task.name}/{row.label}: {outcome.state}"
-            + (f" ({outcome.note})" if outcome.note else ""))
-    return outcomes
