@@ -1,5 +1,6 @@
 """FlashSAC (official PyTorch code github Holiday-Robot/FlashSAC at commit 87edc90,
-``flash_rl/agents/flashSAC/agent.py`` and ``update.py``; arXiv 2026, "FlashSAC").
+``flash_rl/agents/flashSAC/agent.py`` and ``update.py``; Kim et al., "FlashSAC: Fast and Stable
+Off-Policy Reinforcement Learning for High-Dimensional Robot Control", arXiv:2604.04539, 2026).
 
 SAC with fewer, larger updates and bounded networks, each part a component of its own
 (``conf/algo/flashsac.yaml`` composes them): the norm-bounded batch-normalized residual networks
