@@ -28,6 +28,9 @@ COMMON = ["eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.every=50
           "log.progress=false", "seed=5", *TINY]
 REPLAY = ["algo.learning_starts=40", "algo.batch_size=16", "algo.buffer_size=1000"]
 PENDULUM = ["env=Pendulum", *REPLAY, *COMMON]  # 200-step episodes
+FLASHSAC = ["algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8",
+            "critic.network.num_blocks=1", "algo.actor.network.num_blocks=1",
+            "algo.lr_decay_updates=300"]
 MPE = ["env=mpe/simple_spread", *COMMON]  # 25-step episodes
 MAMUJOCO = ["env=mamujoco/HalfCheetah-2x3", "env.kwargs.max_episode_steps=50", *REPLAY,
             *COMMON]
@@ -43,6 +46,8 @@ CASES = {
     "sac-categorical": (["algo=sac", "critic=categorical", *PENDULUM], 151, 250),
     "stac": (["algo=stac", *PENDULUM], 133, 250),
     "redq": (["algo=redq", "algo.utd=3", "algo.policy_delay=3", *PENDULUM], 121, 230),
+    # FlashSAC: batch-norm statistics, repeated exploration noise (split mid-hold), schedules
+    "flashsac-2envs": (["algo=flashsac", "num_envs=2", *PENDULUM, *FLASHSAC], 246, 420),
     # MPE
     "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
     "hasac-mpe-2envs": (["algo=hasac", "num_envs=2", *MPE, *REPLAY], 174, 300),
@@ -130,6 +135,7 @@ GROUP_CASES = {
                         "critic.network.hidden_dim=8", "critic.network.num_blocks=1",
                         "algo.lr_decay_updates=300"], 141, 250),
     "sac-categorical-seeds2": (["algo=sac", "critic=categorical", "seeds=2", *PENDULUM], 143, 250),
+    "flashsac-seeds2": (["algo=flashsac", "seeds=2", *PENDULUM, *FLASHSAC], 143, 250),
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
                         130, 250),

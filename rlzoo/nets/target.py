@@ -38,14 +38,18 @@ def _tensors(module: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]
 
 
 @torch.no_grad()
-def polyak_update(target: nn.Module, online: nn.Module, tau: float) -> None:
+def polyak_update(target: nn.Module, online: nn.Module, tau: float, buffers: bool = True) -> None:
     """``theta' <- (1 - tau) theta' + tau theta`` for all parameters, as one ``foreach`` lerp.
 
-    Floating-point buffers (running statistics) are averaged the same way.
+    Floating-point buffers (running statistics) are averaged the same way, unless ``buffers``
+    is false: then the target keeps its own (FlashSAC's target critic updates its batch norms'
+    statistics in its own forward passes and averages only the parameters).
     """
     (target_params, target_buffers), (online_params, online_buffers) = (
         _tensors(target), _tensors(online)
     )
+    if not buffers:
+        target_buffers, online_buffers = [], []
     torch._foreach_lerp_(target_params + target_buffers, online_params + online_buffers, tau)
 
 

@@ -168,7 +168,9 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
     if cls.multi_agent != spec.multi_agent:
         raise UserError(misfit_message(cfg, cls.multi_agent))
-    algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in TRAINER_KEYS])
+    # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs})
+    resolved = OmegaConf.create(OmegaConf.to_container(cfg.algo, resolve=True))
+    algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in TRAINER_KEYS])
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
     if cfg.get("tuner"):
         if "tuner" not in inspect.signature(cls).parameters:

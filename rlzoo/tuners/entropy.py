@@ -145,6 +145,9 @@ class AutoAlpha(Tuner):
         target_entropy: the entropy target, in ``entropy_units``; ``None`` means
             ``-target_entropy_scale * |A|``.
         target_entropy_scale: scale of the default target (default 1.0 -> ``-|A|``).
+        target_std: if set (and ``target_entropy`` is not), the target is the entropy of a
+            Gaussian with this std in every action entry, ``0.5 |A| log(2 pi e target_std^2)``
+            (FlashSAC's ``temp_target_sigma``: 0.15 -> about ``-0.48 |A|``).
         members: number of independent temperatures (per agent), default 1.
         entropy_units: ``normalized`` (default) or ``env``: the units ``log pi`` and the target
             are measured in (module docstring).
@@ -162,6 +165,7 @@ class AutoAlpha(Tuner):
         members: int = 1,
         entropy_units: str = "normalized",
         loss_form: str = "log_alpha",
+        target_std: float | None = None,
     ) -> None:
         super().__init__(entropy_units, members)
         if loss_form not in LOSS_FORMS:
@@ -173,10 +177,15 @@ class AutoAlpha(Tuner):
             raise ValueError(f"tuner.init_alpha must be > 0, got {init_alpha}")
         if lr <= 0:
             raise ValueError(f"tuner.lr must be > 0, got {lr}")
-        self.target_entropy = (
-            float(target_entropy) if target_entropy is not None
-            else -float(target_entropy_scale) * act_dim
-        )
+        if target_std is not None and not target_std > 0:
+            raise ValueError(f"tuner.target_std must be > 0, got {target_std}")
+        if target_entropy is not None:
+            self.target_entropy = float(target_entropy)
+        elif target_std is not None:
+            self.target_entropy = 0.5 * act_dim * math.log(
+                2 * math.pi * math.e * float(target_std) ** 2)
+        else:
+            self.target_entropy = -float(target_entropy_scale) * act_dim
         shape = (members, 1) if members > 1 else ()
         self.log_alpha = nn.Parameter(torch.full(shape, math.log(init_alpha)))
         self.optimizer = adam([self.log_alpha], lr)

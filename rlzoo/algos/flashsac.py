@@ -1,0 +1,206 @@
+"""FlashSAC (official PyTorch code github Holiday-Robot/FlashSAC at commit 87edc90,
+``flash_rl/agents/flashSAC/agent.py`` and ``update.py``; Kim et al., "FlashSAC: Fast and Stable
+Off-Policy Reinforcement Learning for High-Dimensional Robot Control", arXiv:2604.04539, 2026).
+
+SAC with fewer, larger updates and bounded networks, each part a component of its own
+(``conf/algo/flashsac.yaml`` composes them): the norm-bounded batch-normalized residual networks
+(``net=flashsac``, ``rlzoo/nets/unit_norm.py``), the categorical twin critic on
+``[-G_max, G_max]`` (``critic=categorical``), the reward scaler (``normalize.reward``), a
+``tanh``-squashed log std in ``[-10, 2]``, the alpha-form temperature loss against the entropy
+of a Gaussian of std ``sigma`` (``tuner.loss_form=alpha``, ``tuner.target_std``) and repeated
+exploration noise (``rlzoo/algos/exploration.py``). What is this file's own is the update, in
+the reference's order (``_update_networks``), every ``policy_delay``-th update starting with
+the first (``update_step % actor_update_period == 0``):
+
+1. actor: ``J_pi = E[alpha log pi(a~|s) - min_i Q_i(s, a~)]``. The actor samples ``a~`` for
+   ``s`` and ``s'`` in one batch with batch statistics (its batch norms see both halves); the
+   loss uses the ``s`` half; the critic is read frozen, with its running statistics. Then the
+   actor is projected (``project_parameters``);
+2. temperature: one step on ``alpha (-E[log pi(a~|s)] - H_target)`` with that step's samples;
+
+and at every update
+
+3. critic: ``a' ~ pi(.|s')`` from the updated actor (running statistics); the target critic
+   and the critic each run ``(s, a)`` and ``(s', a')`` as one batch with batch statistics (as in
+   CrossQ); the target member with the smaller expected value at ``(s', a')`` gives
+   ``y = r + discount (Z'(s', a') - alpha' log pi(a'|s'))`` (the updated temperature), projected
+   onto the support; the loss is the cross-entropy on the ``(s, a)`` half, *averaged* over the
+   members and the batch; then the critic is projected;
+4. target critic: ``theta' <- (1 - tau) theta' + tau theta`` for the parameters only (its batch
+   norms keep the running statistics of its own passes).
+
+Learning rates: every optimizer's rate is ``lr * f(k)``, ``k`` the steps that optimizer has
+taken, ``f`` a linear warm-up then a cosine decay (``rlzoo.algos.schedules.warmup_cosine``); the
+actor and the temperature step every ``policy_delay`` updates, so their ``k`` runs at half the
+critic's (as the reference's per-optimizer schedulers do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from rlzoo.algos.base import EnvSpec
+from rlzoo.algos.exploration import RepeatedNoise
+from rlzoo.algos.sac import SAC
+from rlzoo.algos.schedules import warmup_cosine
+from rlzoo.buffers.batch import Batch
+from rlzoo.nets.actors import TanhGaussianActor
+from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
+from rlzoo.nets.critics import Critic
+from rlzoo.nets.target import frozen, polyak_update
+from rlzoo.nets.unit_norm import batch_statistics
+from rlzoo.tuners.entropy import Tuner
+
+
+class FlashSAC(SAC):
+    """SAC updated in FlashSAC's order and batches (module docstring).
+
+    Args:
+        spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, n_step: as ``SAC``'s
+            (the learning rates are the schedule's peak).
+        policy_delay: updates per actor and temperature step (the reference: 2).
+        lr_init_fraction: the rate at the first step, as a fraction of the peak (1.0).
+        lr_end_fraction: the rate at the end of the decay, as a fraction (0.5).
+        lr_warmup_updates: optimizer steps of the linear warm-up (the reference: 1).
+        lr_decay_updates: optimizer step at which the cosine decay ends (the reference: its
+            whole run, 1e6).
+        noise_envs: training envs (one exploration noise row each: ``num_envs``).
+        noise_zeta_mu, noise_zeta_max: the repetition of the exploration noise
+            (``RepeatedNoise``).
+    """
+
+    supported_critics = (CategoricalCritic,)
+    graph_safe = False  # the learning rates change on the host at every update
+    seed_groups = True
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        actor: Callable[..., TanhGaussianActor],
+        critic: Callable[..., Critic],
+        tuner: Callable[..., Tuner],
+        *,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        policy_delay: int,
+        n_step: int,
+        lr_init_fraction: float,
+        lr_end_fraction: float,
+        lr_warmup_updates: int,
+        lr_decay_updates: int,
+        noise_envs: int,
+        noise_zeta_mu: float,
+        noise_zeta_max: int,
+    ) -> None:
+        kind = getattr(critic, "func", critic)  # hydra hands a functools.partial of the class
+        if isinstance(kind, type) and not issubclass(kind, CategoricalCritic):
+            raise ValueError(
+                f"{type(self).__name__} cannot train a {kind.__name__}: its TD target is a "
+                "categorical distribution; use critic=categorical (or algo=sac for that critic)"
+            )
+        super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr,
+                         policy_delay, n_step, 1)
+        for name, value in (("lr_init_fraction", lr_init_fraction),
+                            ("lr_end_fraction", lr_end_fraction)):
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"algo.{name} must be in (0, 1], got {value}")
+        if not 0 <= lr_warmup_updates < lr_decay_updates:
+            raise ValueError(
+                "algo.lr_warmup_updates must be >= 0 and below algo.lr_decay_updates, got "
+                f"{lr_warmup_updates} and {lr_decay_updates}"
+            )
+        self.lr_init_fraction, self.lr_end_fraction = lr_init_fraction, lr_end_fraction
+        self.lr_warmup_updates, self.lr_decay_updates = lr_warmup_updates, lr_decay_updates
+        self.initial_lrs = {name: float(opt.param_groups[0]["lr"])
+                            for name, opt in self.optimizers.items()}
+        self.exploration = RepeatedNoise(noise_envs, spec.act_dim, noise_zeta_mu,
+                                         noise_zeta_max)
+
+    def update_phase(self) -> bool:
+        """Whether the next update steps the actor and the temperature."""
+        return self.updates % self.policy_delay == 0
+
+    def set_learning_rates(self) -> None:
+        """``lr * f(k)`` for every optimizer, ``k`` its own steps so far (module docstring)."""
+        critic_steps = self.updates
+        actor_steps = -(-self.updates // self.policy_delay)  # updates 0, d, 2d, ... step it
+        for name, opt in self.optimizers.items():
+            k = critic_steps if name == "critic" else actor_steps
+            factor = warmup_cosine(k, self.lr_init_fraction, self.lr_end_fraction,
+                                   self.lr_warmup_updates, self.lr_decay_updates)
+            for group in opt.param_groups:
+                group["lr"] = self.initial_lrs[name] * factor
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """``tanh(mean)`` (evaluation), or ``tanh(mean + std * noise)`` with the repeated noise
+        (training); the actor reads its running statistics."""
+        if deterministic:
+            return self.actor.mode(obs)
+        mean, log_std = self.actor(obs)
+        return torch.tanh(mean + self.exploration.draw(mean) * log_std.exp())
+
+    def joint_actor_loss(
+        self, batch: Batch, alpha: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J_pi`` on the ``s`` half of a joint ``(s, s')`` actor pass; (loss, log_prob [B])."""
+        size = batch.obs.shape[0]
+        with batch_statistics(self.actor):
+            action, log_prob = self.actor.sample(torch.cat([batch.obs, batch.next_obs]))
+        action, log_prob = action[:size], self.tuner.to_units(log_prob[:size])
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(batch.obs, action))
+        return (alpha * log_prob - q_pi).mean(), log_prob
+
+    def joint_critic_terms(
+        self, batch: Batch, alpha: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """The cross-entropy loss (mean over members and batch), the mean Q and the critic's
+        statistics, for one seed (module docstring, step 3)."""
+        size = batch.obs.shape[0]
+        with torch.no_grad():
+            next_action, next_log_prob = self.actor.sample(batch.next_obs)
+            next_log_prob = self.tuner.to_units(next_log_prob)
+        obs = torch.cat([batch.obs, batch.next_obs])
+        action = torch.cat([batch.action, next_action])
+        with torch.no_grad(), batch_statistics(self.target_critic):
+            both = self.target_critic.next_value(obs, action)
+            next_value = DiscreteReturn(both.atoms[..., size:], both.probs[..., size:])
+            target = batch.reward + batch.discount * (next_value - alpha * next_log_prob)
+            projected = self.critic.target_probs(target)  # [B, N]
+        with batch_statistics(self.critic):
+            log_probs = self.critic.log_probs(obs, action)[:, :size]  # [E, B, N]
+        loss = -(projected * log_probs).sum(-1).mean()
+        q = self.critic.moments(log_probs.detach())[0]
+        return loss, q.mean(), self.critic.stats()
+
+    def update(self, batch: Batch) -> dict[str, torch.Tensor]:
+        self.set_learning_rates()
+        metrics: dict[str, torch.Tensor] = {}
+        if self.update_phase():
+            alpha = self.alpha
+            actor_loss, log_prob = self.per_seed(self.joint_actor_loss, batch, alpha)
+            self.step(self.actor_optimizer, actor_loss)
+            alpha_loss = self.per_seed(self.tuner.loss, log_prob)
+            if self.tuner.optimizer is not None:
+                self.step(self.tuner.optimizer, alpha_loss)
+            metrics.update({
+                "loss/actor": actor_loss.detach(),
+                "loss/alpha": alpha_loss.detach(),
+                "stats/alpha": self.seed_mean(alpha),
+                "stats/entropy": -self.seed_mean(log_prob.detach()),
+            })
+        critic_loss, q_mean, critic_stats = self.per_seed(self.joint_critic_terms, batch,
+                                                          self.alpha)
+        self.step(self.critic_optimizer, critic_loss)
+        self.updates += 1
+        self.update_targets()
+        return {"loss/critic": critic_loss.detach(), "stats/q_mean": q_mean, **critic_stats,
+                **metrics}
+
+    def update_targets(self) -> None:
+        polyak_update(self.target_critic, self.critic, self.tau, buffers=False)

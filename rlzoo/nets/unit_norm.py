@@ -1,0 +1,225 @@
+"""FlashSAC's norm-bounded residual network (official PyTorch code github Holiday-Robot/FlashSAC
+at commit 87edc90, ``flash_rl/agents/flashSAC/layer.py`` and ``network.py``).
+
+Every weight matrix has no bias and unit-norm rows into each output unit (``UnitLinear``, here
+``HyperLinear``); every normalization layer's gain (and bias) is kept at norm ``sqrt(d)``; the
+features are batch-normalized inside each residual block:
+
+* embedder: ``h_0 = W_e BN(x)`` (the input's batch norm does the work of an observation
+  normalizer);
+* block (``num_blocks`` of them): ``h <- h + relu(BN_2(W_2 relu(BN_1(W_1 h))))`` (``W_1``: h ->
+  ``expansion`` h);
+* ``RMSNorm(h)``, then one head ``y = W_o h + b`` (an actor's mean and log std are its two
+  halves, each row with its own unit norm, as the reference's two ``UnitLinear``\\ s; a
+  categorical critic's logits).
+
+``project_parameters()`` (called by the algorithm after every optimizer step): weight rows to
+unit norm; each batch norm's ``(gain, bias)`` jointly to norm ``sqrt(d)``; each RMS norm's gain
+to norm ``sqrt(d)`` (the reference's ``normalize_parameters``). It acts on the last axes, so per
+member and per seed of a seed group.
+
+**Batch statistics.** A batch norm normalizes with the running statistics (mean 0 and variance 1
+at the start) unless it is inside :func:`batch_statistics`: there it normalizes with the batch's
+own mean and (biased) variance over ``B`` and moves its running statistics towards them,
+``m <- m + momentum (batch - m)`` (the variance unbiased, ``B / (B - 1)``). Acting, evaluation,
+``Policy`` and the exported graph read the running statistics; only an algorithm that asks
+(``algo=flashsac``: its actor and critic steps) uses and updates batch statistics. With another
+algorithm the statistics never move and the batch norms are fixed affine maps.
+
+Members are independent networks evaluated as one batched matmul: ``[E, B, in]`` (or a shared
+``[B, in]``) -> ``[E, B, out]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rlzoo.nets.hyperspherical import HyperLinear
+
+NORM_EPS = 1e-8  # the reference's floor inside rsqrt when it rescales a gain to norm sqrt(d)
+
+
+def _rescale_to_sqrt_dim(*tensors: torch.Tensor) -> None:
+    """Scale ``tensors`` (same shape, ``[..., d]``) jointly so that their entries over the last
+    axis have squared norm ``d``: ``t <- t sqrt(d) / sqrt(sum_t ||t||^2 + 1e-8)``."""
+    dim = tensors[0].shape[-1]
+    squares = sum((t * t).sum(-1, keepdim=True) for t in tensors)
+    factor = math.sqrt(dim) * torch.rsqrt(squares + NORM_EPS)
+    for t in tensors:
+        t.copy_(t * factor)
+
+
+class UnitBatchNorm(nn.Module):
+    """Per-member batch norm with an affine map whose ``(gain, bias)`` has norm ``sqrt(d)``.
+
+    Parameters ``weight``, ``bias`` ``[E, 1, d]`` (1 and 0 at the start); buffers
+    ``running_mean`` ``[E, 1, d]`` (0), ``running_var`` ``[E, 1, d]`` (1). See the module
+    docstring for when the batch's statistics are used.
+
+    Args:
+        members: E.
+        dim: d, features.
+        momentum: rate of the running statistics (the reference: 0.01).
+        eps: added to the variance under the square root (1e-5).
+    """
+
+    def __init__(self, members: int, dim: int, momentum: float, eps: float) -> None:
+        super().__init__()
+        if not 0.0 < momentum <= 1.0:
+            raise ValueError(f"network batch_norm_momentum must be in (0, 1], got {momentum}")
+        if not eps > 0.0:
+            raise ValueError(f"network batch_norm_eps must be > 0, got {eps}")
+        self.momentum, self.eps = float(momentum), float(eps)
+        self.batch_stats = False  # set by batch_statistics()
+        self.weight = nn.Parameter(torch.ones(members, 1, dim))
+        self.bias = nn.Parameter(torch.zeros(members, 1, dim))
+        self.register_buffer("running_mean", torch.zeros(members, 1, dim))
+        self.register_buffer("running_var", torch.ones(members, 1, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [E, B, d]`` -> normalized ``[E, B, d]``."""
+        if self.batch_stats:
+            batch = x.shape[1]
+            if batch < 2:
+                raise ValueError("batch statistics need a batch of at least 2 samples")
+            mean = x.mean(dim=1, keepdim=True)
+            var = x.var(dim=1, correction=0, keepdim=True)
+            with torch.no_grad():
+                m = self.momentum
+                self.running_mean.copy_(self.running_mean + m * (mean - self.running_mean))
+                unbiased = var * (batch / (batch - 1))
+                self.running_var.copy_(self.running_var + m * (unbiased - self.running_var))
+            x = (x - mean) * torch.rsqrt(var + self.eps)
+        else:
+            x = (x - self.running_mean) * torch.rsqrt(self.running_var + self.eps)
+        return x * self.weight + self.bias
+
+    @torch.no_grad()
+    def project_parameters(self) -> None:
+        """``(gain, bias) <- (gain, bias) sqrt(d) / ||(gain, bias)||`` per member."""
+        _rescale_to_sqrt_dim(self.weight, self.bias)
+
+
+class UnitRMSNorm(nn.Module):
+    """Per-member RMS norm ``x / sqrt(mean(x^2) + eps) * g`` with ``||g|| = sqrt(d)``
+    (``g [E, 1, d]``, 1 at the start)."""
+
+    def __init__(self, members: int, dim: int, eps: float) -> None:
+        super().__init__()
+        if not eps > 0.0:
+            raise ValueError(f"network rms_norm_eps must be > 0, got {eps}")
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(members, 1, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    @torch.no_grad()
+    def project_parameters(self) -> None:
+        """``g <- g sqrt(d) / ||g||`` per member."""
+        _rescale_to_sqrt_dim(self.weight)
+
+
+class UnitNormBlock(nn.Module):
+    """``h + relu(BN_2(W_2 relu(BN_1(W_1 h))))`` on ``[E, B, hidden]``."""
+
+    def __init__(self, members: int, hidden_dim: int, expansion: int, momentum: float,
+                 eps: float) -> None:
+        super().__init__()
+        wide = hidden_dim * expansion
+        self.up = HyperLinear(members, hidden_dim, wide)
+        self.up_norm = UnitBatchNorm(members, wide, momentum, eps)
+        self.down = HyperLinear(members, wide, hidden_dim)
+        self.down_norm = UnitBatchNorm(members, hidden_dim, momentum, eps)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.up_norm(self.up(h)))
+        return h + F.relu(self.down_norm(self.down(x)))
+
+
+class UnitNormMLP(nn.Module):
+    """FlashSAC's network (module docstring) as E members: ``[E, B, in]`` -> ``[E, B, out]``.
+
+    Args:
+        members: E (twin critic members, ...).
+        in_features: input size.
+        out_features: output size.
+        heads: predictions in the output (accepted for the network contract: each output unit
+            already has its own unit-norm row, so 2 heads equal the reference's two layers).
+        hidden_dim: width h (reference: actor 128, critic 256).
+        num_blocks: residual blocks (reference: 2 for both).
+        expansion: width factor of a block's inner layer (4).
+        batch_norm_momentum: rate of the batch norms' running statistics (0.01).
+        batch_norm_eps: batch norm's epsilon (1e-5).
+        rms_norm_eps: the final RMS norm's epsilon (1e-6).
+    """
+
+    def __init__(
+        self,
+        members: int,
+        in_features: int,
+        out_features: int,
+        heads: int = 1,
+        hidden_dim: int = 256,
+        num_blocks: int = 2,
+        expansion: int = 4,
+        batch_norm_momentum: float = 0.01,
+        batch_norm_eps: float = 1e-5,
+        rms_norm_eps: float = 1e-6,
+    ) -> None:
+        super().__init__()
+        if hidden_dim < 1 or num_blocks < 0 or expansion < 1:
+            raise ValueError(
+                f"network needs hidden_dim >= 1, num_blocks >= 0 and expansion >= 1, got "
+                f"{hidden_dim}, {num_blocks}, {expansion}"
+            )
+        if heads < 1 or out_features % heads:
+            raise ValueError(f"network output {out_features} cannot be split into {heads} heads")
+        self.members, self.in_features, self.out_features = members, in_features, out_features
+        self.input_norm = UnitBatchNorm(members, in_features, batch_norm_momentum,
+                                        batch_norm_eps)
+        self.embedder = HyperLinear(members, in_features, hidden_dim)
+        self.blocks = nn.Sequential(*[
+            UnitNormBlock(members, hidden_dim, expansion, batch_norm_momentum, batch_norm_eps)
+            for _ in range(num_blocks)
+        ])
+        self.post_norm = UnitRMSNorm(members, hidden_dim, rms_norm_eps)
+        self.head = HyperLinear(members, hidden_dim, out_features)
+        self.head_bias = nn.Parameter(torch.zeros(members, 1, out_features))
+        self._bounded = [m for m in self.modules()
+                         if isinstance(m, (HyperLinear, UnitBatchNorm, UnitRMSNorm))]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: ``[E, B, in]`` or ``[B, in]`` (shared by all members) -> ``[E, B, out]``."""
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(self.members, -1, -1)
+        h = self.blocks(self.embedder(self.input_norm(x)))
+        return self.head(self.post_norm(h)) + self.head_bias
+
+    @torch.no_grad()
+    def project_parameters(self) -> None:
+        """Weight rows to unit norm, norm gains (and biases) to norm ``sqrt(d)``."""
+        for module in self._bounded:
+            module.project_parameters()
+
+
+@contextlib.contextmanager
+def batch_statistics(*modules: nn.Module) -> Iterator[None]:
+    """Within the block every ``UnitBatchNorm`` inside ``modules`` normalizes with its batch's
+    statistics and updates its running ones (the reference's ``training=True``); outside, they
+    use the running statistics. A no-op for modules without batch norms."""
+    layers = [m for module in modules for m in module.modules()
+              if isinstance(m, UnitBatchNorm) and not m.batch_stats]
+    for m in layers:
+        m.batch_stats = True
+    try:
+        yield
+    finally:
+        for m in layers:
+            m.batch_stats = False
