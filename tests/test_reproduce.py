@@ -458,8 +458,8 @@ def test_peer_settings_match_rlzoo_config() -> None:
 def test_suites_are_as_the_issue_lists() -> None:
     suites = SUITES
     mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
-    rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "stac",
-            "sac-categorical", "sb3_sac", "sb3_td3"}
+    rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "flashsac",
+            "stac", "sac-categorical", "sb3_sac", "sb3_td3"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
     walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3")}

@@ -37,6 +37,12 @@ MUJOCO_ROWS = (
              "observation and reward normalization, 5,000 random steps) at one update per env "
              "step: the setting of the reference's UTD-1 curve; its headline baseline makes 2 "
              "updates per step"),
+    Row("flashsac", ("algo=flashsac",), against=("sac",),
+        note="FlashSAC with the reference's gym-MuJoCo defaults (conf/algo/flashsac.yaml: "
+             "scripts/run_mujoco.sh's CPU-simulator settings, batch 512, 10,000 random steps, "
+             "norm-bounded batch-normalized 128x2-block actor and 256x2-block twin categorical "
+             "critic, reward scaling, actor every 2nd update, repeated exploration noise) at one "
+             "update per env step"),
     Row("stac", ("algo=stac",), against=("sac",),
         note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
              "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
@@ -136,9 +142,10 @@ SUITES: dict[str, Suite] = {
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference; the hours went to the rows that have one, to "
-                "the peer and to the action-sequence critic with its control; `simbav2` costs "
-                "about 30x SAC per update on this CPU (docs/performance.md), about a day per "
-                "5-seed cell: its cells belong to the `gpu` suite; the `stac` and "
+                "the peer and to the action-sequence critic with its control; `simbav2` and "
+                "`flashsac` each cost about 30x SAC per update on this CPU "
+                "(docs/performance.md), about a day per 5-seed cell: their cells belong to the "
+                "`gpu` suite; the `stac` and "
                 "`sac-categorical` rows were added later (issue 24) and have not been run",
     ),
     "marl": Suite(
