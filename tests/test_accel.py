@@ -19,6 +19,7 @@ from rlzoo.optim import Adam, adam
 from rlzoo.run.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
 from rlzoo.tuners.entropy import AutoAlpha
 from tests.conftest import assert_user_error, run_cli
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
 needs_cxx = pytest.mark.skipif(
@@ -32,9 +33,10 @@ def make_sac(device: str = "cpu") -> SAC:
     with torch.device(device):
         return SAC(
             SPEC,
-            actor=lambda o, a: TanhGaussianActor(o, a, hidden=(32, 32)),
-            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
-            tuner=lambda a: AutoAlpha(a),
+            actor=lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=(32, 32))),
+            critic=lambda o, a: TwinCritic(o, a, **critic_args("twin", hidden=(32, 32))),
+            tuner=lambda a: AutoAlpha(a, **tuner_args("auto")),
+            **algo_args("sac"),
         ).to(device)
 
 
@@ -43,9 +45,9 @@ def make_td3(device: str = "cpu", policy_noise: float = 0.2) -> TD3:
     with torch.device(device):
         return TD3(
             SPEC,
-            actor=lambda o, a: DeterministicActor(o, a, hidden=(32, 32)),
-            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
-            policy_noise=policy_noise,
+            actor=lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=(32, 32))),
+            critic=lambda o, a: TwinCritic(o, a, **critic_args("twin", hidden=(32, 32))),
+            **algo_args("td3", policy_noise=policy_noise),
         ).to(device)
 
 
@@ -127,8 +129,9 @@ def test_compile_reaches_networks_inside_containers() -> None:
     from rlzoo.nets.centralized import AgentCritics
 
     spec = EnvSpec(obs_dim=4, act_dim=2, n_agents=2, state_dim=8, act_dims=(2, 2))
-    algo = MADDPG(spec, actor=partial(DeterministicActor, hidden=(8,)),
-                  critic=partial(AgentCritics, hidden=(8,)))
+    algo = MADDPG(spec, actor=partial(DeterministicActor, **actor_args("td3", hidden=(8,))),
+                  critic=partial(AgentCritics,
+                                 **critic_args("agents", hidden=(8,))), **algo_args("maddpg"))
     compile_networks(algo)
     compiled = {name for name, m in algo.named_modules()
                 if getattr(m, "_compiled_call_impl", None) is not None}

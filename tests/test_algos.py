@@ -12,25 +12,31 @@ from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DeterministicActor, EnsembleCritic, TanhGaussianActor, TwinCritic
 from rlzoo.tuners import AutoAlpha, FixedAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
 
 
 def make_sac(**kwargs) -> SAC:
     parts = {
-        "actor": partial(TanhGaussianActor, hidden=[32, 32]),
-        "critic": partial(TwinCritic, hidden=[32, 32]),
-        "tuner": partial(AutoAlpha, init_alpha=1.0, lr=1e-3),
+        "actor": partial(TanhGaussianActor, **actor_args("sac", hidden=[32, 32])),
+        "critic": partial(TwinCritic, **critic_args("twin", hidden=[32, 32])),
+        "tuner": partial(AutoAlpha, **tuner_args("auto", init_alpha=1.0, lr=1e-3)),
     }
-    return SAC(SPEC, **{**parts, **kwargs})
+    return SAC(SPEC, **algo_args("sac", **{**parts, **kwargs}))
 
 
 def make_td3(**kwargs) -> TD3:
     return TD3(
         SPEC,
-        actor=partial(DeterministicActor, hidden=[32, 32]),
-        critic=partial(TwinCritic, hidden=[32, 32], actor_reduce="first"),
-        **kwargs,
+        **algo_args(
+            "td3",
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=[32, 32])),
+            critic=partial(
+                TwinCritic, **critic_args("twin", hidden=[32, 32], actor_reduce="first")
+            ),
+            **kwargs,
+        ),
     )
 
 
@@ -101,7 +107,7 @@ def test_sac_target_by_hand_with_terminal() -> None:
 
 
 def test_sac_target_uses_min_of_targets_and_entropy() -> None:
-    algo = make_sac(tuner=partial(FixedAlpha, alpha=0.5))
+    algo = make_sac(tuner=partial(FixedAlpha, **tuner_args("fixed", alpha=0.5)))
     batch = make_batch()
     torch.manual_seed(5)
     loss, q = algo.critic_loss(batch, algo.alpha)
@@ -175,8 +181,9 @@ def test_unsupported_critic_is_refused_in_one_line() -> None:
         supported_critics = (TwinCritic,)
 
     with pytest.raises(ValueError, match="cannot train a OtherCritic; it supports: TwinCritic"):
-        PickySAC(SPEC, actor=partial(TanhGaussianActor, hidden=[8]),
-                 critic=partial(OtherCritic, hidden=[8]), tuner=partial(FixedAlpha))
+        PickySAC(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+                 critic=partial(OtherCritic, hidden=[8]), tuner=partial(FixedAlpha,
+                                                                        **tuner_args("fixed")))
 
 
 def test_bad_hyperparameters_are_refused() -> None:

@@ -21,6 +21,7 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets import TanhGaussianActor
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
+from tests.from_yaml import actor_args, tuner_args
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "extending.md"
@@ -191,8 +192,9 @@ def test_truncated_next_value() -> None:
 def make_crossq() -> CrossQ:
     torch.manual_seed(0)
     return CrossQ(
-        EnvSpec(obs_dim=3, act_dim=2), partial(TanhGaussianActor, hidden=[16, 16]),
-        partial(BatchNormCritic, hidden=[16, 16]), partial(AutoAlpha),
+        EnvSpec(obs_dim=3, act_dim=2), partial(TanhGaussianActor,
+                                               **actor_args("sac", hidden=[16, 16])),
+        partial(BatchNormCritic, hidden=[16, 16]), partial(AutoAlpha, **tuner_args("auto")),
         policy_delay=1,
     )
 

@@ -49,6 +49,7 @@ from rlzoo.policy import load_policy
 from rlzoo.run.checkpoint import load_checkpoint
 from rlzoo.run.normalize import check_observations, fold_collected
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 ON = ["normalize.obs=true", "normalize.reward=true"]
 
@@ -194,8 +195,13 @@ def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> No
 
 
 def tiny_sac() -> SAC:
-    return SAC(EnvSpec(obs_dim=3, act_dim=2), actor=partial(TanhGaussianActor, hidden=[16]),
-               critic=partial(TwinCritic, hidden=[16]), tuner=partial(AutoAlpha, lr=1e-3))
+    return SAC(
+        EnvSpec(obs_dim=3, act_dim=2),
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
+        critic=partial(TwinCritic, **critic_args("twin", hidden=[16])),
+        tuner=partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
+        **algo_args("sac"),
+    )
 
 
 def group_of_two() -> SAC:
