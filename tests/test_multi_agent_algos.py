@@ -265,7 +265,9 @@ def test_wrong_critics_actors_and_specs_are_refused_in_one_line() -> None:
         HASAC(
             SPEC,
             actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
-            critic=lambda o, a: AgentCritics(o, a, **critic_args("agents", hidden=HIDDEN), n_agents=3),
+            critic=lambda o, a: AgentCritics(
+                o, a, **critic_args("agents", hidden=HIDDEN), n_agents=3
+            ),
             tuner=partial(AutoAlpha, **tuner_args("auto")),
             **algo_args("hasac"),
         )
