@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.run.settings import TRAINER_KEYS
 
 __all__ = [
-    "actor", "actor_args", "algo_args", "composed", "critic", "critic_args", "network",
+    "actor", "actor_args", "algo_args", "composed", "critic", "critic_args", "critic_of", "network",
     "network_args", "tuner", "tuner_args",
 ]
 
@@ -116,3 +116,17 @@ def network(part: str = "critic", **changes: Any) -> functools.partial:
 def _network_node(part: str) -> DictConfig:
     cfg = _compose("net/simbav2", ())
     return cfg.critic.network if part == "critic" else cfg.algo.actor.network
+
+
+CRITIC_FILES = {"TwinCritic": "twin", "EnsembleCritic": "ensemble", "AgentCritics": "agents",
+                "DistributionalCritic": "distributional", "CategoricalCritic": "categorical",
+                "GaussianCritic": "gaussian", "ActionSequenceCritic": "action_sequence"}
+
+
+def critic_of(kind: Any, **changes: Any) -> functools.partial:
+    """``kind`` (a critic class, a subclass, or a ``partial`` of one) with the keys of its
+    ``conf/critic`` file, the partial's own keywords and ``changes`` on top."""
+    given = dict(kind.keywords) if isinstance(kind, functools.partial) else {}
+    cls = kind.func if isinstance(kind, functools.partial) else kind
+    name = next(CRITIC_FILES[c.__name__] for c in cls.__mro__ if c.__name__ in CRITIC_FILES)
+    return functools.partial(cls, **critic_args(name, **{**given, **changes}))

@@ -201,6 +201,7 @@ def test_unsupported_critic_is_refused_in_one_line() -> None:
             actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
             critic=partial(OtherCritic, **critic_args("ensemble", hidden=[8])),
             tuner=partial(FixedAlpha, **tuner_args("fixed")),
+            **algo_args("sac"),
         )
 
 

@@ -152,4 +152,4 @@ def test_sac_and_td3_update_with_it_and_the_support_is_not_saved() -> None:
 ])
 def test_impossible_supports_are_refused(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
-        CategoricalCritic(3, 2, **kwargs)
+        CategoricalCritic(3, 2, **critic_args("categorical", **kwargs))

@@ -4,6 +4,7 @@ against numbers computed by hand (plain Python math) from the formulas of the of
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -19,7 +20,7 @@ from rlzoo.nets import (
 )
 from rlzoo.nets.target import make_target, polyak_update
 from rlzoo.tuners import AutoAlpha
-from tests.from_yaml import actor_args, algo_args, critic_args
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 # ----------------------------------------------------------------------------- ensemble
 
@@ -63,10 +64,13 @@ def test_ensemble_actor_sees_the_mean_of_all_members() -> None:
     torch.testing.assert_close(critic.actor_value(q), q.mean(dim=0))
     # ... and through SAC's actor loss: alpha log pi - mean_i Q_i(s, a~).
     spec = EnvSpec(obs_dim=3, act_dim=1)
-    sac = SAC(spec, lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])), lambda o,
-              a: EnsembleCritic(o, a,
-                                **critic_args("ensemble", n=10, subset=2,
-                                              hidden=[8])), AutoAlpha, **algo_args("sac"))
+    sac = SAC(
+        spec,
+        lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])),
+        lambda o, a: EnsembleCritic(o, a, **critic_args("ensemble", n=10, subset=2, hidden=[8])),
+        partial(AutoAlpha, **tuner_args("auto")),
+        **algo_args("sac"),
+    )
     obs = torch.randn(6, 3)
     torch.manual_seed(3)
     loss, log_prob = sac.actor_loss(obs, torch.tensor(0.5))
@@ -105,7 +109,7 @@ def test_chunk_actors_and_entropy_target_scale_with_the_horizon() -> None:
                                                **critic_args("action_sequence", horizon=4,
                                                              hidden=[8]))  # noqa: E731
     sac = SAC(spec, lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])), critic,
-              AutoAlpha, **algo_args("sac"))
+              partial(AutoAlpha, **tuner_args("auto")), **algo_args("sac"))
     assert sac.action_horizon == 4 and sac.act(torch.randn(5, 3)).shape == (5, 8)
     assert sac.tuner.target_entropy == -8.0  # -|A| per executed step, summed over the chunk
     td3 = TD3(spec, lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=[8])), critic,
@@ -277,7 +281,7 @@ def test_redq_schedule_actor_once_per_policy_delay_targets_every_update() -> Non
         spec,
         lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])),
         lambda o, a: EnsembleCritic(o, a, **critic_args("ensemble", n=4, subset=2, hidden=[8])),
-        AutoAlpha,
+        partial(AutoAlpha, **tuner_args("auto")),
         **algo_args("sac", policy_delay=3, target_delay=1),
     )
     batch = Batch(obs=torch.randn(8, 3), action=torch.rand(8, 1), reward=torch.randn(8),

@@ -31,7 +31,8 @@ def make_sac(spec: EnvSpec, units: str, tuner: type = AutoAlpha) -> SAC:
         spec,
         actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
         critic=partial(TwinCritic, **critic_args("twin", hidden=[16])),
-        tuner=partial(tuner, entropy_units=units),
+        tuner=partial(tuner, **tuner_args("auto" if tuner is AutoAlpha else "fixed",
+                                         entropy_units=units)),
         **algo_args("sac"),
     )
 

@@ -111,6 +111,32 @@ def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", python_blocks()[index]], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (python_blocks()[index][:300], proc.stderr[-3000:])
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(BLOCK_PRINTS[index]), proc.stdout
+    for line, pattern in zip(lines, BLOCK_PRINTS[index]):
+        assert re.fullmatch(pattern, line), (pattern, line)
+
+
+# What each complete program of docs/extending.md prints, line by line (regexes), in order:
+# the contract check; the four critic bases' signatures (sizes first, the YAML's keys after,
+# only dropout and network with a default); a SAC subclass built from the composed YAML (its
+# ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its update's metrics;
+# the import trap (the folder, not the package: no rlzoo.train).
+SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float' = 0\.0, "
+             r"network: [^=]* = None(, n_agents: 'int' = 1)?\) -> 'None'")
+BLOCK_PRINTS = [
+    [r"contract holds"],
+    [rf"{name} {SIGNATURE}" for name in
+     ("EnsembleCritic", "TwinCritic", "ActionSequenceCritic", "DistributionalCritic")],
+    [r"EnsembleCritic 4 0\.001",
+     r"\['loss/actor', 'loss/alpha', 'loss/critic', 'stats/alpha', 'stats/entropy', "
+     r"'stats/q_mean'.*\]"],
+    [r".* False"],
+]
+
+
+def test_every_program_has_its_prints() -> None:
+    assert len(BLOCK_PRINTS) == len(python_blocks())
 
 
 def test_a_bare_rlzoo_folder_is_named_in_one_warning(monkeypatch: pytest.MonkeyPatch,

@@ -26,7 +26,7 @@ from rlzoo.nets import (
 from rlzoo.nets.centralized import AgentActors, AgentCritics, action_mask, joint_action
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import AutoAlpha, FixedAlpha
-from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
+from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))
 # Heterogeneous agents, like simple_speaker_listener: action sizes 3 and 5, padded to 5.
@@ -41,7 +41,7 @@ def make_maddpg(spec: EnvSpec = SPEC, critic=AgentCritics, **kwargs) -> MADDPG:
         **algo_args(
             "maddpg",
             actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
-            critic=partial(critic, hidden=HIDDEN),
+            critic=critic_of(critic, hidden=HIDDEN),
             **kwargs,
         ),
     )
@@ -54,8 +54,8 @@ def make_hasac(spec: EnvSpec = SPEC, actor: dict | None = None, tuner=None, crit
         spec,
         **algo_args(
             "hasac",
-            actor=partial(TanhGaussianActor, hidden=HIDDEN, **(actor or {})),
-            critic=partial(critic, hidden=HIDDEN),
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN, **(actor or {}))),
+            critic=critic_of(critic, hidden=HIDDEN),
             tuner=tuner or partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
             **kwargs,
         ),
@@ -67,7 +67,7 @@ def make_coma(spec: EnvSpec = SPEC, actor: dict | None = None, **kwargs) -> COMA
         spec,
         **algo_args(
             "coma",
-            actor=partial(TanhGaussianActor, hidden=HIDDEN, **(actor or {})),
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN, **(actor or {}))),
             critic=partial(
                 EnsembleCritic,
                 **critic_args("ensemble", n=1, subset=1, actor_reduce="first", hidden=HIDDEN),

@@ -173,7 +173,7 @@ def batch_of(b: int = 4, seed: int = 1) -> Batch:
 
 @pytest.mark.parametrize("cls", [Probe, ProbeChild])
 def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> None:
-    algo = fitted(cls(EnvSpec(obs_dim=3, act_dim=2)))
+    algo = fitted(cls(EnvSpec(obs_dim=3, act_dim=2), 0.99, 1))
     norm, scaler = algo.obs_normalizer, algo.reward_scaler
     assert norm is not None and scaler is not None
     raw = batch_of()
@@ -187,7 +187,7 @@ def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> No
     torch.testing.assert_close(algo.seen.reward, scaler(raw.reward), rtol=0, atol=0)
     assert torch.equal(algo.seen.action, raw.action)
     torch.testing.assert_close(algo.acted, norm(raw.obs), rtol=0, atol=0)  # not twice
-    plain = cls(EnvSpec(obs_dim=3, act_dim=2))  # no normalizers: inputs pass untouched
+    plain = cls(EnvSpec(obs_dim=3, act_dim=2), 0.99, 1)  # no normalizers: inputs pass untouched
     assert torch.equal(plain.act(raw.obs), raw.obs)
 
 
