@@ -66,31 +66,47 @@ def _partial(node: DictConfig, changes: dict[str, Any], drop: tuple[str, ...] = 
     return functools.partial(get_class(node._target_), **{**_kwargs(node, drop), **changes})
 
 
+EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
+EXAMPLE_ALGOS, EXAMPLE_CRITICS = ("crossq", "ppo", "sac_quick"), ("batchnorm", "tqc")
+
+
+def _algo(algo: str) -> DictConfig:
+    extra = (EXAMPLES,) if algo in EXAMPLE_ALGOS else ()
+    return _compose("config", (*extra, f"algo={algo}")).algo
+
+
+def _critic(name: str) -> DictConfig:
+    if name in EXAMPLE_CRITICS:
+        return _compose("config", (EXAMPLES, f"critic={name}")).critic
+    return _compose(f"critic/{name}", ()).critic
+
+
 def algo_args(algo: str = "sac", **changes: Any) -> dict[str, Any]:
     """The hyperparameters ``conf/algo/<algo>.yaml`` gives its algorithm's constructor (not its
-    name, loop keys or actor), with ``changes``."""
-    node = _compose("config", (f"algo={algo}",)).algo
+    name, loop keys or actor), with ``changes``; the examples' algorithms (``examples/conf``)
+    too."""
+    node = _algo(algo)
     return {**_kwargs(node, ("name", "actor", *TRAINER_KEYS)), **changes}
 
 
 def actor_args(algo: str = "sac", **changes: Any) -> dict[str, Any]:
     """The keys of ``conf/algo/<algo>.yaml``'s ``algo.actor`` node, with ``changes``."""
-    return {**_kwargs(_compose("config", (f"algo={algo}",)).algo.actor), **changes}
+    return {**_kwargs(_algo(algo).actor), **changes}
 
 
 def actor(algo: str = "sac", **changes: Any) -> functools.partial:
     """``partial(<the actor class>, **actor_args(algo, **changes))``."""
-    return _partial(_compose("config", (f"algo={algo}",)).algo.actor, changes)
+    return _partial(_algo(algo).actor, changes)
 
 
 def critic_args(name: str = "twin", **changes: Any) -> dict[str, Any]:
     """The keys of ``conf/critic/<name>.yaml`` alone (no algorithm file's changes)."""
-    return {**_kwargs(_compose(f"critic/{name}", ()).critic), **changes}
+    return {**_kwargs(_critic(name)), **changes}
 
 
 def critic(name: str = "twin", **changes: Any) -> functools.partial:
     """``partial(<conf/critic/<name>.yaml's class>, **critic_args(name, **changes))``."""
-    return _partial(_compose(f"critic/{name}", ()).critic, changes)
+    return _partial(_critic(name), changes)
 
 
 def tuner_args(name: str = "auto", **changes: Any) -> dict[str, Any]:

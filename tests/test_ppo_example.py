@@ -18,7 +18,7 @@ from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.rollout import Rollout
 from rlzoo.nets import DistributionalCritic, EnsembleCritic, TanhGaussianActor
 from tests.conftest import read_summary, run_cli
-from tests.from_yaml import actor_args, critic_args
+from tests.from_yaml import actor_args, algo_args, critic_args
 
 SEARCHPATH = "hydra.searchpath=[pkg://examples.conf]"
 SPEC = EnvSpec(obs_dim=3, act_dim=2)
@@ -34,7 +34,7 @@ def make_ppo(seed: int = 0, **kwargs: float) -> PPO:
         critic=partial(EnsembleCritic,
                        **critic_args("ensemble", n=1, subset=1, actor_reduce="first",
                                      hidden=[16, 16], activation="tanh")),
-        **{**defaults, **kwargs},
+        **algo_args("ppo", **{**defaults, **kwargs}),
     )
 
 
@@ -215,7 +215,8 @@ def test_invalid_values_and_critic_kind_are_refused() -> None:
         make_ppo(num_minibatches=17).update(synthetic_rollout())
     with pytest.raises(ValueError, match="supports: EnsembleCritic"):
         PPO(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
-            critic=partial(DistributionalCritic, **critic_args("distributional", hidden=[8])))
+            critic=partial(DistributionalCritic, **critic_args("distributional", hidden=[8])),
+            **algo_args("ppo"))
 
 
 # ---------------------------------------------------------------------------- config and CLI

@@ -32,7 +32,7 @@ from rlzoo.nets import (
 )
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import FixedAlpha
-from tests.from_yaml import actor_args, critic_args, tuner_args
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 from tests.test_multi_agent_algos import (
     HETERO,
     SPEC,
@@ -56,7 +56,7 @@ def ppo(**kwargs: Any) -> PPO:
         critic=partial(EnsembleCritic,
                        **critic_args("ensemble", n=2, subset=2, actor_reduce="first",
                                      hidden=[16, 16], activation="tanh")),
-        **{"epochs": 2, "num_minibatches": 4, **kwargs},
+        **algo_args("ppo", **{"epochs": 2, "num_minibatches": 4, **kwargs}),
     )
 
 

@@ -40,15 +40,18 @@ HIDDEN = [32, 32]
 def sac(critic: Callable, cls: type = SAC) -> Algorithm:
     return cls(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
                critic=critic,
-               tuner=partial(AutoAlpha, **tuner_args("auto", lr=1e-3)))
+               tuner=partial(AutoAlpha, **tuner_args("auto")),
+               **algo_args(ALGO_FILES[cls.__name__]))
+
+
+ALGO_FILES = {"SAC": "sac", "DSACT": "dsac_t", "SimbaV2": "simbav2"}
 
 
 def td3(policy_noise: float = 0.2) -> Algorithm:
     return TD3(SPEC, actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
                critic=partial(TwinCritic,
-                              **critic_args("twin", hidden=HIDDEN,
-                                            actor_reduce="first")), **algo_args("td3",
-                                                                                policy_noise=policy_noise))
+                              **critic_args("twin", hidden=HIDDEN, actor_reduce="first")),
+               **algo_args("td3", policy_noise=policy_noise))
 
 
 ALGOS: dict[str, tuple[Callable[[], Algorithm], int]] = {  # (builder, action width of a batch)
