@@ -45,12 +45,12 @@ class BatchNormCritic(TwinCritic):
         self,
         obs_dim: int,
         act_dim: int,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (2048, 2048),
-        activation: str = "relu",
-        momentum: float = 0.01,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        momentum: float,
     ) -> None:
-        super().__init__(obs_dim, act_dim, actor_reduce, hidden, activation)
+        super().__init__(obs_dim, act_dim, actor_reduce, hidden, activation, layer_norm=False)
         sizes = [obs_dim + act_dim, *hidden]
         layers: list[nn.Module] = [nn.BatchNorm1d(sizes[0], momentum=momentum)]
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -67,9 +67,10 @@ class CrossQ(SAC):
     def __init__(
         self, spec: EnvSpec, actor: Callable[..., nn.Module],
         critic: Callable[..., BatchNormCritic], tuner: Callable[..., Tuner],
-        adam_beta1: float = 0.5, **sac_kwargs: Any,
+        adam_beta1: float, **sac_kwargs: Any,
     ) -> None:
-        super().__init__(spec, actor, critic, tuner, **sac_kwargs)
+        # tau and target_delay: SAC's polyak step of a target network CrossQ does not have
+        super().__init__(spec, actor, critic, tuner, tau=1.0, target_delay=None, **sac_kwargs)
         del self.target_critic  # no target network
         for name in ("actor", "critic"):
             for group in self.optimizers[name].param_groups:

@@ -102,12 +102,11 @@ class PPO(Algorithm):
 
     def __init__(
         self, spec: EnvSpec, actor: Callable[..., TanhGaussianActor],
-        critic: Callable[..., Critic], gamma: float = 0.99, gae_lambda: float = 0.95,
-        clip: float = 0.2, epochs: int = 10, num_minibatches: int = 32, lr: float = 3e-4,
-        adam_eps: float = 1e-5, value_coef: float = 0.5, entropy_coef: float = 0.0,
-        max_grad_norm: float = 0.5, policy_init_scale: float = 0.01,
+        critic: Callable[..., Critic], gamma: float, gae_lambda: float, clip: float,
+        epochs: int, num_minibatches: int, lr: float, adam_eps: float, value_coef: float,
+        entropy_coef: float, max_grad_norm: float, policy_init_scale: float,
     ) -> None:
-        super().__init__(spec, gamma)
+        super().__init__(spec, gamma, 1)  # on-policy: no n-step replay
         if not 0.0 <= gae_lambda <= 1.0 or clip <= 0.0:
             raise ValueError(f"algo.gae_lambda must be in [0, 1] and algo.clip > 0, got "
                              f"{gae_lambda}, {clip}")

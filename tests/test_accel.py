@@ -17,8 +17,10 @@ from rlzoo.errors import UserError
 from rlzoo.nets import DeterministicActor, TanhGaussianActor, TwinCritic
 from rlzoo.optim import Adam, adam
 from rlzoo.run.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
-from tests.conftest import assert_user_error, run_cli
+from tests.conftest import assert_user_error, read_summary, run_cli
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
 needs_cxx = pytest.mark.skipif(
@@ -32,9 +34,10 @@ def make_sac(device: str = "cpu") -> SAC:
     with torch.device(device):
         return SAC(
             SPEC,
-            actor=lambda o, a: TanhGaussianActor(o, a, hidden=(32, 32)),
-            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
-            tuner=lambda a: AutoAlpha(a),
+            actor=lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=(32, 32))),
+            critic=lambda o, a: TwinCritic(o, a, **critic_args("twin", hidden=(32, 32))),
+            tuner=lambda a: AutoAlpha(a, **tuner_args("auto")),
+            **algo_args("sac"),
         ).to(device)
 
 
@@ -43,9 +46,9 @@ def make_td3(device: str = "cpu", policy_noise: float = 0.2) -> TD3:
     with torch.device(device):
         return TD3(
             SPEC,
-            actor=lambda o, a: DeterministicActor(o, a, hidden=(32, 32)),
-            critic=lambda o, a: TwinCritic(o, a, hidden=(32, 32)),
-            policy_noise=policy_noise,
+            actor=lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=(32, 32))),
+            critic=lambda o, a: TwinCritic(o, a, **critic_args("twin", hidden=(32, 32))),
+            **algo_args("td3", policy_noise=policy_noise),
         ).to(device)
 
 
@@ -127,8 +130,9 @@ def test_compile_reaches_networks_inside_containers() -> None:
     from rlzoo.nets.centralized import AgentCritics
 
     spec = EnvSpec(obs_dim=4, act_dim=2, n_agents=2, state_dim=8, act_dims=(2, 2))
-    algo = MADDPG(spec, actor=partial(DeterministicActor, hidden=(8,)),
-                  critic=partial(AgentCritics, hidden=(8,)))
+    algo = MADDPG(spec, actor=partial(DeterministicActor, **actor_args("td3", hidden=(8,))),
+                  critic=partial(AgentCritics,
+                                 **critic_args("agents", hidden=(8,))), **algo_args("maddpg"))
     compile_networks(algo)
     compiled = {name for name, m in algo.named_modules()
                 if getattr(m, "_compiled_call_impl", None) is not None}
@@ -136,12 +140,32 @@ def test_compile_reaches_networks_inside_containers() -> None:
 
 
 @needs_cxx
-def test_compile_true_runs_through_the_cli(tmp_path: Path) -> None:
-    proc = run_cli(["algo=td3", "env=Pendulum", "total_steps=300", "algo.learning_starts=200",
-                    "eval.every=0", "eval.episodes=1", "compile=true",
-                    "algo.actor.hidden=[32,32]", "critic.hidden=[32,32]"], tmp_path)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (tmp_path / "summary.json").exists()
+def test_compile_true_runs_through_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """compile=true trains the same run as compile=false: same steps, updates and episodes,
+    and (float rounding of the generated kernels aside) the same weights and evaluation; the
+    compiled path really ran (inductor wrote its kernels)."""
+    args = ["algo=td3", "env=Pendulum", "total_steps=300", "algo.learning_starts=200",
+            "eval.every=0", "eval.episodes=1", "algo.actor.hidden=[32,32]",
+            "critic.hidden=[32,32]", "log.progress=false"]
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    compiled = run_cli([*args, "compile=true"], tmp_path / "compiled")
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    plain = run_cli([*args, "compile=false"], tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    kernels = [p for p in (tmp_path / "inductor").rglob("*") if p.suffix in (".py", ".so")]
+    assert kernels, "compile=true wrote no inductor kernels: the compiled path did not run"
+    ours, theirs = (read_summary(tmp_path / name) for name in ("compiled", "plain"))
+    for key in ("algo", "env", "seed", "total_steps", "updates", "episodes", "buffer_bytes"):
+        assert ours[key] == theirs[key], key
+    assert (ours["total_steps"], ours["updates"]) == (300, 100)  # 1 update per step after 200
+    assert ours["final_eval_return"] == pytest.approx(theirs["final_eval_return"], rel=1e-3)
+    weights = [load_checkpoint(list_checkpoints(tmp_path / name / "checkpoints")[-1])["algo"]
+               ["modules"] for name in ("compiled", "plain")]
+    assert weights[0].keys() == weights[1].keys()  # checkpoints stay interchangeable
+    for key in weights[0]:
+        torch.testing.assert_close(weights[0][key], weights[1][key], rtol=1e-3, atol=1e-4,
+                                   msg=key)
 
 
 # --------------------------------------------------------------------------- CUDA graphs

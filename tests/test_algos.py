@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from functools import partial
 
 import pytest
@@ -12,25 +13,31 @@ from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DeterministicActor, EnsembleCritic, TanhGaussianActor, TwinCritic
 from rlzoo.tuners import AutoAlpha, FixedAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
 
 
 def make_sac(**kwargs) -> SAC:
     parts = {
-        "actor": partial(TanhGaussianActor, hidden=[32, 32]),
-        "critic": partial(TwinCritic, hidden=[32, 32]),
-        "tuner": partial(AutoAlpha, init_alpha=1.0, lr=1e-3),
+        "actor": partial(TanhGaussianActor, **actor_args("sac", hidden=[32, 32])),
+        "critic": partial(TwinCritic, **critic_args("twin", hidden=[32, 32])),
+        "tuner": partial(AutoAlpha, **tuner_args("auto")),
     }
-    return SAC(SPEC, **{**parts, **kwargs})
+    return SAC(SPEC, **algo_args("sac", **{**parts, **kwargs}))
 
 
 def make_td3(**kwargs) -> TD3:
     return TD3(
         SPEC,
-        actor=partial(DeterministicActor, hidden=[32, 32]),
-        critic=partial(TwinCritic, hidden=[32, 32], actor_reduce="first"),
-        **kwargs,
+        **algo_args(
+            "td3",
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=[32, 32])),
+            critic=partial(
+                TwinCritic, **critic_args("twin", hidden=[32, 32], actor_reduce="first")
+            ),
+            **kwargs,
+        ),
     )
 
 
@@ -101,7 +108,7 @@ def test_sac_target_by_hand_with_terminal() -> None:
 
 
 def test_sac_target_uses_min_of_targets_and_entropy() -> None:
-    algo = make_sac(tuner=partial(FixedAlpha, alpha=0.5))
+    algo = make_sac(tuner=partial(FixedAlpha, **tuner_args("fixed", alpha=0.5)))
     batch = make_batch()
     torch.manual_seed(5)
     loss, q = algo.critic_loss(batch, algo.alpha)
@@ -125,13 +132,27 @@ def test_td3_delays_actor_and_target_updates() -> None:
     assert not all(torch.equal(a, b) for a, b in zip(actor_before, algo.actor.parameters()))
 
 
-def test_sac_alpha_moves_toward_target_entropy() -> None:
-    algo = make_sac()
-    alpha0 = algo.alpha.item()
-    for _ in range(20):
-        algo.update(make_batch())
-    assert algo.alpha.item() != alpha0
-    assert algo.tuner.target_entropy == -2.0
+def test_sac_default_target_entropy_is_minus_the_action_size() -> None:
+    assert make_sac().tuner.target_entropy == -2.0  # -|A|
+
+
+# -|A| = -2 lies below the entropy of this fresh policy; +2 lies above the largest entropy an
+# action in [-1, 1]^2 can have (2 log 2 = 1.39, the uniform's), so no policy reaches it.
+@pytest.mark.parametrize(("target_entropy", "direction"), [(-2.0, -1.0), (2.0, 1.0)])
+def test_sac_alpha_moves_toward_target_entropy(target_entropy: float, direction: float) -> None:
+    """Entropy above the target -> alpha decreases at every step; below -> it increases."""
+    algo = make_sac(tuner=partial(AutoAlpha, **tuner_args("auto", target_entropy=target_entropy)))
+    alphas = [algo.alpha.item()]
+    for _ in range(6):
+        metrics = algo.update(make_batch())
+        alphas.append(algo.alpha.item())
+        above = metrics["stats/entropy"].item() > target_entropy
+        assert above == (direction < 0), (metrics["stats/entropy"], target_entropy)
+    steps = torch.tensor(alphas).diff()
+    assert (steps.sign() == direction).all(), alphas
+    # Adam's first steps are about lr each in log alpha (conf/tuner/auto.yaml: lr 1e-3)
+    lr = tuner_args("auto")["lr"]
+    assert math.log(alphas[-1] / alphas[0]) == pytest.approx(6 * lr * direction, rel=0.2)
 
 
 @pytest.mark.parametrize("make", [make_sac, make_td3])
@@ -175,8 +196,13 @@ def test_unsupported_critic_is_refused_in_one_line() -> None:
         supported_critics = (TwinCritic,)
 
     with pytest.raises(ValueError, match="cannot train a OtherCritic; it supports: TwinCritic"):
-        PickySAC(SPEC, actor=partial(TanhGaussianActor, hidden=[8]),
-                 critic=partial(OtherCritic, hidden=[8]), tuner=partial(FixedAlpha))
+        PickySAC(
+            SPEC,
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+            critic=partial(OtherCritic, **critic_args("ensemble", hidden=[8])),
+            tuner=partial(FixedAlpha, **tuner_args("fixed")),
+            **algo_args("sac"),
+        )
 
 
 def test_bad_hyperparameters_are_refused() -> None:

@@ -14,6 +14,7 @@ from rlzoo.buffers import Batch
 from rlzoo.nets import CategoricalCritic, DeterministicActor, DiscreteReturn, TanhGaussianActor
 from rlzoo.nets.categorical import project_onto_support
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=3, act_dim=2)
 
@@ -22,8 +23,9 @@ def critic_with_logits(logits: torch.Tensor, v_min: float = 0.0, v_max: float = 
                        pessimism: float = 0.0) -> CategoricalCritic:
     """A critic whose members output the constant logits ``[E, N]`` for every input."""
     members, atoms = logits.shape
-    critic = CategoricalCritic(1, 1, n=members, v_min=v_min, v_max=v_max, atoms=atoms,
-                               pessimism=pessimism, hidden=[4])
+    critic = CategoricalCritic(1, 1,
+                               **critic_args("categorical", n=members, v_min=v_min, v_max=v_max,
+                                             atoms=atoms, pessimism=pessimism, hidden=[4]))
     with torch.no_grad():
         for p in critic.net.parameters():
             p.zero_()
@@ -101,9 +103,16 @@ def batch(b: int = 8) -> Batch:
 
 
 def sac() -> SAC:
-    return SAC(SPEC, actor=partial(TanhGaussianActor, hidden=[16]),
-               critic=partial(CategoricalCritic, v_min=-10, v_max=10, atoms=11, hidden=[16]),
-               tuner=partial(AutoAlpha, lr=1e-3))
+    return SAC(
+        SPEC,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
+        critic=partial(
+            CategoricalCritic,
+            **critic_args("categorical", v_min=-10, v_max=10, atoms=11, hidden=[16]),
+        ),
+        tuner=partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
+        **algo_args("sac"),
+    )
 
 
 def test_critic_loss_touches_only_the_critic_and_actor_loss_only_the_actor() -> None:
@@ -126,8 +135,10 @@ def test_sac_and_td3_update_with_it_and_the_support_is_not_saved() -> None:
         metrics = algo.update(batch())
     assert torch.isfinite(metrics["loss/critic"]) and metrics["loss/critic"] > 0
     assert not any("support" in k for k in algo.state_dict()["modules"])
-    td3 = TD3(SPEC, actor=partial(DeterministicActor, hidden=[16]),
-              critic=partial(CategoricalCritic, atoms=11, hidden=[16], actor_reduce="first"))
+    td3 = TD3(SPEC, actor=partial(DeterministicActor, **actor_args("td3", hidden=[16])),
+              critic=partial(CategoricalCritic,
+                             **critic_args("categorical", atoms=11, hidden=[16],
+                                           actor_reduce="first")), **algo_args("td3"))
     for _ in range(2):
         metrics = td3.update(batch())
     assert torch.isfinite(metrics["loss/actor"])
@@ -141,4 +152,4 @@ def test_sac_and_td3_update_with_it_and_the_support_is_not_saved() -> None:
 ])
 def test_impossible_supports_are_refused(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
-        CategoricalCritic(3, 2, **kwargs)
+        CategoricalCritic(3, 2, **critic_args("categorical", **kwargs))

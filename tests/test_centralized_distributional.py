@@ -24,6 +24,7 @@ from rlzoo.nets import (
     TanhGaussianActor,
 )
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
 from tests.test_critics import dsac_t_member_loss
 from tests.test_multi_agent_algos import (
     HETERO,
@@ -211,7 +212,7 @@ def test_maddpg_actor_ascends_the_min_of_its_own_critics_values(kind: type) -> N
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_per_agent_critics_take_per_agent_inputs_member_by_member(kind: type) -> None:
-    critic = kind(4, 3, n=2, n_agents=3, hidden=[8])
+    critic = critic_of(kind, n=2, hidden=[8])(4, 3, n_agents=3)
     x, a = torch.randn(3, 5, 4), torch.randn(3, 5, 3)
     values = critic(x, a)
     assert values.shape == (6, 5)
@@ -222,7 +223,7 @@ def test_per_agent_critics_take_per_agent_inputs_member_by_member(kind: type) ->
                                    rtol=1e-4, atol=1e-4)
     assert critic.agent_values(values).shape == (3, 5)
     torch.testing.assert_close(critic.agent_values(values), values.reshape(3, 2, 5).min(1).values)
-    single = kind(4, 3, hidden=[8])
+    single = critic_of(kind, hidden=[8])(4, 3)
     assert single.groups == 1 and single.members == 2
     if kind is DistributionalCritic:
         assert critic.next_value(x[0], a[0]).shape == (2, 3, 5)
@@ -235,15 +236,26 @@ def test_per_agent_critics_take_per_agent_inputs_member_by_member(kind: type) ->
 
 def test_unsupported_pairs_are_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="MADDPG needs one critic per agent") as err:
-        MADDPG(SPEC, actor=partial(DeterministicActor, hidden=HIDDEN),
-               critic=lambda o, a, n_agents: DistributionalCritic(o, a, hidden=HIDDEN))
+        MADDPG(
+            SPEC,
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+            critic=lambda o, a, n_agents: DistributionalCritic(
+                o, a, **critic_args("distributional", hidden=HIDDEN)
+            ),
+            **algo_args("maddpg"),
+        )
     assert "\n" not in str(err.value)
     for kind in KINDS:
         with pytest.raises(ValueError, match="n_agents >= 1"):
-            kind(4, 3, n_agents=0)
+            critic_of(kind)(4, 3, n_agents=0)
     # HASAC builds its critic without n_agents: one centralized critic, never per agent
-    algo = HASAC(SPEC, actor=partial(TanhGaussianActor, hidden=HIDDEN),
-                 critic=partial(DistributionalCritic, hidden=HIDDEN), tuner=partial(AutoAlpha))
+    algo = HASAC(
+        SPEC,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
+        critic=partial(DistributionalCritic, **critic_args("distributional", hidden=HIDDEN)),
+        tuner=partial(AutoAlpha, **tuner_args("auto")),
+        **algo_args("hasac"),
+    )
     assert algo.critic.groups == 1 and algo.critic.members == 2
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError
@@ -80,25 +81,53 @@ def test_malformed_override_one_line(args: list[str], fragments: list[str]) -> N
         assert fragment in message, (fragment, message)
 
 
-@pytest.mark.parametrize("args", [
-    [],
-    ["algo=td3", "critic=ensemble", "env=Hopper"],
-    ["hydra.run.dir=/tmp/somewhere", "seed=3"],
-    ["--cfg", "job", "algo=redq"],
-    ["-m", "hydra/launcher=joblib", "algo=sac,td3", "seed=0,1"],
-    ["--multirun", "seed=range(40)", "algo=sac,td3"],
-    [EXAMPLES, "algo=crossq"],
-    [EXAMPLES, "-m", "critic=tqc,twin"],
-    ["+env.kwargs.max_episode_steps=500"],
-    ["env=gym", "env.id=MountainCarContinuous-v0"],
-    ["env=mpe/simple_spread", "algo=maddpg"],
-    ["+algo.foo=1"],  # Hydra allows adding keys; the algorithm's constructor judges them
-    ["algo.utd=''"],  # an explicitly quoted empty string is Hydra's to pass on
-    ["--help"],
+# A single run returns its composed config (checked key by key, dotted paths); a multirun or
+# --help returns None.
+SAC_DEFAULT = {"algo.name": "sac", "algo._target_": "rlzoo.algos.SAC", "env.id": "Pendulum-v1",
+               "critic._target_": "rlzoo.nets.TwinCritic", "seed": 0, "algo.critic_lr": 1e-3}
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ([], SAC_DEFAULT),
+    (["algo=td3", "critic=ensemble", "env=Hopper"],
+     {"algo.name": "td3", "critic._target_": "rlzoo.nets.EnsembleCritic", "critic.n": 10,
+      "critic.actor_reduce": "first", "env.id": "Hopper-v5", "total_steps": 1_000_000,
+      "algo.policy_noise": 0.2}),
+    (["hydra.run.dir=/tmp/somewhere", "seed=3"],
+     {**SAC_DEFAULT, "seed": 3, "hydra.run.dir": "/tmp/somewhere"}),
+    (["--cfg", "job", "algo=redq"],  # Hydra prints it, so it is checked like a run
+     {"algo.name": "redq", "critic._target_": "rlzoo.nets.EnsembleCritic", "algo.utd": 20}),
+    (["-m", "hydra/launcher=joblib", "algo=sac,td3", "seed=0,1"], None),
+    (["--multirun", "seed=range(40)", "algo=sac,td3"], None),
+    ([EXAMPLES, "algo=crossq"],
+     {"algo._target_": "examples.crossq.CrossQ", "algo.adam_beta1": 0.5,
+      "critic._target_": "examples.crossq.BatchNormCritic", "critic.hidden": [2048, 2048]}),
+    ([EXAMPLES, "-m", "critic=tqc,twin"], None),
+    (["+env.kwargs.max_episode_steps=500"], {"env.kwargs": {"max_episode_steps": 500}}),
+    (["env=gym", "env.id=MountainCarContinuous-v0"],
+     {"env.id": "MountainCarContinuous-v0", "env.name": "MountainCarContinuous-v0"}),
+    (["env=mpe/simple_spread", "algo=maddpg"],
+     {"env.kind": "multi", "env.scenario": "simple_spread_v3", "algo.name": "maddpg",
+      "critic._target_": "rlzoo.nets.centralized.AgentCritics", "tuner": {}}),
+    # Hydra allows adding keys; the algorithm's constructor judges them
+    (["+algo.foo=1"], {**SAC_DEFAULT, "algo.foo": 1}),
+    # an explicitly quoted empty string is Hydra's to pass on
+    (["algo.utd=''"], {"algo.utd": ""}),
+    (["--help"], None),
 ])
-def test_valid_command_lines_pass(args: list[str]) -> None:
-    check_overrides(args)
+def test_valid_command_lines_pass(args: list[str], expected: dict | None) -> None:
+    cfg = check_overrides(args)
     assert not GlobalHydra.instance().is_initialized()  # hydra.main can start afterwards
+    if expected is None:
+        assert cfg is None
+        return
+    assert cfg is not None
+    for key, value in expected.items():
+        got = OmegaConf.select(cfg, key, throw_on_missing=True)
+        if isinstance(got, (DictConfig, ListConfig)):
+            got = OmegaConf.to_container(got, resolve=True)
+        assert got == value, (key, got, value)
+    assert cfg.hydra.job.name and "runtime" in cfg.hydra  # the hydra node comes with it
 
 
 def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:

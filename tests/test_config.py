@@ -52,6 +52,74 @@ def test_single_agent_algorithms_build_for_every_env(algo: str, env: str) -> Non
     spec = EnvSpec(probe.observation_space.shape[0], probe.action_space.shape[0])
     algo_obj = build_algorithm(cfg, spec, read_settings(cfg).device)
     assert algo_obj.critic.obs_dim == spec.obs_dim
+    assert built_hyperparameters(algo_obj, cfg, spec) == declared_hyperparameters(cfg, spec)
+
+
+@pytest.mark.parametrize("algo", ["redq", "stac", "dsac_t", "simbav2"])
+def test_every_single_agent_algorithm_is_built_as_its_yaml_says(algo: str) -> None:
+    cfg = compose_cfg(f"algo={algo}", "env=Pendulum", "net=mlp", "algo.actor.hidden=[8]",
+                      "critic.hidden=[8, 4]")
+    spec = EnvSpec(3, 1)
+    built = build_algorithm(cfg, spec, read_settings(cfg).device)
+    assert built_hyperparameters(built, cfg, spec) == declared_hyperparameters(cfg, spec)
+
+
+def lr(algo, name: str) -> float:
+    return algo.optimizers[name].param_groups[0]["lr"]
+
+
+def trunk_of(net) -> tuple[list[int], str, bool]:
+    """(hidden sizes, activation, layer norm) of a plain-MLP trunk (``EnsembleMLP``)."""
+    layers = list(net.layers)
+    linear = [m for m in layers if getattr(m, "weight", None) is not None and m.weight.dim() == 3]
+    acts = {type(m).__name__.lower() for m in layers if type(m).__name__ in ACTIVATIONS.values()}
+    norm = any(type(m).__name__ == "LayerNorm" for m in layers)
+    return [int(m.weight.shape[-1]) for m in linear[:-1]], acts.pop() if acts else "", norm
+
+
+ACTIVATIONS = {"relu": "ReLU", "gelu": "GELU", "tanh": "Tanh", "elu": "ELU", "silu": "SiLU"}
+LOOP_KEYS = {"name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps"}
+
+
+def declared_hyperparameters(cfg, spec: EnvSpec) -> dict:
+    """What the composed config says the algorithm, actor, critic and tuner must be."""
+    algo = {k: cfg.algo[k] for k in cfg.algo if k not in LOOP_KEYS | {"_target_", "actor"}}
+    if algo.get("target_delay", 0) is None:
+        algo["target_delay"] = algo["policy_delay"]  # null = policy_delay
+    actor, critic = cfg.algo.actor, cfg.critic
+    out = {"algo": algo,
+           "actor": (list(actor.hidden), ACTIVATIONS[actor.activation].lower(), actor.layer_norm),
+           "critic": (list(critic.hidden), ACTIVATIONS[critic.activation].lower(),
+                      critic.layer_norm),
+           "critic.actor_reduce": critic.actor_reduce}
+    if "log_std_min" in actor:
+        out["actor.log_std"] = (actor.log_std_min, actor.log_std_max, actor.log_std_squash)
+    if cfg.get("tuner"):
+        target = cfg.tuner.target_entropy
+        out["tuner"] = {
+            "alpha": cfg.tuner.init_alpha, "lr": cfg.tuner.lr, "entropy_units":
+            cfg.tuner.entropy_units, "target_entropy":
+            -cfg.tuner.target_entropy_scale * spec.act_dim if target is None else target}
+    return out
+
+
+def built_hyperparameters(algo, cfg, spec: EnvSpec) -> dict:
+    """The same, read back from the built object (its attributes, optimizers and layers)."""
+    values = {}
+    for key in cfg.algo:
+        if key in LOOP_KEYS | {"_target_", "actor"}:
+            continue
+        values[key] = lr(algo, key[: -len("_lr")]) if key.endswith("_lr") else getattr(algo, key)
+    out = {"algo": values, "actor": trunk_of(algo.actor.net), "critic": trunk_of(algo.critic.net),
+           "critic.actor_reduce": algo.critic.actor_reduce}
+    if hasattr(algo.actor, "log_std_min"):
+        out["actor.log_std"] = (algo.actor.log_std_min, algo.actor.log_std_max,
+                                algo.actor.log_std_squash)
+    if cfg.get("tuner"):
+        out["tuner"] = {"alpha": pytest.approx(algo.tuner.alpha.item()), "lr": lr(algo, "alpha"),
+                        "entropy_units": algo.tuner.entropy_units,
+                        "target_entropy": algo.tuner.target_entropy}
+    return out
 
 
 def test_algo_picks_its_critic_and_user_can_override() -> None:

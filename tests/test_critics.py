@@ -4,6 +4,7 @@ against numbers computed by hand (plain Python math) from the formulas of the of
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -19,12 +20,13 @@ from rlzoo.nets import (
 )
 from rlzoo.nets.target import make_target, polyak_update
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 # ----------------------------------------------------------------------------- ensemble
 
 
 def test_subset_min_uses_the_drawn_members(monkeypatch: pytest.MonkeyPatch) -> None:
-    critic = EnsembleCritic(3, 2, n=5, subset=3, hidden=[8])
+    critic = EnsembleCritic(3, 2, **critic_args("ensemble", n=5, subset=3, hidden=[8]))
     q = torch.tensor([[4.0, 0.0], [1.0, 5.0], [3.0, 2.0], [0.5, 9.0], [2.0, 1.0]])
     # the subset is the argsort of uniform keys: these keys order the members 4, 1, 2, 0, 3
     keys = torch.tensor([0.4, 0.2, 0.3, 0.5, 0.1])
@@ -36,7 +38,7 @@ def test_subset_min_uses_the_drawn_members(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_subset_min_draws_m_distinct_members_uniformly() -> None:
     n, draws = 10, 4000
-    critic = EnsembleCritic(3, 2, n=n, subset=2, hidden=[8])
+    critic = EnsembleCritic(3, 2, **critic_args("ensemble", n=n, subset=2, hidden=[8]))
     q = torch.arange(n, dtype=torch.float32)[:, None]  # member e has value e
     mins = torch.stack([critic.subset_min(q)[0] for _ in range(draws)]).long()
     # Two distinct members: the min is never the largest member (with replacement it would
@@ -48,21 +50,26 @@ def test_subset_min_draws_m_distinct_members_uniformly() -> None:
 
 
 def test_full_subset_is_the_plain_min_and_next_value_shape() -> None:
-    critic = TwinCritic(3, 2, hidden=[8])
+    critic = TwinCritic(3, 2, **critic_args("twin", hidden=[8]))
     q = torch.randn(2, 5)
     torch.testing.assert_close(critic.subset_min(q), q.min(dim=0).values)
     assert critic.next_value(torch.randn(5, 3), torch.randn(5, 2)).shape == (1, 5)
 
 
 def test_ensemble_actor_sees_the_mean_of_all_members() -> None:
-    critic = EnsembleCritic(3, 1, n=10, subset=2, hidden=[8])  # actor_reduce defaults to mean
+    critic = EnsembleCritic(3, 1,
+                            **critic_args("ensemble", n=10, subset=2,
+                                          hidden=[8]))  # actor_reduce defaults to mean
     q = torch.randn(10, 6)
     torch.testing.assert_close(critic.actor_value(q), q.mean(dim=0))
     # ... and through SAC's actor loss: alpha log pi - mean_i Q_i(s, a~).
     spec = EnvSpec(obs_dim=3, act_dim=1)
     sac = SAC(
-        spec, lambda o, a: TanhGaussianActor(o, a, hidden=[8]),
-        lambda o, a: EnsembleCritic(o, a, n=10, subset=2, hidden=[8]), AutoAlpha,
+        spec,
+        lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])),
+        lambda o, a: EnsembleCritic(o, a, **critic_args("ensemble", n=10, subset=2, hidden=[8])),
+        partial(AutoAlpha, **tuner_args("auto")),
+        **algo_args("sac"),
     )
     obs = torch.randn(6, 3)
     torch.manual_seed(3)
@@ -74,7 +81,7 @@ def test_ensemble_actor_sees_the_mean_of_all_members() -> None:
 
 
 def test_ensemble_td_loss_is_the_sum_of_member_mses() -> None:
-    critic = EnsembleCritic(3, 2, n=4, subset=2, hidden=[8])
+    critic = EnsembleCritic(3, 2, **critic_args("ensemble", n=4, subset=2, hidden=[8]))
     obs, action, target = torch.randn(7, 3), torch.randn(7, 2), torch.randn(1, 7)
     loss, q = critic.td_loss(obs, action, target)
     assert q.shape == (4, 7)
@@ -85,7 +92,7 @@ def test_ensemble_td_loss_is_the_sum_of_member_mses() -> None:
 
 
 def test_action_sequence_critic_scores_a_flat_chunk() -> None:
-    critic = ActionSequenceCritic(3, 2, horizon=4, hidden=[8])
+    critic = ActionSequenceCritic(3, 2, **critic_args("action_sequence", horizon=4, hidden=[8]))
     assert critic.action_horizon == 4 and critic.members == 2 and critic.act_dim == 8
     chunk = torch.randn(5, 8, requires_grad=True)
     q = critic(torch.randn(5, 3), chunk)
@@ -93,16 +100,20 @@ def test_action_sequence_critic_scores_a_flat_chunk() -> None:
     q.sum().backward()
     assert (chunk.grad[:, 6:].abs() > 0).all()  # the last step of the chunk reaches Q
     with pytest.raises(ValueError, match="horizon"):
-        ActionSequenceCritic(3, 2, horizon=0)
+        ActionSequenceCritic(3, 2, **critic_args("action_sequence", horizon=0))
 
 
 def test_chunk_actors_and_entropy_target_scale_with_the_horizon() -> None:
     spec = EnvSpec(obs_dim=3, act_dim=2)
-    critic = lambda o, a: ActionSequenceCritic(o, a, horizon=4, hidden=[8])  # noqa: E731
-    sac = SAC(spec, lambda o, a: TanhGaussianActor(o, a, hidden=[8]), critic, AutoAlpha)
+    critic = lambda o, a: ActionSequenceCritic(o, a,
+                                               **critic_args("action_sequence", horizon=4,
+                                                             hidden=[8]))  # noqa: E731
+    sac = SAC(spec, lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])), critic,
+              partial(AutoAlpha, **tuner_args("auto")), **algo_args("sac"))
     assert sac.action_horizon == 4 and sac.act(torch.randn(5, 3)).shape == (5, 8)
     assert sac.tuner.target_entropy == -8.0  # -|A| per executed step, summed over the chunk
-    td3 = TD3(spec, lambda o, a: DeterministicActor(o, a, hidden=[8]), critic)
+    td3 = TD3(spec, lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=[8])), critic,
+              **algo_args("td3"))
     assert td3.action_horizon == 4 and td3.act(torch.randn(5, 3)).shape == (5, 8)
 
 
@@ -136,7 +147,7 @@ def fixed_distribution(critic: DistributionalCritic, mean: list, std: list):
 
 
 def test_dsac_t_loss_matches_a_hand_computed_case() -> None:
-    critic = DistributionalCritic(3, 1, hidden=[8]).double()
+    critic = DistributionalCritic(3, 1, **critic_args("distributional", hidden=[8])).double()
     obs, action = torch.zeros(2, 3), torch.zeros(2, 1)
     mu = [[1.0, 2.0], [0.5, -1.0]]
     sigma = [[0.5, 2.0], [1.0, 0.2]]
@@ -164,7 +175,9 @@ def test_dsac_t_loss_matches_a_hand_computed_case() -> None:
 
 
 def test_dsac_t_running_std_update_and_clipping_boundary() -> None:
-    critic = DistributionalCritic(3, 1, hidden=[8], std_tau=0.005).double()
+    critic = DistributionalCritic(3, 1,
+                                  **critic_args("distributional", hidden=[8],
+                                                std_tau=0.005)).double()
     obs, action = torch.zeros(2, 3), torch.zeros(2, 1)
     fixed_distribution(critic, [[0.0, 0.0], [0.0, 0.0]], [[1.0, 3.0], [0.4, 0.4]])
     critic.td_loss(obs, action, torch.zeros(2, 2, dtype=torch.float64))
@@ -181,7 +194,9 @@ def test_dsac_t_running_std_update_and_clipping_boundary() -> None:
     assert loss.item() == pytest.approx(expected, rel=1e-12)
     # The clipped target sits exactly on mu +- 3 ms: with the std term's huber(3 ms) it changes
     # the loss compared with an unclipped target (a boundary of 100 would not clip).
-    wide = DistributionalCritic(3, 1, hidden=[8], boundary=100.0).double()
+    wide = DistributionalCritic(3, 1,
+                                **critic_args("distributional", hidden=[8],
+                                              boundary=100.0)).double()
     wide.running_std.copy_(critic.running_std)
     wide.running_std_ready.fill_(True)
     wide.std_tau = 1e-300  # keep ms fixed
@@ -193,7 +208,7 @@ def test_dsac_t_running_std_update_and_clipping_boundary() -> None:
 def test_distributional_next_value_is_min_mean_and_sample_of_that_member(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    critic = DistributionalCritic(3, 1, hidden=[8])
+    critic = DistributionalCritic(3, 1, **critic_args("distributional", hidden=[8]))
     fixed_distribution(critic, [[1.0, 3.0, 0.0], [2.0, -1.0, 0.0]], [[0.5, 0.1, 1.0],
                                                                      [2.0, 0.3, 2.0]])
     z = torch.tensor([[4.0, -0.5, -1.0], [-5.0, 1.0, 2.0]], dtype=torch.float64)
@@ -208,7 +223,7 @@ def test_distributional_next_value_is_min_mean_and_sample_of_that_member(
 
 
 def test_distributional_std_is_softplus_and_forward_gives_means() -> None:
-    critic = DistributionalCritic(3, 2, n=2, hidden=[8])
+    critic = DistributionalCritic(3, 2, **critic_args("distributional", n=2, hidden=[8]))
     obs, action = torch.randn(5, 3), torch.randn(5, 2)
     mean, std = critic.distribution(obs, action)
     raw = critic.net(torch.cat([obs, action], -1))
@@ -221,7 +236,7 @@ def test_distributional_std_is_softplus_and_forward_gives_means() -> None:
 
 
 def test_distributional_loss_trains_every_member_on_real_networks() -> None:
-    critic = DistributionalCritic(3, 2, hidden=[16])
+    critic = DistributionalCritic(3, 2, **critic_args("distributional", hidden=[16]))
     obs, action = torch.randn(32, 3), torch.randn(32, 2)
     target = torch.randn(2, 32)
     loss, q = critic.td_loss(obs, action, target)
@@ -234,7 +249,7 @@ def test_distributional_loss_trains_every_member_on_real_networks() -> None:
 
 
 def test_running_std_survives_state_dict_and_polyak_leaves_the_online_copy() -> None:
-    critic = DistributionalCritic(3, 2, hidden=[8])
+    critic = DistributionalCritic(3, 2, **critic_args("distributional", hidden=[8]))
     target = make_target(critic)
     critic.td_loss(torch.randn(8, 3), torch.randn(8, 2), torch.randn(2, 8))
     online_std = critic.running_std.clone()
@@ -244,7 +259,7 @@ def test_running_std_survives_state_dict_and_polyak_leaves_the_online_copy() -> 
     assert not bool(target.running_std_ready)  # the target's copy is never used by a loss
     state = critic.state_dict()
     assert {"running_std", "running_std_ready"} <= set(state)
-    restored = DistributionalCritic(3, 2, hidden=[8])
+    restored = DistributionalCritic(3, 2, **critic_args("distributional", hidden=[8]))
     restored.load_state_dict(state)
     torch.testing.assert_close(restored.running_std, online_std)
     assert bool(restored.running_std_ready)
@@ -263,9 +278,11 @@ def test_redq_schedule_actor_once_per_policy_delay_targets_every_update() -> Non
 
     spec = EnvSpec(obs_dim=3, act_dim=1)
     sac = SAC(
-        spec, lambda o, a: TanhGaussianActor(o, a, hidden=[8]),
-        lambda o, a: EnsembleCritic(o, a, n=4, subset=2, hidden=[8]), AutoAlpha,
-        policy_delay=3, target_delay=1,
+        spec,
+        lambda o, a: TanhGaussianActor(o, a, **actor_args("sac", hidden=[8])),
+        lambda o, a: EnsembleCritic(o, a, **critic_args("ensemble", n=4, subset=2, hidden=[8])),
+        partial(AutoAlpha, **tuner_args("auto")),
+        **algo_args("sac", policy_delay=3, target_delay=1),
     )
     batch = Batch(obs=torch.randn(8, 3), action=torch.rand(8, 1), reward=torch.randn(8),
                   next_obs=torch.randn(8, 3), discount=torch.full((8,), 0.99),
@@ -286,5 +303,7 @@ def test_td3_refuses_the_distributional_critic_naming_what_it_supports() -> None
     spec = EnvSpec(obs_dim=3, act_dim=1)
     with pytest.raises(ValueError, match="it supports: TwinCritic, EnsembleCritic, "
                                          "ActionSequenceCritic, CategoricalCritic$"):
-        TD3(spec, lambda o, a: DeterministicActor(o, a, hidden=[8]),
-            lambda o, a: DistributionalCritic(o, a, hidden=[8]))
+        TD3(spec, lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=[8])), lambda o,
+            a: DistributionalCritic(o, a,
+                                    **critic_args("distributional",
+                                                  hidden=[8])), **algo_args("td3"))

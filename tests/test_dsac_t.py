@@ -13,6 +13,7 @@ from rlzoo.algos import DSACT, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DistributionalCritic, EnsembleCritic, TanhGaussianActor
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=4, act_dim=2)
 TAU = 0.005
@@ -20,12 +21,14 @@ TAU = 0.005
 
 def make_dsac_t(**kwargs) -> DSACT:
     parts = {
-        "actor": partial(TanhGaussianActor, hidden=[16, 16], activation="gelu",
-                         log_std_min=-20.0, log_std_max=0.5),
-        "critic": partial(DistributionalCritic, hidden=[16, 16], activation="gelu"),
-        "tuner": partial(AutoAlpha, init_alpha=2.718281828459045, lr=3e-4),
+        "actor": partial(TanhGaussianActor,
+                         **actor_args("sac", hidden=[16, 16], activation="gelu", log_std_min=-20.0,
+                                      log_std_max=0.5)),
+        "critic": partial(DistributionalCritic,
+                          **critic_args("distributional", hidden=[16, 16], activation="gelu")),
+        "tuner": partial(AutoAlpha, **tuner_args("auto", init_alpha=2.718281828459045, lr=3e-4)),
     }
-    return DSACT(SPEC, **{**parts, **kwargs}, tau=TAU)
+    return DSACT(SPEC, **algo_args("dsac_t", **{**parts, **kwargs}, tau=TAU))
 
 
 def make_batch(b: int = 32) -> Batch:
@@ -126,7 +129,7 @@ def test_gradient_isolation() -> None:
 def test_other_critic_kinds_are_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="cannot train a EnsembleCritic; it supports: "
                                          "DistributionalCritic$"):
-        make_dsac_t(critic=partial(EnsembleCritic, hidden=[8]))
+        make_dsac_t(critic=partial(EnsembleCritic, **critic_args("ensemble", hidden=[8])))
 
 
 def test_state_dict_round_trip_continues_identically() -> None:

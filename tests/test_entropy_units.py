@@ -20,6 +20,7 @@ from rlzoo.buffers import Batch
 from rlzoo.nets import TanhGaussianActor, TwinCritic
 from rlzoo.tuners import AutoAlpha, FixedAlpha
 from tests.conftest import TINY, assert_user_error, run_cli
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 PENDULUM = EnvSpec(obs_dim=4, act_dim=1, action_low=(-3.0,), action_high=(3.0,))  # ±3
 ASYMMETRIC = EnvSpec(obs_dim=3, act_dim=2, action_low=(-1.0, 0.0), action_high=(3.0, 0.5))
@@ -27,9 +28,12 @@ ASYMMETRIC = EnvSpec(obs_dim=3, act_dim=2, action_low=(-1.0, 0.0), action_high=(
 
 def make_sac(spec: EnvSpec, units: str, tuner: type = AutoAlpha) -> SAC:
     return SAC(
-        spec, actor=partial(TanhGaussianActor, hidden=[16]),
-        critic=partial(TwinCritic, hidden=[16]),
-        tuner=partial(tuner, entropy_units=units),
+        spec,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
+        critic=partial(TwinCritic, **critic_args("twin", hidden=[16])),
+        tuner=partial(tuner, **tuner_args("auto" if tuner is AutoAlpha else "fixed",
+                                         entropy_units=units)),
+        **algo_args("sac"),
     )
 
 
@@ -68,7 +72,7 @@ def test_humanoid_target_in_normalized_units() -> None:
     -17 - 17 log 0.4 = -1.42; in normalized units it stays -17."""
     humanoid = EnvSpec(obs_dim=1, act_dim=17, action_low=(-0.4,) * 17, action_high=(0.4,) * 17)
     for units, expected in (("env", -17 - 17 * math.log(0.4)), ("normalized", -17.0)):
-        tuner = AutoAlpha(17, entropy_units=units)
+        tuner = AutoAlpha(17, **tuner_args("auto", entropy_units=units))
         tuner.set_action_scale(log_action_scale(humanoid))
         # The loss reads log p(a) + shift + target: shift + target is the normalized target.
         assert float(tuner.target_entropy + tuner.log_prob_shift) == pytest.approx(expected)
@@ -116,9 +120,13 @@ def test_action_chunks_repeat_the_scale() -> None:
     from rlzoo.nets import ActionSequenceCritic
 
     sac = SAC(
-        PENDULUM, actor=partial(TanhGaussianActor, hidden=[8]),
-        critic=partial(ActionSequenceCritic, horizon=4, hidden=[8]),
-        tuner=partial(AutoAlpha, entropy_units="env"),
+        PENDULUM,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+        critic=partial(
+            ActionSequenceCritic, **critic_args("action_sequence", horizon=4, hidden=[8])
+        ),
+        tuner=partial(AutoAlpha, **tuner_args("auto", entropy_units="env")),
+        **algo_args("sac"),
     )
     assert float(sac.tuner.log_prob_shift) == pytest.approx(-4 * math.log(3.0))
 
@@ -131,16 +139,20 @@ def test_hasac_per_agent_and_critic_shifts() -> None:
     spec = EnvSpec(obs_dim=4, act_dim=5, n_agents=2, state_dim=6, act_dims=(3, 5),
                    action_low=low, action_high=high)
     for units, scale in (("env", math.log(2.0)), ("normalized", 0.0)):
-        algo = HASAC(spec, actor=partial(TanhGaussianActor, hidden=[8]),
-                     critic=partial(TwinCritic, hidden=[8]),
-                     tuner=partial(AutoAlpha, entropy_units=units))
+        algo = HASAC(
+            spec,
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+            critic=partial(TwinCritic, **critic_args("twin", hidden=[8])),
+            tuner=partial(AutoAlpha, **tuner_args("auto", entropy_units=units)),
+            **algo_args("hasac"),
+        )
         assert algo.tuner.log_prob_shift.flatten().tolist() == pytest.approx([3 * scale, 5 * scale])
         assert float(algo.critic_tuner.log_prob_shift) == pytest.approx(8 * scale)
 
 
 def test_bad_units_and_bad_bounds_are_refused() -> None:
     with pytest.raises(ValueError, match="entropy_units must be one of normalized, env"):
-        AutoAlpha(2, entropy_units="nats")
+        AutoAlpha(2, **tuner_args("auto", entropy_units="nats"))
     flat = EnvSpec(obs_dim=2, act_dim=1, action_low=(1.0,), action_high=(1.0,))
     with pytest.raises(ValueError, match="finite action bounds"):
         make_sac(flat, "env")

@@ -223,7 +223,7 @@ class ConstantMultiAgentPolicy(Algorithm):
     multi_agent = True
 
     def __init__(self, spec: EnvSpec, critic: Any = None, scale: float = 0.0) -> None:
-        super().__init__(spec)
+        super().__init__(spec, 0.99, 1)  # gamma, n_step: unused here
         self.action = nn.Parameter(constant_action(spec.act_dim, scale))
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

@@ -21,6 +21,7 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets import TanhGaussianActor
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "extending.md"
@@ -110,6 +111,32 @@ def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", python_blocks()[index]], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (python_blocks()[index][:300], proc.stderr[-3000:])
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(BLOCK_PRINTS[index]), proc.stdout
+    for line, pattern in zip(lines, BLOCK_PRINTS[index]):
+        assert re.fullmatch(pattern, line), (pattern, line)
+
+
+# What each complete program of docs/extending.md prints, line by line (regexes), in order:
+# the contract check; the four critic bases' signatures (sizes first, the YAML's keys after,
+# only dropout and network with a default); a SAC subclass built from the composed YAML (its
+# ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its update's metrics;
+# the import trap (the folder, not the package: no rlzoo.train).
+SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float' = 0\.0, "
+             r"network: [^=]* = None(, n_agents: 'int' = 1)?\) -> 'None'")
+BLOCK_PRINTS = [
+    [r"contract holds"],
+    [rf"{name} {SIGNATURE}" for name in
+     ("EnsembleCritic", "TwinCritic", "ActionSequenceCritic", "DistributionalCritic")],
+    [r"EnsembleCritic 4 0\.001",
+     r"\['loss/actor', 'loss/alpha', 'loss/critic', 'stats/alpha', 'stats/entropy', "
+     r"'stats/q_mean'.*\]"],
+    [r".* False"],
+]
+
+
+def test_every_program_has_its_prints() -> None:
+    assert len(BLOCK_PRINTS) == len(python_blocks())
 
 
 def test_a_bare_rlzoo_folder_is_named_in_one_warning(monkeypatch: pytest.MonkeyPatch,
@@ -136,8 +163,8 @@ def test_a_bare_rlzoo_folder_is_named_in_one_warning(monkeypatch: pytest.MonkeyP
 
 def constant_quantile_critic(values: list[float], drop: int = 0) -> TruncatedQuantileCritic:
     """One network whose M quantiles are ``values`` whatever the input."""
-    critic = TruncatedQuantileCritic(1, 1, n=1, quantiles=len(values), drop_per_member=drop,
-                                     hidden=[4])
+    critic = TruncatedQuantileCritic(1, 1, **critic_args("tqc", n=1, quantiles=len(values),
+                                                         drop_per_member=drop, hidden=[4]))
     with torch.no_grad():
         out = critic.net.output_layer
         out.weight.zero_()
@@ -175,14 +202,15 @@ def test_quantile_loss_pulls_each_quantile_to_its_fraction() -> None:
 
 
 def test_truncated_next_value() -> None:
-    critic = TruncatedQuantileCritic(3, 2, n=2, quantiles=4, drop_per_member=1, hidden=[8])
+    critic = TruncatedQuantileCritic(
+        3, 2, **critic_args("tqc", n=2, quantiles=4, drop_per_member=1, hidden=[8]))
     next_obs, next_action = torch.randn(5, 3), torch.randn(5, 2)
     atoms = critic.next_value(next_obs, next_action)
     assert atoms.shape == (6, 5)  # K = N (M - d) = 2 * 3
     pooled = critic.quantiles(next_obs, next_action).transpose(0, 1).reshape(5, 8)
     assert torch.equal(atoms, pooled.sort(dim=1).values[:, :6].T)  # the 6 smallest, ascending
     with pytest.raises(ValueError, match="drop_per_member"):
-        TruncatedQuantileCritic(3, 2, quantiles=4, drop_per_member=4)
+        TruncatedQuantileCritic(3, 2, **critic_args("tqc", quantiles=4, drop_per_member=4))
 
 
 # --------------------------------------------------------------------------- CrossQ
@@ -191,9 +219,10 @@ def test_truncated_next_value() -> None:
 def make_crossq() -> CrossQ:
     torch.manual_seed(0)
     return CrossQ(
-        EnvSpec(obs_dim=3, act_dim=2), partial(TanhGaussianActor, hidden=[16, 16]),
-        partial(BatchNormCritic, hidden=[16, 16]), partial(AutoAlpha),
-        policy_delay=1,
+        EnvSpec(obs_dim=3, act_dim=2), partial(TanhGaussianActor,
+                                               **actor_args("sac", hidden=[16, 16])),
+        partial(BatchNormCritic, **critic_args("batchnorm", hidden=[16, 16])),
+        partial(AutoAlpha, **tuner_args("auto")), **algo_args("crossq", policy_delay=1),
     )
 
 

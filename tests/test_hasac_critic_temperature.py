@@ -12,15 +12,20 @@ from rlzoo.algos import HASAC, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import TanhGaussianActor, TwinCritic
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))
 
 
 def test_critic_temperature_uses_pre_update_log_probs() -> None:
     torch.manual_seed(0)
-    algo = HASAC(SPEC, actor=partial(TanhGaussianActor, hidden=[16]),
-                 critic=partial(TwinCritic, hidden=[16]), tuner=partial(AutoAlpha),
-                 actor_lr=0.05)  # large steps: post-update log-probs differ clearly
+    algo = HASAC(
+        SPEC,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
+        critic=partial(TwinCritic, **critic_args("twin", hidden=[16])),
+        tuner=partial(AutoAlpha, **tuner_args("auto")),
+        **algo_args("hasac", actor_lr=0.05),
+    )  # large steps: post-update log-probs differ clearly
     b, n = 32, SPEC.n_agents
     batch = Batch(
         obs=torch.randn(b, n, 6), action=torch.rand(b, n, 3) * 2 - 1, reward=torch.randn(b),

@@ -22,8 +22,9 @@ from rlzoo.nets.ensemble import EnsembleMLP
 from rlzoo.nets.hyperspherical import HyperLinear, l2_normalize
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, network_args, tuner_args
 
-SMALL = partial(HypersphericalMLP, hidden_dim=8, num_blocks=1)
+SMALL = partial(HypersphericalMLP, **network_args("critic", hidden_dim=8, num_blocks=1))
 
 
 def column_norms(module: torch.nn.Module) -> list[torch.Tensor]:
@@ -32,7 +33,7 @@ def column_norms(module: torch.nn.Module) -> list[torch.Tensor]:
 
 
 def test_shapes_heads_and_unit_columns_at_init() -> None:
-    net = HypersphericalMLP(3, 5, 6, heads=2, hidden_dim=8, num_blocks=2)
+    net = HypersphericalMLP(3, 5, 6, heads=2, **network_args("critic", hidden_dim=8, num_blocks=2))
     x = torch.randn(4, 5)
     assert net(x).shape == (3, 4, 6)
     # a shared input equals the same input given to every member
@@ -41,13 +42,13 @@ def test_shapes_heads_and_unit_columns_at_init() -> None:
     for norms in column_norms(net):
         assert torch.allclose(norms, torch.ones_like(norms), atol=1e-6)
     with pytest.raises(ValueError, match="heads"):
-        HypersphericalMLP(1, 5, 5, heads=2)
+        HypersphericalMLP(1, 5, 5, heads=2, **network_args("critic"))
 
 
 def test_forward_matches_the_equations_on_one_member() -> None:
     """Hand-written SimbaV2 forward pass (embedder, one LERP block, one head) for member 1."""
     torch.manual_seed(3)
-    net = HypersphericalMLP(2, 3, 4, hidden_dim=6, num_blocks=1)
+    net = HypersphericalMLP(2, 3, 4, **network_args("critic", hidden_dim=6, num_blocks=1))
     with torch.no_grad():  # move the scalers and bias off their initial values
         for p in net.parameters():
             if p.dim() == 3 and p.shape[1] == 1:
@@ -74,10 +75,10 @@ def tiny_sac(seed: int) -> SAC:
     spec = EnvSpec(obs_dim=3, act_dim=2)
     return SAC(
         spec,
-        actor=partial(TanhGaussianActor, network=SMALL, log_std_squash="tanh"),
-        critic=partial(TwinCritic, network=SMALL),
-        tuner=partial(AutoAlpha, lr=1e-3),
-        actor_lr=1e-2, critic_lr=1e-2,
+        actor=partial(TanhGaussianActor, **actor_args("sac", network=SMALL, log_std_squash="tanh")),
+        critic=partial(TwinCritic, **critic_args("twin", network=SMALL)),
+        tuner=partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
+        **algo_args("sac", actor_lr=1e-2, critic_lr=1e-2),
     )
 
 
@@ -143,7 +144,8 @@ def test_a_group_member_equals_the_same_seed_alone() -> None:
 
 
 def test_dropout_and_layer_norm_options() -> None:
-    actor = TanhGaussianActor(4, 2, hidden=(16, 16), dropout=0.5, layer_norm=True)
+    actor = TanhGaussianActor(4, 2,
+                              **actor_args("sac", hidden=(16, 16), dropout=0.5, layer_norm=True))
     kinds = [type(m).__name__ for m in actor.net.layers]
     assert kinds == ["EnsembleLinear", "LayerNorm", "ReLU", "Dropout"] * 2 + ["EnsembleLinear"]
     obs = torch.randn(32, 4)
@@ -156,13 +158,13 @@ def test_dropout_and_layer_norm_options() -> None:
     assert torch.allclose(actor.mode(obs), eval_mean)
     assert not torch.allclose(torch.tanh(train_mean), eval_mean)
     assert actor.net.layers[3].training  # mode restored the training flag
-    critic = TwinCritic(4, 2, hidden=(16,), dropout=0.1, layer_norm=True)
+    critic = TwinCritic(4, 2, **critic_args("twin", hidden=(16,), dropout=0.1, layer_norm=True))
     assert [type(m).__name__ for m in critic.net.layers] == [
         "EnsembleLinear", "LayerNorm", "ReLU", "Dropout", "EnsembleLinear"]
-    assert isinstance(DeterministicActor(4, 2, dropout=0.2).net, EnsembleMLP)
+    assert isinstance(DeterministicActor(4, 2, **actor_args("td3", dropout=0.2)).net, EnsembleMLP)
     for bad in (-0.1, 1.0, 1.5):
         with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\)"):
-            TwinCritic(4, 2, dropout=bad)
+            TwinCritic(4, 2, **critic_args("twin", dropout=bad))
 
 
 @pytest.mark.parametrize("key", ["critic.dropout=1.0", "algo.actor.dropout=-0.5"])

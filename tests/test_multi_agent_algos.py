@@ -26,6 +26,7 @@ from rlzoo.nets import (
 from rlzoo.nets.centralized import AgentActors, AgentCritics, action_mask, joint_action
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import AutoAlpha, FixedAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))
 # Heterogeneous agents, like simple_speaker_listener: action sizes 3 and 5, padded to 5.
@@ -36,8 +37,13 @@ HIDDEN = [16, 16]
 def make_maddpg(spec: EnvSpec = SPEC, critic=AgentCritics, **kwargs) -> MADDPG:
     """MADDPG with tiny networks; ``critic`` is the per-agent critic class."""
     return MADDPG(
-        spec, actor=partial(DeterministicActor, hidden=HIDDEN),
-        critic=partial(critic, hidden=HIDDEN), **kwargs,
+        spec,
+        **algo_args(
+            "maddpg",
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+            critic=critic_of(critic, hidden=HIDDEN),
+            **kwargs,
+        ),
     )
 
 
@@ -45,17 +51,29 @@ def make_hasac(spec: EnvSpec = SPEC, actor: dict | None = None, tuner=None, crit
                **kwargs) -> HASAC:
     """HASAC with tiny networks; ``critic`` is the centralized critic class."""
     return HASAC(
-        spec, actor=partial(TanhGaussianActor, hidden=HIDDEN, **(actor or {})),
-        critic=partial(critic, hidden=HIDDEN),
-        tuner=tuner or partial(AutoAlpha, lr=1e-3), **kwargs,
+        spec,
+        **algo_args(
+            "hasac",
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN, **(actor or {}))),
+            critic=critic_of(critic, hidden=HIDDEN),
+            tuner=tuner or partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
+            **kwargs,
+        ),
     )
 
 
 def make_coma(spec: EnvSpec = SPEC, actor: dict | None = None, **kwargs) -> COMA:
     return COMA(
-        spec, actor=partial(TanhGaussianActor, hidden=HIDDEN, **(actor or {})),
-        critic=partial(EnsembleCritic, n=1, subset=1, actor_reduce="first", hidden=HIDDEN),
-        **kwargs,
+        spec,
+        **algo_args(
+            "coma",
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN, **(actor or {}))),
+            critic=partial(
+                EnsembleCritic,
+                **critic_args("ensemble", n=1, subset=1, actor_reduce="first", hidden=HIDDEN),
+            ),
+            **kwargs,
+        ),
     )
 
 
@@ -111,7 +129,8 @@ def no_grads(module: torch.nn.Module) -> bool:
 
 
 def test_agent_actors_mask_padding_and_log_prob_only_over_real_entries() -> None:
-    actors = AgentActors(partial(TanhGaussianActor, hidden=HIDDEN), 6, 5, (3, 5))
+    actors = AgentActors(partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)), 6, 5,
+                         (3, 5))
     obs = torch.randn(7, 2, 6)
     action, log_prob, pre_tanh = actors.sample(obs)
     assert action.shape == (7, 2, 5) and log_prob.shape == (7, 2)
@@ -131,14 +150,16 @@ def test_agent_actors_mask_padding_and_log_prob_only_over_real_entries() -> None
 
 
 def test_shared_actor_uses_agent_id_and_refuses_unequal_agents() -> None:
-    shared = AgentActors(partial(DeterministicActor, hidden=HIDDEN), 6, 3, (3, 3, 3), shared=True)
+    shared = AgentActors(partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)), 6, 3,
+                         (3, 3, 3), shared=True)
     obs = torch.randn(4, 1, 6).expand(4, 3, 6)  # every agent sees the same observation
     action = shared.mode(obs)
     assert action.shape == (4, 3, 3)
     assert not torch.allclose(action[:, 0], action[:, 1])  # the one-hot id tells them apart
     assert shared.net.members == 1 and shared.net.obs_dim == 6 + 3
     with pytest.raises(ValueError, match="share_actor"):
-        AgentActors(partial(DeterministicActor, hidden=HIDDEN), 6, 5, (3, 5), shared=True)
+        AgentActors(partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)), 6, 5, (3, 5),
+                    shared=True)
 
 
 def test_joint_action_drops_padding() -> None:
@@ -233,21 +254,32 @@ def test_padded_action_entries_do_not_reach_the_critics(make) -> None:
 
 def test_wrong_critics_actors_and_specs_are_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match="MADDPG cannot train a TwinCritic") as err:
-        MADDPG(SPEC, actor=partial(DeterministicActor, hidden=HIDDEN),
-               critic=lambda o, a, n_agents: TwinCritic(o, a, hidden=HIDDEN))
+        MADDPG(
+            SPEC,
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+            critic=lambda o, a, n_agents: TwinCritic(o, a, **critic_args("twin", hidden=HIDDEN)),
+            **algo_args("maddpg"),
+        )
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match="HASAC cannot train a AgentCritics"):
         HASAC(
-            SPEC, actor=partial(TanhGaussianActor, hidden=HIDDEN),
-            critic=lambda o, a: AgentCritics(o, a, 3, hidden=HIDDEN),
-            tuner=partial(AutoAlpha),
+            SPEC,
+            actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
+            critic=lambda o, a: AgentCritics(
+                o, a, **critic_args("agents", hidden=HIDDEN), n_agents=3
+            ),
+            tuner=partial(AutoAlpha, **tuner_args("auto")),
+            **algo_args("hasac"),
         )
     with pytest.raises(ValueError, match="action-sequence"):
-        COMA(SPEC, actor=partial(TanhGaussianActor, hidden=HIDDEN),
-             critic=partial(ActionSequenceCritic, hidden=HIDDEN))
+        COMA(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
+             critic=partial(ActionSequenceCritic,
+                            **critic_args("action_sequence", hidden=HIDDEN)), **algo_args("coma"))
     with pytest.raises(ValueError, match="stochastic actor"):
-        COMA(SPEC, actor=partial(DeterministicActor, hidden=HIDDEN),
-             critic=partial(EnsembleCritic, n=1, subset=1, hidden=HIDDEN))
+        COMA(SPEC, actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+             critic=partial(EnsembleCritic,
+                            **critic_args("ensemble", n=1, subset=1,
+                                          hidden=HIDDEN)), **algo_args("coma"))
     with pytest.raises(ValueError, match="global state"):
         make_maddpg(EnvSpec(obs_dim=6, act_dim=3, n_agents=2, state_dim=0))
     with pytest.raises(ValueError, match="share_actor"):
@@ -335,7 +367,7 @@ def test_hasac_agent_sees_new_samples_before_it_and_old_samples_after_it() -> No
     joint action in agent i_m's loss can be rebuilt from the policies before and after the update.
     """
     algo = make_hasac(actor={"log_std_min": -21.0, "log_std_max": -20.0},
-                      tuner=partial(FixedAlpha, alpha=0.0), actor_lr=0.05)
+                      tuner=partial(FixedAlpha, **tuner_args("fixed", alpha=0.0)), actor_lr=0.05)
     batch = make_batch(b=16)
     old_actor = copy.deepcopy(algo.actor)
     seen: list[torch.Tensor] = []
@@ -355,7 +387,7 @@ def test_hasac_agent_sees_new_samples_before_it_and_old_samples_after_it() -> No
 
 
 def test_hasac_critic_target_by_hand() -> None:
-    algo = make_hasac(tuner=partial(FixedAlpha, alpha=0.3))
+    algo = make_hasac(tuner=partial(FixedAlpha, **tuner_args("fixed", alpha=0.3)))
     batch = make_batch()
     torch.manual_seed(11)
     target = algo.critic_target(batch)

@@ -18,6 +18,7 @@ from rlzoo.nets import (
     mlp,
 )
 from rlzoo.nets.target import frozen, make_target, polyak_update
+from tests.from_yaml import actor_args, critic_args
 
 
 def test_mlp_shapes_and_layers() -> None:
@@ -68,7 +69,7 @@ def test_ensemble_members_are_independent() -> None:
 
 
 def test_tanh_gaussian_log_prob_matches_hand_computation() -> None:
-    actor = TanhGaussianActor(3, 2, hidden=[16])
+    actor = TanhGaussianActor(3, 2, **actor_args("sac", hidden=[16]))
     obs = torch.randn(5, 3)
     torch.manual_seed(1)
     action, log_prob = actor.sample(obs)
@@ -89,7 +90,7 @@ def test_tanh_gaussian_log_prob_matches_hand_computation() -> None:
 def test_tanh_gaussian_scalar_case_by_hand() -> None:
     """One action dimension, mean 0, std 1, u = 0.5: log p = log N(0.5) - log(1 - tanh(0.5)^2)."""
     u = torch.tensor([[0.5]])
-    actor = TanhGaussianActor(1, 1, hidden=[])
+    actor = TanhGaussianActor(1, 1, **actor_args("sac", hidden=[]))
     with torch.no_grad():
         actor.net.layers[-1].weight.zero_()
         actor.net.layers[-1].bias.zero_()  # mean 0, log_std 0
@@ -100,26 +101,27 @@ def test_tanh_gaussian_scalar_case_by_hand() -> None:
 
 
 def test_log_std_is_clamped_and_members() -> None:
-    actor = TanhGaussianActor(3, 2, hidden=[8], log_std_min=-1.0, log_std_max=0.5, members=4)
+    actor = TanhGaussianActor(3, 2, members=4,
+                              **actor_args("sac", hidden=[8], log_std_min=-1.0, log_std_max=0.5))
     with torch.no_grad():
         actor.net.layers[-1].bias.fill_(100.0)
     mean, log_std = actor(torch.randn(4, 6, 3))
     assert mean.shape == (4, 6, 2) and torch.all(log_std == 0.5)
     with pytest.raises(ValueError):
-        TanhGaussianActor(3, 2, log_std_min=1.0, log_std_max=0.0)
+        TanhGaussianActor(3, 2, **actor_args("sac", log_std_min=1.0, log_std_max=0.0))
 
 
 def test_deterministic_actor_bounds_and_shapes() -> None:
-    actor = DeterministicActor(4, 3, hidden=[16])
+    actor = DeterministicActor(4, 3, **actor_args("td3", hidden=[16]))
     out = actor(torch.randn(10, 4) * 100)
     assert out.shape == (10, 3) and out.abs().max() <= 1
     torch.testing.assert_close(actor.mode(torch.ones(2, 4)), actor(torch.ones(2, 4)))
-    multi = DeterministicActor(4, 3, hidden=[16], members=3)
+    multi = DeterministicActor(4, 3, members=3, **actor_args("td3", hidden=[16]))
     assert multi(torch.randn(3, 5, 4)).shape == (3, 5, 3)
 
 
 def test_twin_critic_is_ensemble_of_two() -> None:
-    critic = TwinCritic(3, 2, hidden=[16])
+    critic = TwinCritic(3, 2, **critic_args("twin", hidden=[16]))
     assert critic.members == 2
     obs, act = torch.randn(8, 3), torch.randn(8, 2)
     q = critic(obs, act)
@@ -135,13 +137,13 @@ def test_twin_critic_is_ensemble_of_two() -> None:
 
 def test_ensemble_critic_validates() -> None:
     with pytest.raises(ValueError, match="subset"):
-        EnsembleCritic(3, 2, n=3, subset=4)
+        EnsembleCritic(3, 2, **critic_args("ensemble", n=3, subset=4))
     with pytest.raises(ValueError, match="actor_reduce"):
-        EnsembleCritic(3, 2, n=3, subset=2, actor_reduce="max")
+        EnsembleCritic(3, 2, **critic_args("ensemble", n=3, subset=2, actor_reduce="max"))
 
 
 def test_polyak_update_and_target_has_no_grad() -> None:
-    online = TwinCritic(3, 2, hidden=[8])
+    online = TwinCritic(3, 2, **critic_args("twin", hidden=[8]))
     target = make_target(online)
     assert all(not p.requires_grad for p in target.parameters())
     with torch.no_grad():
@@ -154,7 +156,7 @@ def test_polyak_update_and_target_has_no_grad() -> None:
 
 
 def test_frozen_blocks_parameter_gradients_only() -> None:
-    critic = TwinCritic(3, 2, hidden=[8])
+    critic = TwinCritic(3, 2, **critic_args("twin", hidden=[8]))
     action = torch.randn(4, 2, requires_grad=True)
     with frozen(critic):
         critic(torch.randn(4, 3), action).sum().backward()

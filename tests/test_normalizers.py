@@ -49,6 +49,7 @@ from rlzoo.policy import load_policy
 from rlzoo.run.checkpoint import load_checkpoint
 from rlzoo.run.normalize import check_observations, fold_collected
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 ON = ["normalize.obs=true", "normalize.reward=true"]
 
@@ -172,7 +173,7 @@ def batch_of(b: int = 4, seed: int = 1) -> Batch:
 
 @pytest.mark.parametrize("cls", [Probe, ProbeChild])
 def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> None:
-    algo = fitted(cls(EnvSpec(obs_dim=3, act_dim=2)))
+    algo = fitted(cls(EnvSpec(obs_dim=3, act_dim=2), 0.99, 1))
     norm, scaler = algo.obs_normalizer, algo.reward_scaler
     assert norm is not None and scaler is not None
     raw = batch_of()
@@ -186,7 +187,7 @@ def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> No
     torch.testing.assert_close(algo.seen.reward, scaler(raw.reward), rtol=0, atol=0)
     assert torch.equal(algo.seen.action, raw.action)
     torch.testing.assert_close(algo.acted, norm(raw.obs), rtol=0, atol=0)  # not twice
-    plain = cls(EnvSpec(obs_dim=3, act_dim=2))  # no normalizers: inputs pass untouched
+    plain = cls(EnvSpec(obs_dim=3, act_dim=2), 0.99, 1)  # no normalizers: inputs pass untouched
     assert torch.equal(plain.act(raw.obs), raw.obs)
 
 
@@ -194,8 +195,13 @@ def test_methods_take_raw_inputs_and_normalize_them_once(cls: type[Probe]) -> No
 
 
 def tiny_sac() -> SAC:
-    return SAC(EnvSpec(obs_dim=3, act_dim=2), actor=partial(TanhGaussianActor, hidden=[16]),
-               critic=partial(TwinCritic, hidden=[16]), tuner=partial(AutoAlpha, lr=1e-3))
+    return SAC(
+        EnvSpec(obs_dim=3, act_dim=2),
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[16])),
+        critic=partial(TwinCritic, **critic_args("twin", hidden=[16])),
+        tuner=partial(AutoAlpha, **tuner_args("auto", lr=1e-3)),
+        **algo_args("sac"),
+    )
 
 
 def group_of_two() -> SAC:

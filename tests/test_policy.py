@@ -198,7 +198,7 @@ class ConstantAlgo(Algorithm):
     multi_agent = True
 
     def __init__(self, spec: EnvSpec, value: float) -> None:
-        super().__init__(spec)
+        super().__init__(spec, 0.99, 1)  # gamma, n_step: unused here
         self.value = value
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

@@ -18,6 +18,7 @@ from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.rollout import Rollout
 from rlzoo.nets import DistributionalCritic, EnsembleCritic, TanhGaussianActor
 from tests.conftest import read_summary, run_cli
+from tests.from_yaml import actor_args, algo_args, critic_args
 
 SEARCHPATH = "hydra.searchpath=[pkg://examples.conf]"
 SPEC = EnvSpec(obs_dim=3, act_dim=2)
@@ -28,10 +29,12 @@ def make_ppo(seed: int = 0, **kwargs: float) -> PPO:
     torch.manual_seed(seed)
     defaults = dict(epochs=2, num_minibatches=2)
     return PPO(
-        SPEC, actor=partial(TanhGaussianActor, hidden=[16, 16], activation="tanh"),
-        critic=partial(EnsembleCritic, n=1, subset=1, actor_reduce="first", hidden=[16, 16],
-                       activation="tanh"),
-        **{**defaults, **kwargs},
+        SPEC, actor=partial(TanhGaussianActor,
+                            **actor_args("sac", hidden=[16, 16], activation="tanh")),
+        critic=partial(EnsembleCritic,
+                       **critic_args("ensemble", n=1, subset=1, actor_reduce="first",
+                                     hidden=[16, 16], activation="tanh")),
+        **algo_args("ppo", **{**defaults, **kwargs}),
     )
 
 
@@ -211,8 +214,9 @@ def test_invalid_values_and_critic_kind_are_refused() -> None:
     with pytest.raises(ValueError, match="exceeds the rollout's 16 rows"):
         make_ppo(num_minibatches=17).update(synthetic_rollout())
     with pytest.raises(ValueError, match="supports: EnsembleCritic"):
-        PPO(SPEC, actor=partial(TanhGaussianActor, hidden=[8]),
-            critic=partial(DistributionalCritic, hidden=[8]))
+        PPO(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+            critic=partial(DistributionalCritic, **critic_args("distributional", hidden=[8])),
+            **algo_args("ppo"))
 
 
 # ---------------------------------------------------------------------------- config and CLI

@@ -32,6 +32,7 @@ from rlzoo.nets import (
 )
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import FixedAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 from tests.test_multi_agent_algos import (
     HETERO,
     SPEC,
@@ -50,10 +51,12 @@ K = 3
 def ppo(**kwargs: Any) -> PPO:
     """The PPO example with two value members and four minibatches (seeded by the caller)."""
     return PPO(
-        PPO_SPEC, actor=partial(TanhGaussianActor, hidden=[16, 16], activation="tanh"),
-        critic=partial(EnsembleCritic, n=2, subset=2, actor_reduce="first", hidden=[16, 16],
-                       activation="tanh"),
-        **{"epochs": 2, "num_minibatches": 4, **kwargs},
+        PPO_SPEC, actor=partial(TanhGaussianActor,
+                                **actor_args("sac", hidden=[16, 16], activation="tanh")),
+        critic=partial(EnsembleCritic,
+                       **critic_args("ensemble", n=2, subset=2, actor_reduce="first",
+                                     hidden=[16, 16], activation="tanh")),
+        **algo_args("ppo", **{"epochs": 2, "num_minibatches": 4, **kwargs}),
     )
 
 
@@ -81,7 +84,9 @@ CASES = {
     "maddpg_policy_hetero": (partial(make_maddpg, HETERO, others_actions="policy"),
                              batch_data(HETERO)),
     "hasac": (make_hasac, batch_data(SPEC)),
-    "hasac_hetero_fixed_alpha": (partial(make_hasac, HETERO, tuner=partial(FixedAlpha, alpha=0.1)),
+    "hasac_hetero_fixed_alpha": (partial(make_hasac, HETERO,
+                                         tuner=partial(FixedAlpha,
+                                                       **tuner_args("fixed", alpha=0.1))),
                                  batch_data(HETERO)),
     # the distributional centralized critics (DSAC-T's, nets/critics.py): HASAC's one critic,
     # MADDPG's one per agent (twin Gaussians each); their running stds are per seed too

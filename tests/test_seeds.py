@@ -30,6 +30,7 @@ from rlzoo.nets import (
 )
 from rlzoo.nets.critics import ActionSequenceCritic, DistributionalCritic
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
 K = 3
@@ -37,27 +38,41 @@ HIDDEN = [32, 32]
 
 
 def sac(critic: Callable, cls: type = SAC) -> Algorithm:
-    return cls(SPEC, actor=partial(TanhGaussianActor, hidden=HIDDEN), critic=critic,
-               tuner=partial(AutoAlpha, lr=1e-3))
+    return cls(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),
+               critic=critic,
+               tuner=partial(AutoAlpha, **tuner_args("auto")),
+               **algo_args(ALGO_FILES[cls.__name__]))
+
+
+ALGO_FILES = {"SAC": "sac", "DSACT": "dsac_t", "SimbaV2": "simbav2"}
 
 
 def td3(policy_noise: float = 0.2) -> Algorithm:
-    return TD3(SPEC, actor=partial(DeterministicActor, hidden=HIDDEN),
-               critic=partial(TwinCritic, hidden=HIDDEN, actor_reduce="first"),
-               policy_noise=policy_noise)
+    return TD3(SPEC, actor=partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+               critic=partial(TwinCritic,
+                              **critic_args("twin", hidden=HIDDEN, actor_reduce="first")),
+               **algo_args("td3", policy_noise=policy_noise))
 
 
 ALGOS: dict[str, tuple[Callable[[], Algorithm], int]] = {  # (builder, action width of a batch)
-    "sac-twin": (lambda: sac(partial(TwinCritic, hidden=HIDDEN)), 2),
-    "redq-ensemble": (lambda: sac(partial(EnsembleCritic, n=5, subset=2, hidden=HIDDEN)), 2),
-    "dsac_t-distributional": (lambda: sac(partial(DistributionalCritic, hidden=HIDDEN), DSACT), 2),
+    "sac-twin": (lambda: sac(partial(TwinCritic, **critic_args("twin", hidden=HIDDEN))), 2),
+    "redq-ensemble": (lambda: sac(partial(EnsembleCritic,
+                                          **critic_args("ensemble", n=5, subset=2,
+                                                        hidden=HIDDEN))), 2),
+    "dsac_t-distributional": (lambda: sac(partial(DistributionalCritic,
+                                                  **critic_args("distributional",
+                                                                hidden=HIDDEN)), DSACT), 2),
     "sac-action_sequence": (
-        lambda: sac(partial(ActionSequenceCritic, horizon=3, hidden=HIDDEN)), 6),
+        lambda: sac(partial(ActionSequenceCritic,
+                            **critic_args("action_sequence", horizon=3, hidden=HIDDEN))), 6),
     "td3": (td3, 2),
-    "sac-categorical": (lambda: sac(partial(CategoricalCritic, atoms=11, hidden=HIDDEN)), 2),
+    "sac-categorical": (lambda: sac(partial(CategoricalCritic,
+                                            **critic_args("categorical", atoms=11,
+                                                          hidden=HIDDEN))), 2),
     "stac-gaussian": (
-        lambda: sac(partial(GaussianCritic, pessimism=0.5, hidden=HIDDEN, layer_norm=True,
-                            dropout=0.1)), 2),
+        lambda: sac(partial(GaussianCritic,
+                            **critic_args("gaussian", pessimism=0.5, hidden=HIDDEN, layer_norm=True,
+                                          dropout=0.1))), 2),
 }
 
 

@@ -23,6 +23,7 @@ from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import CategoricalCritic, HypersphericalMLP, TanhGaussianActor
 from rlzoo.tuners.entropy import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, network_args, tuner_args
 
 FIXTURE = Path(__file__).parent / "fixtures" / "simbav2_reference.npz"
 
@@ -36,15 +37,46 @@ def rlzoo_simbav2(ref: dict[str, np.ndarray]) -> SimbaV2:
     """The fixture's settings (scripts/simbav2_reference.py SETTINGS) in rlzoo's components."""
     algo = SimbaV2(
         EnvSpec(obs_dim=3, act_dim=2),
-        actor=partial(TanhGaussianActor, network=partial(HypersphericalMLP, hidden_dim=8,
-                                                         num_blocks=1),
-                      log_std_min=-10.0, log_std_max=2.0, log_std_squash="tanh"),
-        critic=partial(CategoricalCritic, n=2, v_min=-5.0, v_max=5.0, atoms=21,
-                       network=partial(HypersphericalMLP, hidden_dim=16, num_blocks=2)),
-        tuner=partial(AutoAlpha, init_alpha=0.01, lr=1e-4, target_entropy_scale=0.5,
-                      loss_form="alpha"),
-        gamma=0.99, tau=0.005, actor_lr=1e-4, critic_lr=1e-4, lr_decay_to=0.5,
-        lr_decay_updates=2,
+        actor=partial(
+            TanhGaussianActor,
+            **actor_args(
+                "sac",
+                network=partial(
+                    HypersphericalMLP, **network_args("critic", hidden_dim=8, num_blocks=1)
+                ),
+                log_std_min=-10.0,
+                log_std_max=2.0,
+                log_std_squash="tanh",
+            ),
+        ),
+        critic=partial(
+            CategoricalCritic,
+            **critic_args(
+                "categorical",
+                n=2,
+                v_min=-5.0,
+                v_max=5.0,
+                atoms=21,
+                network=partial(
+                    HypersphericalMLP, **network_args("critic", hidden_dim=16, num_blocks=2)
+                ),
+            ),
+        ),
+        tuner=partial(
+            AutoAlpha,
+            **tuner_args(
+                "auto", init_alpha=0.01, lr=1e-4, target_entropy_scale=0.5, loss_form="alpha"
+            ),
+        ),
+        **algo_args(
+            "simbav2",
+            gamma=0.99,
+            tau=0.005,
+            actor_lr=1e-4,
+            critic_lr=1e-4,
+            lr_decay_to=0.5,
+            lr_decay_updates=2,
+        ),
     )
     state = {k[len("init/"):]: torch.from_numpy(v) for k, v in ref.items()
              if k.startswith("init/")}

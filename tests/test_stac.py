@@ -17,6 +17,7 @@ from rlzoo.algos import SAC, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import GaussianCritic, TanhGaussianActor
 from rlzoo.tuners import AutoAlpha
+from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=3, act_dim=2)
 
@@ -31,10 +32,13 @@ def constant(critic: GaussianCritic, mean: float, raw_std: float) -> GaussianCri
 
 
 def stac(beta: float, init_alpha: float = 0.3) -> SAC:
-    return SAC(SPEC, actor=partial(TanhGaussianActor, hidden=[8]),
-               critic=partial(GaussianCritic, pessimism=beta, hidden=[8]),
-               tuner=partial(AutoAlpha, init_alpha=init_alpha), critic_lr=3e-4, actor_lr=3e-4,
-               target_delay=1)
+    return SAC(
+        SPEC,
+        actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
+        critic=partial(GaussianCritic, **critic_args("gaussian", pessimism=beta, hidden=[8])),
+        tuner=partial(AutoAlpha, **tuner_args("auto", init_alpha=init_alpha)),
+        **algo_args("sac", critic_lr=3e-4, actor_lr=3e-4, target_delay=1),
+    )
 
 
 def batch() -> Batch:
@@ -97,7 +101,9 @@ def test_policy_improvement_ascends_mu_minus_beta_sigma(monkeypatch: pytest.Monk
 
 
 def test_beta_zero_is_the_plain_gaussian_backup_and_two_members_take_the_min() -> None:
-    critic = constant(GaussianCritic(3, 2, n=2, pessimism=0.0, hidden=[8]), 0.0, 0.0)
+    critic = constant(GaussianCritic(3, 2,
+                                     **critic_args("gaussian", n=2, pessimism=0.0,
+                                                   hidden=[8])), 0.0, 0.0)
     with torch.no_grad():
         critic.net.output_layer.bias.copy_(torch.tensor([[[3.0, 0.0]], [[1.0, 2.0]]]))
     # beta = 0: min of the means (ESTAC's min-clipping); beta = 1: min of mu - sigma
@@ -108,7 +114,7 @@ def test_beta_zero_is_the_plain_gaussian_backup_and_two_members_take_the_min() -
 
 
 def test_sigma_is_softplus_of_the_clamped_logit_and_its_bias_starts_at_zero() -> None:
-    critic = GaussianCritic(3, 2, hidden=[8])
+    critic = GaussianCritic(3, 2, **critic_args("gaussian", hidden=[8]))
     assert torch.equal(critic.net.output_layer.bias[..., 1], torch.zeros(1, 1))
     constant(critic, 0.0, -9.0)
     _, sigma = critic.distribution(torch.zeros(1, 3), torch.zeros(1, 2))

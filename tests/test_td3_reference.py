@@ -20,6 +20,7 @@ from torch import nn
 from rlzoo.algos import TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DeterministicActor, TwinCritic
+from tests.from_yaml import actor_args, algo_args, critic_args
 
 HIDDEN = (16, 16)
 GAMMA, TAU, LR, DELAY = 0.99, 0.005, 1e-3, 2
@@ -60,9 +61,20 @@ def test_td3_update_matches_a_plain_reference() -> None:
     torch.manual_seed(0)
     obs_dim, act_dim, batch_size = 4, 1, 32
     spec = EnvSpec(obs_dim, act_dim, action_low=(-3.0,), action_high=(3.0,))
-    algo = TD3(spec, partial(DeterministicActor, hidden=HIDDEN),
-               partial(TwinCritic, hidden=HIDDEN, actor_reduce="first"), gamma=GAMMA, tau=TAU,
-               actor_lr=LR, critic_lr=LR, policy_delay=DELAY, policy_noise=0.0)
+    algo = TD3(
+        spec,
+        partial(DeterministicActor, **actor_args("td3", hidden=HIDDEN)),
+        partial(TwinCritic, **critic_args("twin", hidden=HIDDEN, actor_reduce="first")),
+        **algo_args(
+            "td3",
+            gamma=GAMMA,
+            tau=TAU,
+            actor_lr=LR,
+            critic_lr=LR,
+            policy_delay=DELAY,
+            policy_noise=0.0,
+        ),
+    )
     actor = _mlp(obs_dim, act_dim, tanh=True)
     q1, q2 = _mlp(obs_dim + act_dim, 1, False), _mlp(obs_dim + act_dim, 1, False)
     actor_t, q1_t, q2_t = copy.deepcopy(actor), copy.deepcopy(q1), copy.deepcopy(q2)

@@ -14,6 +14,7 @@ from torch import nn
 from rlzoo.algos import TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DeterministicActor, TwinCritic
+from tests.from_yaml import actor_args, algo_args, critic_args
 
 SPEC = EnvSpec(obs_dim=3, act_dim=4)
 
@@ -30,8 +31,15 @@ class FixedActor(nn.Module):
 
 
 def make_td3(**kwargs) -> TD3:
-    return TD3(SPEC, actor=partial(DeterministicActor, hidden=[16]),
-               critic=partial(TwinCritic, hidden=[16], actor_reduce="first"), **kwargs)
+    return TD3(
+        SPEC,
+        **algo_args(
+            "td3",
+            actor=partial(DeterministicActor, **actor_args("td3", hidden=[16])),
+            critic=partial(TwinCritic, **critic_args("twin", hidden=[16], actor_reduce="first")),
+            **kwargs,
+        ),
+    )
 
 
 def make_batch(b: int) -> Batch:

@@ -168,7 +168,7 @@ class Algorithm(nn.Module):
     graph_safe: ClassVar[bool] = False
     seed_groups: ClassVar[bool] = False
 
-    def __init__(self, spec: EnvSpec, gamma: float = 0.99, n_step: int = 1) -> None:
+    def __init__(self, spec: EnvSpec, gamma: float, n_step: int) -> None:
         super().__init__()
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"algo.gamma must be in [0, 1], got {gamma}")

@@ -71,18 +71,18 @@ class COMA(MultiAgentAlgorithm):
         spec: EnvSpec,
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
-        gamma: float = 0.99,
-        td_lambda: float = 0.8,
-        baseline_samples: int = 16,
-        entropy_coef: float = 0.01,
-        actor_lr: float = 5e-4,
-        critic_lr: float = 5e-4,
-        critic_steps: int = 8,
-        target_update_every: int = 100,
-        max_grad_norm: float = 10.0,
-        share_actor: bool = False,
+        gamma: float,
+        td_lambda: float,
+        baseline_samples: int,
+        entropy_coef: float,
+        actor_lr: float,
+        critic_lr: float,
+        critic_steps: int,
+        target_update_every: int,
+        max_grad_norm: float,
+        share_actor: bool,
     ) -> None:
-        super().__init__(spec, gamma)
+        super().__init__(spec, gamma, 1)  # on-policy: no n-step replay
         if not 0.0 <= td_lambda <= 1.0:
             raise ValueError(f"algo.td_lambda must be in [0, 1], got {td_lambda}")
         if baseline_samples < 1:

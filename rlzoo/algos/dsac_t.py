@@ -38,8 +38,8 @@ from rlzoo.tuners.entropy import Tuner
 class DSACT(SAC):
     """DSAC-T: SAC with the distributional critic and a target policy network.
 
-    Args are SAC's; defaults are DSAC-T's (``conf/algo/dsac_t.yaml``): actor and critic lr 1e-4,
-    ``policy_delay = target_delay = 2``.
+    Args are SAC's, all required; DSAC-T's values are declared in ``conf/algo/dsac_t.yaml``
+    (actor and critic lr 1e-4, ``policy_delay = target_delay = 2``).
     """
 
     supported_critics = (DistributionalCritic,)
@@ -50,13 +50,13 @@ class DSACT(SAC):
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
         tuner: Callable[..., Tuner],
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        actor_lr: float = 1e-4,
-        critic_lr: float = 1e-4,
-        policy_delay: int = 2,
-        n_step: int = 1,
-        target_delay: int | None = None,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        policy_delay: int,
+        n_step: int,
+        target_delay: int | None,
     ) -> None:
         super().__init__(
             spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, policy_delay, n_step,

@@ -83,12 +83,12 @@ class HASAC(MultiAgentAlgorithm):
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
         tuner: Callable[..., Tuner],
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        actor_lr: float = 5e-4,
-        critic_lr: float = 5e-4,
-        share_actor: bool = False,
-        n_step: int = 20,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        share_actor: bool,
+        n_step: int,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         check_tau(tau)

@@ -65,14 +65,14 @@ class MADDPG(MultiAgentAlgorithm):
         spec: EnvSpec,
         actor: Callable[..., DeterministicActor],
         critic: Callable[..., Critic],
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        actor_lr: float = 5e-4,
-        critic_lr: float = 1e-3,
-        exploration_noise: float = 0.1,
-        others_actions: str = "buffer",
-        share_actor: bool = False,
-        n_step: int = 1,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        exploration_noise: float,
+        others_actions: str,
+        share_actor: bool,
+        n_step: int,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         check_tau(tau)

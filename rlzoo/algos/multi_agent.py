@@ -26,7 +26,7 @@ class MultiAgentAlgorithm(Algorithm):
 
     multi_agent: ClassVar[bool] = True
 
-    def __init__(self, spec: EnvSpec, gamma: float = 0.99, n_step: int = 1) -> None:
+    def __init__(self, spec: EnvSpec, gamma: float, n_step: int) -> None:
         super().__init__(spec, gamma, n_step)
         if spec.state_dim < 1:
             raise ValueError(

@@ -48,13 +48,16 @@ class SAC(Algorithm):
         actor: builds the actor from ``(obs_dim, act_dim)``.
         critic: builds the critic from ``(obs_dim, act_dim)``.
         tuner: builds the temperature tuner from ``act_dim``.
-        gamma: discount (0.99).
-        tau: polyak rate of the target critic (0.005).
-        actor_lr: actor learning rate (3e-4).
-        critic_lr: critic learning rate (3e-4; CleanRL uses 1e-3).
-        policy_delay: critic steps per actor/alpha step (1).
-        n_step: n-step returns sampled from the buffer (1).
+        gamma: discount.
+        tau: polyak rate of the target critic.
+        actor_lr: actor learning rate.
+        critic_lr: critic learning rate.
+        policy_delay: critic steps per actor/alpha step.
+        n_step: n-step returns sampled from the buffer.
         target_delay: critic steps per polyak step of the targets (``None`` = ``policy_delay``).
+
+    Every hyperparameter is required: its default is declared once, in ``conf/algo/sac.yaml``
+    (and the other algo files that build this class), with a one-line comment.
     """
 
     supported_critics = (
@@ -70,13 +73,13 @@ class SAC(Algorithm):
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
         tuner: Callable[..., Tuner],
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        actor_lr: float = 3e-4,
-        critic_lr: float = 3e-4,
-        policy_delay: int = 1,
-        n_step: int = 1,
-        target_delay: int | None = None,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        policy_delay: int,
+        n_step: int,
+        target_delay: int | None,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         check_tau(tau)

@@ -40,11 +40,14 @@ class SimbaV2(SAC):
 
     Args:
         spec, actor, critic, tuner, gamma, tau, n_step: as ``SAC``'s.
-        actor_lr: initial actor learning rate (1e-4).
-        critic_lr: initial critic learning rate (1e-4).
+        actor_lr: initial actor learning rate.
+        critic_lr: initial critic learning rate.
         lr_decay_to: final learning rate as a fraction of the initial one, for the actor, the
-            critic and the temperature (0.5: 1e-4 -> 5e-5).
+            critic and the temperature.
         lr_decay_updates: T, updates over which the rates decay (then stay at the end value).
+
+    Every hyperparameter is required; the reference's values are declared once, in
+    ``conf/algo/simbav2.yaml``.
     """
 
     graph_safe = False  # the learning rates change on the host at every update
@@ -55,15 +58,16 @@ class SimbaV2(SAC):
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
         tuner: Callable[..., Tuner],
-        gamma: float = 0.995,
-        tau: float = 0.005,
-        actor_lr: float = 1e-4,
-        critic_lr: float = 1e-4,
-        n_step: int = 1,
-        lr_decay_to: float = 0.5,
-        lr_decay_updates: int = 1_000_000,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        n_step: int,
+        lr_decay_to: float,
+        lr_decay_updates: int,
     ) -> None:
-        super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, 1, n_step)
+        super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, 1, n_step,
+                         None)
         if not 0.0 < lr_decay_to <= 1.0:
             raise ValueError(f"algo.lr_decay_to must be in (0, 1], got {lr_decay_to}")
         if lr_decay_updates < 1:

@@ -31,14 +31,16 @@ class TD3(Algorithm):
         spec: environment sizes.
         actor: builds the deterministic actor from ``(obs_dim, act_dim)``.
         critic: builds the critic from ``(obs_dim, act_dim)``.
-        gamma: discount (0.99).
-        tau: polyak rate (0.005).
-        actor_lr, critic_lr: learning rates (1e-3, the paper's).
-        policy_delay: critic steps per actor/target step (2).
-        policy_noise: std of the target smoothing noise (0.2).
-        noise_clip: clip of the target smoothing noise (0.5).
-        exploration_noise: std of the Gaussian exploration noise (0.1).
-        n_step: n-step returns (1).
+        gamma: discount.
+        tau: polyak rate.
+        actor_lr, critic_lr: learning rates.
+        policy_delay: critic steps per actor/target step.
+        policy_noise: std of the target smoothing noise.
+        noise_clip: clip of the target smoothing noise.
+        exploration_noise: std of the Gaussian exploration noise.
+        n_step: n-step returns.
+
+    Every hyperparameter is required; its default is declared once, in ``conf/algo/td3.yaml``.
 
     Critic kinds: twin, ensemble and action chunks. The distributional critic is DSAC-T's and is
     not validated with a deterministic policy, so it is refused (use algo=sac or algo=dsac_t).
@@ -53,15 +55,15 @@ class TD3(Algorithm):
         spec: EnvSpec,
         actor: Callable[..., DeterministicActor],
         critic: Callable[..., Critic],
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        actor_lr: float = 1e-3,
-        critic_lr: float = 1e-3,
-        policy_delay: int = 2,
-        policy_noise: float = 0.2,
-        noise_clip: float = 0.5,
-        exploration_noise: float = 0.1,
-        n_step: int = 1,
+        gamma: float,
+        tau: float,
+        actor_lr: float,
+        critic_lr: float,
+        policy_delay: int,
+        policy_noise: float,
+        noise_clip: float,
+        exploration_noise: float,
+        n_step: int,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         check_tau(tau)

@@ -76,27 +76,32 @@ class TanhGaussianActor(_EnsembleActorBase):
     Args:
         obs_dim: observation size.
         act_dim: action size |A| (for an action-chunk actor: H * |A|).
-        hidden: hidden sizes (default ``(256, 256)``).
-        activation: hidden activation (default ``relu``).
-        log_std_min, log_std_max: range of the log standard deviation (CleanRL: -5, 2).
-        members: independent networks evaluated as one batched ensemble (default 1).
-        layer_norm: LayerNorm (no affine) after each hidden layer of the MLP trunk (default off).
+        hidden: hidden sizes.
+        activation: hidden activation.
+        log_std_min, log_std_max: range of the log standard deviation.
+        members: independent networks evaluated as one batched ensemble.
+        layer_norm: LayerNorm (no affine) after each hidden layer of the MLP trunk.
         dropout: dropout probability after each hidden layer of the MLP trunk, in ``[0, 1)``
-            (default 0; off in ``mode``).
+            (off in ``mode``).
         network: builds the trunk instead of the MLP (``make_network``; default ``None``).
         log_std_squash: how the raw log std is brought into ``[log_std_min, log_std_max]``:
             ``clamp`` (default) or ``tanh``, ``min + (max - min) (1 + tanh(raw)) / 2``
             (SimbaV2's ``HyperNormalTanhPolicy``).
+
+    The hyperparameters are required: their defaults are declared once, in the ``algo.actor``
+    node of each ``conf/algo/*.yaml``. ``members`` is the algorithm's to pass (per-agent actors);
+    ``layer_norm``, ``dropout``, ``network`` and ``log_std_squash`` keep a default (off, the MLP,
+    ``clamp``) only so that run dirs written before those keys existed still build.
     """
 
     def __init__(
         self,
         obs_dim: int,
         act_dim: int,
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        log_std_min: float = -5.0,
-        log_std_max: float = 2.0,
+        hidden: Sequence[int],
+        activation: str,
+        log_std_min: float,
+        log_std_max: float,
         members: int = 1,
         layer_norm: bool = False,
         dropout: float = 0.0,
@@ -153,9 +158,9 @@ class DeterministicActor(_EnsembleActorBase):
 
     Args:
         obs_dim, act_dim: sizes.
-        hidden: hidden sizes (default ``(256, 256)``).
-        activation: hidden activation (default ``relu``).
-        members: independent networks evaluated as one batched ensemble (default 1).
+        hidden: hidden sizes.
+        activation: hidden activation.
+        members: independent networks evaluated as one batched ensemble.
         layer_norm, dropout, network: the trunk, as ``TanhGaussianActor``'s.
     """
 
@@ -163,8 +168,8 @@ class DeterministicActor(_EnsembleActorBase):
         self,
         obs_dim: int,
         act_dim: int,
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
+        hidden: Sequence[int],
+        activation: str,
         members: int = 1,
         layer_norm: bool = False,
         dropout: float = 0.0,

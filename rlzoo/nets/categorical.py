@@ -112,17 +112,16 @@ class CategoricalCritic(Critic):
     Args:
         obs_dim: observation size (the centralized input size for a multi-agent critic).
         act_dim: action size (the joint action size for a centralized critic).
-        n: E, members (default 2: clipped double Q, SimbaV2 on episodic tasks and FlashSAC;
-            1: SimbaV2 on non-episodic ones).
+        n: E, members.
         v_min, v_max: the support's ends, in return units (after any reward scaling).
         atoms: N, atoms on the support (101, SimbaV2 and FlashSAC).
         pessimism: beta >= 0, STAC's shift of the target and the actor's value by ``-beta std``
             (0: none).
-        actor_reduce: reduction over members for the actor: ``min`` (default), ``mean``,
+        actor_reduce: reduction over members for the actor: ``min``, ``mean``,
             ``first``.
-        hidden: hidden sizes (default ``(256, 256)``).
-        activation: hidden activation (default ``relu``).
-        layer_norm: LayerNorm after each hidden layer (default off).
+        hidden: hidden sizes.
+        activation: hidden activation.
+        layer_norm: LayerNorm after each hidden layer.
         dropout, network: the trunk, as ``EnsembleCritic``'s (``net=simbav2``: SimbaV2's
             ``HyperCategoricalValue`` is the ``HypersphericalMLP`` head with ``atoms`` logits).
         n_agents: G, independent critics of ``n`` members each, one per agent (MADDPG passes its
@@ -136,15 +135,15 @@ class CategoricalCritic(Critic):
         self,
         obs_dim: int,
         act_dim: int,
-        n: int = 2,
-        v_min: float = -1000.0,
-        v_max: float = 1000.0,
-        atoms: int = 101,
-        pessimism: float = 0.0,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        n: int,
+        v_min: float,
+        v_max: float,
+        atoms: int,
+        pessimism: float,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
         n_agents: int = 1,

@@ -150,11 +150,11 @@ class AgentCritics(Critic):
     Args:
         obs_dim: X, the centralized input (global state) size.
         act_dim: J, the joint action size (sum of the agents' real action sizes).
-        n_agents: N, one member per agent (the algorithm passes it; default 1).
-        hidden: hidden sizes (default ``(256, 256)``).
-        activation: hidden activation (default ``relu``).
-        layer_norm: LayerNorm after each hidden layer (default off).
-        dropout: dropout probability after each hidden layer, in ``[0, 1)`` (default 0).
+        n_agents: N, one member per agent (the algorithm passes it).
+        hidden: hidden sizes.
+        activation: hidden activation.
+        layer_norm: LayerNorm after each hidden layer.
+        dropout: dropout probability after each hidden layer, in ``[0, 1)``.
         network: builds the trunk instead of the MLP (``rlzoo.nets.ensemble.make_network``).
     """
 
@@ -162,12 +162,12 @@ class AgentCritics(Critic):
         self,
         obs_dim: int,
         act_dim: int,
-        n_agents: int = 1,
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
+        n_agents: int = 1,
     ) -> None:
         super().__init__()
         if n_agents < 1:

@@ -128,28 +128,33 @@ class EnsembleCritic(Critic):
     Args:
         obs_dim: observation size.
         act_dim: action size (the critic's action input; ``H * |A|`` for an action chunk).
-        n: N, the number of members (default 10).
-        subset: M, members in the target's min (default 2).
-        actor_reduce: ``mean`` (REDQ, default), ``min`` or ``first``.
-        hidden: hidden sizes (default ``(256, 256)``).
-        activation: hidden activation (default ``relu``).
-        layer_norm: LayerNorm after each hidden layer (default off).
-        dropout: dropout probability after each hidden layer, in ``[0, 1)`` (default 0; active
-            in the online and the target critic alike, as DroQ).
+        n: N, the number of members.
+        subset: M, members in the target's min.
+        actor_reduce: ``mean`` (REDQ), ``min`` or ``first``.
+        hidden: hidden sizes.
+        activation: hidden activation.
+        layer_norm: LayerNorm after each hidden layer.
+        dropout: dropout probability after each hidden layer, in ``[0, 1)`` (active in the
+            online and the target critic alike, as DroQ).
         network: builds each member's trunk instead of the MLP (``make_network``; e.g.
             ``net=simbav2``); ``hidden``/``activation``/``layer_norm``/``dropout`` then unused.
+
+    Every critic's hyperparameters are required: their defaults are declared once, in
+    ``conf/critic/*.yaml`` (an algorithm file may change them). ``dropout`` and ``network`` keep
+    a default (off, and the MLP) only so that run dirs written before those keys existed still
+    build; ``tests/test_yaml_defaults.py`` checks that it equals the YAML's.
     """
 
     def __init__(
         self,
         obs_dim: int,
         act_dim: int,
-        n: int = 10,
-        subset: int = 2,
-        actor_reduce: str = "mean",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        n: int,
+        subset: int,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
     ) -> None:
@@ -199,18 +204,18 @@ class EnsembleCritic(Critic):
 class TwinCritic(EnsembleCritic):
     """Clipped double Q (SAC, TD3): two members, min of both for targets.
 
-    Args as ``EnsembleCritic`` without ``n``/``subset``; ``actor_reduce`` defaults to ``min``
-    (SAC); TD3 sets ``first`` (the paper's actor ascends Q1).
+    Args as ``EnsembleCritic`` without ``n``/``subset``; ``actor_reduce`` is ``min`` for SAC
+    (``conf/critic/twin.yaml``), ``first`` for TD3 (the paper's actor ascends Q1).
     """
 
     def __init__(
         self,
         obs_dim: int,
         act_dim: int,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
     ) -> None:
@@ -231,10 +236,10 @@ class ActionSequenceCritic(EnsembleCritic):
     Args:
         obs_dim: observation size.
         act_dim: |A|, the size of one env action (the chunk is ``horizon * act_dim``).
-        horizon: H, actions per chunk (default 4).
-        n: members (default 2: twin).
-        subset: members in the target's min (default 2).
-        actor_reduce: ``min`` (SAC, default), ``mean`` or ``first`` (TD3).
+        horizon: H, actions per chunk.
+        n: members.
+        subset: members in the target's min.
+        actor_reduce: ``min`` (SAC), ``mean`` or ``first`` (TD3).
         hidden, activation, layer_norm, dropout, network: as ``EnsembleCritic``.
     """
 
@@ -242,13 +247,13 @@ class ActionSequenceCritic(EnsembleCritic):
         self,
         obs_dim: int,
         act_dim: int,
-        horizon: int = 4,
-        n: int = 2,
-        subset: int = 2,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        horizon: int,
+        n: int,
+        subset: int,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
     ) -> None:
@@ -288,11 +293,11 @@ class DistributionalCritic(Critic):
     Args:
         obs_dim: observation size.
         act_dim: action size.
-        n: members (default 2: DSAC-T's twin value distribution learning).
-        actor_reduce: reduction of the means for the actor: ``min`` (DSAC-T, default).
-        hidden: hidden sizes (default ``(256, 256)``; DSAC-T uses three 256 GELU layers).
-        activation: hidden activation (default ``relu``).
-        layer_norm: LayerNorm after each hidden layer (default off).
+        n: members.
+        actor_reduce: reduction of the means for the actor: ``min`` (DSAC-T).
+        hidden: hidden sizes.
+        activation: hidden activation.
+        layer_norm: LayerNorm after each hidden layer.
         dropout, network: the trunk, as ``EnsembleCritic``'s (the network has 2 heads: mean
             and raw std).
         sample_clip: c, clamp of the standard normal z in the sampled value (3).
@@ -309,18 +314,18 @@ class DistributionalCritic(Critic):
         self,
         obs_dim: int,
         act_dim: int,
-        n: int = 2,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
-        sample_clip: float = 3.0,
-        boundary: float = 3.0,
-        std_tau: float = 0.005,
-        huber_delta: float = 50.0,
-        std_bias: float = 0.1,
-        ratio_min: float = 0.1,
-        ratio_max: float = 10.0,
+        n: int,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
+        sample_clip: float,
+        boundary: float,
+        std_tau: float,
+        huber_delta: float,
+        std_bias: float,
+        ratio_min: float,
+        ratio_max: float,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
         n_agents: int = 1,

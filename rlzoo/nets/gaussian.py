@@ -48,9 +48,9 @@ class GaussianCritic(Critic):
         pessimism: beta >= 0 of Eq. (13) (0.25: STAC's most common MuJoCo value, Table 4).
         raw_std_min: lower clamp of the softplus input of sigma (-5, as rl-warehouse's
             ``GaussianHead``: sigma >= softplus(-5) = 0.0067).
-        actor_reduce: reduction over members for the actor: ``min`` (default), ``mean``,
+        actor_reduce: reduction over members for the actor: ``min``, ``mean``,
             ``first``.
-        hidden: hidden sizes (default ``(256, 256)``, the paper's Appendix D).
+        hidden: hidden sizes.
         activation: hidden activation (``relu``, Appendix D).
         layer_norm: LayerNorm after each hidden layer (on in STAC; off by default here).
         dropout: drop probability after each hidden layer (STAC: 0.01 in its ablations), active
@@ -64,13 +64,13 @@ class GaussianCritic(Critic):
         self,
         obs_dim: int,
         act_dim: int,
-        n: int = 1,
-        pessimism: float = 0.25,
-        raw_std_min: float = -5.0,
-        actor_reduce: str = "min",
-        hidden: Sequence[int] = (256, 256),
-        activation: str = "relu",
-        layer_norm: bool = False,
+        n: int,
+        pessimism: float,
+        raw_std_min: float,
+        actor_reduce: str,
+        hidden: Sequence[int],
+        activation: str,
+        layer_norm: bool,
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
     ) -> None:

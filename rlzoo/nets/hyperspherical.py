@@ -169,15 +169,15 @@ class HypersphericalMLP(nn.Module):
         members: int,
         in_features: int,
         out_features: int,
+        hidden_dim: int,
+        num_blocks: int,
+        c_shift: float,
+        scaler_init: float | None,
+        scaler_scale: float | None,
+        alpha_init: float | None,
+        alpha_scale: float | None,
+        expansion: int,
         heads: int = 1,
-        hidden_dim: int = 512,
-        num_blocks: int = 2,
-        c_shift: float = 3.0,
-        scaler_init: float | None = None,
-        scaler_scale: float | None = None,
-        alpha_init: float | None = None,
-        alpha_scale: float | None = None,
-        expansion: int = 4,
     ) -> None:
         super().__init__()
         if hidden_dim < 1 or num_blocks < 0 or expansion < 1:

@@ -36,13 +36,13 @@ class Tuner(nn.Module):
     entropy units of the log-probs the algorithm hands it (module docstring).
 
     Args:
-        entropy_units: ``normalized`` (default) or ``env``.
+        entropy_units: ``normalized`` or ``env``.
         members: number of temperatures (1, or one per agent).
     """
 
     optimizer: torch.optim.Optimizer | None = None
 
-    def __init__(self, entropy_units: str = "normalized", members: int = 1) -> None:
+    def __init__(self, entropy_units: str, members: int = 1) -> None:
         super().__init__()
         if entropy_units not in ENTROPY_UNITS:
             raise ValueError(
@@ -106,15 +106,14 @@ class FixedAlpha(Tuner):
 
     Args:
         act_dim: action size (unused, accepted so all tuners build alike).
-        alpha: the temperature (default 0.2).
+        alpha: the temperature.
         members: number of temperatures (agents); all equal to ``alpha``.
-        entropy_units: ``normalized`` (default) or ``env``: the units of the entropy bonus in the
+        entropy_units: ``normalized`` or ``env``: the units of the entropy bonus in the
             soft value (module docstring).
     """
 
     def __init__(
-        self, act_dim: int, alpha: float = 0.2, members: int = 1,
-        entropy_units: str = "normalized",
+        self, act_dim: int, alpha: float, entropy_units: str, members: int = 1,
     ) -> None:
         super().__init__(entropy_units, members)
         if alpha < 0:
@@ -140,32 +139,32 @@ class AutoAlpha(Tuner):
 
     Args:
         act_dim: |A|, action size.
-        init_alpha: starting temperature (default 1.0, as SB3 and CleanRL).
-        lr: Adam learning rate of ``log_alpha`` (default 3e-4).
+        init_alpha: starting temperature.
+        lr: Adam learning rate of ``log_alpha``.
         target_entropy: the entropy target, in ``entropy_units``; ``None`` means
             ``-target_entropy_scale * |A|``.
-        target_entropy_scale: scale of the default target (default 1.0 -> ``-|A|``).
+        target_entropy_scale: scale of the default target (1.0 -> ``-|A|``).
         target_std: if set (and ``target_entropy`` is not), the target is the entropy of a
             Gaussian with this std in every action entry, ``0.5 |A| log(2 pi e target_std^2)``
             (FlashSAC's ``temp_target_sigma``: 0.15 -> about ``-0.48 |A|``).
         members: number of independent temperatures (per agent), default 1.
-        entropy_units: ``normalized`` (default) or ``env``: the units ``log pi`` and the target
+        entropy_units: ``normalized`` or ``env``: the units ``log pi`` and the target
             are measured in (module docstring).
-        loss_form: ``log_alpha`` (default: SAC's paper code, SB3, CleanRL) or ``alpha``
+        loss_form: ``log_alpha`` (SAC's paper code, SB3, CleanRL) or ``alpha``
             (SimbaV2's ``update_temperature``); both learn ``log_alpha``.
     """
 
     def __init__(
         self,
         act_dim: int,
-        init_alpha: float = 1.0,
-        lr: float = 3e-4,
-        target_entropy: float | None = None,
-        target_entropy_scale: float = 1.0,
-        members: int = 1,
-        entropy_units: str = "normalized",
+        init_alpha: float,
+        lr: float,
+        target_entropy: float | None,
+        target_entropy_scale: float,
+        entropy_units: str,
         loss_form: str = "log_alpha",
         target_std: float | None = None,
+        members: int = 1,
     ) -> None:
         super().__init__(entropy_units, members)
         if loss_form not in LOSS_FORMS:
