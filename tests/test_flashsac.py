@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from conftest import read_summary, run_cli
 from hydra import compose, initialize_config_module
+from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos import FlashSAC
 from rlzoo.algos.base import EnvSpec
@@ -26,7 +28,9 @@ from rlzoo.algos.seeds import stack_seeds
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import CategoricalCritic, TanhGaussianActor, UnitNormMLP
 from rlzoo.nets.unit_norm import UnitBatchNorm
+from rlzoo.run.settings import TRAINER_KEYS
 from rlzoo.tuners.entropy import AutoAlpha
+from tests.from_yaml import composed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flashsac_reference.npz"
 UPDATES = 3
@@ -37,18 +41,31 @@ def reference() -> dict[str, np.ndarray]:
         return dict(f)
 
 
+FLASH = composed("algo=flashsac")  # conf/algo/flashsac.yaml's nodes: the YAML's keys
+
+
+def keys(node: DictConfig, **changes: Any) -> dict[str, Any]:
+    """A composed node's plain keys (no ``_target_``/``_partial_``, no nested builder), with
+    ``changes``."""
+    plain = {str(k): (OmegaConf.to_container(v) if OmegaConf.is_list(v) else v)
+             for k, v in node.items() if not str(k).startswith("_")
+             and not (isinstance(v, DictConfig) and "_target_" in v)}
+    return {**plain, **changes}
+
+
 def build(envs: int = 1) -> FlashSAC:
     """The fixture's settings (scripts/flashsac_reference.py SETTINGS) in rlzoo's components."""
+    algo = keys(FLASH.algo, noise_envs=envs, lr_init_fraction=2 / 3, lr_decay_updates=4)
+    for key in ("name", "actor", *TRAINER_KEYS):
+        algo.pop(key, None)
     return FlashSAC(
         EnvSpec(obs_dim=3, act_dim=2),
-        actor=partial(TanhGaussianActor, network=partial(UnitNormMLP, hidden_dim=8, num_blocks=2),
-                      log_std_min=-10.0, log_std_max=2.0, log_std_squash="tanh"),
-        critic=partial(CategoricalCritic, n=2, v_min=-5.0, v_max=5.0, atoms=21,
-                       network=partial(UnitNormMLP, hidden_dim=16, num_blocks=2)),
-        tuner=partial(AutoAlpha, init_alpha=0.01, lr=3e-4, target_std=0.15, loss_form="alpha"),
-        gamma=0.99, tau=0.01, actor_lr=3e-4, critic_lr=3e-4, policy_delay=2, n_step=1,
-        lr_init_fraction=2 / 3, lr_end_fraction=0.5, lr_warmup_updates=1, lr_decay_updates=4,
-        noise_envs=envs, noise_zeta_mu=2.0, noise_zeta_max=16,
+        actor=partial(TanhGaussianActor, **keys(FLASH.algo.actor, network=partial(
+            UnitNormMLP, **keys(FLASH.algo.actor.network, hidden_dim=8)))),
+        critic=partial(CategoricalCritic, **keys(FLASH.critic, atoms=21, network=partial(
+            UnitNormMLP, **keys(FLASH.critic.network, hidden_dim=16)))),
+        tuner=partial(AutoAlpha, **keys(FLASH.tuner)),
+        **algo,
     )
 
 
@@ -209,12 +226,12 @@ def test_the_config_composes_the_references_defaults() -> None:
 
 
 def test_the_target_entropy_is_a_gaussians() -> None:
-    tuner = AutoAlpha(6, target_std=0.15)
+    tuner = AutoAlpha(6, **keys(FLASH.tuner))
     assert tuner.target_entropy == pytest.approx(0.5 * 6 * np.log(2 * np.pi * np.e * 0.0225))
 
 
 def test_projection_bounds_every_norm() -> None:
-    net = UnitNormMLP(2, 5, 7, hidden_dim=8, num_blocks=1)
+    net = UnitNormMLP(2, 5, 7, **keys(FLASH.critic.network, hidden_dim=8, num_blocks=1))
     with torch.no_grad():
         for p in net.parameters():
             p.mul_(3.0).add_(0.5)

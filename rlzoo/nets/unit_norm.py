@@ -165,13 +165,13 @@ class UnitNormMLP(nn.Module):
         members: int,
         in_features: int,
         out_features: int,
+        hidden_dim: int,
+        num_blocks: int,
+        expansion: int,
+        batch_norm_momentum: float,
+        batch_norm_eps: float,
+        rms_norm_eps: float,
         heads: int = 1,
-        hidden_dim: int = 256,
-        num_blocks: int = 2,
-        expansion: int = 4,
-        batch_norm_momentum: float = 0.01,
-        batch_norm_eps: float = 1e-5,
-        rms_norm_eps: float = 1e-6,
     ) -> None:
         super().__init__()
         if hidden_dim < 1 or num_blocks < 0 or expansion < 1:
