@@ -88,12 +88,20 @@ def verdict_summary(steps: int, found: list[tuple[str, Test]]) -> str:
     def names(items: list[tuple[str, Test]]) -> str:
         return ", ".join(f"{name} {'above' if t.poi[0] > 0.5 else 'below'}" for name, t in items)
     cells = f"{len(found)} cells have" if len(found) != 1 else "1 cell has"
+    rest = len(found) - len(after) - len(before)
+    if rest == len(found):
+        none = "it shows no difference" if rest == 1 else "none shows a difference"
+        return (f"At {kilo(steps)}, {cells} a published reference; {none} from the best one, "
+                "before or after Holm.")
+    differ = "differs" if len(after) == 1 else "differ"
     text = (f"At {kilo(steps)}, {cells} a published reference; "
-            f"{len(after)} differ from the best one after Holm" + (f" ({names(after)})"
-                                                                   if after else ""))
+            f"{len(after)} {differ} from the best one after Holm"
+            + (f" ({names(after)})" if after else ""))
     if before:
         text += f", {len(before)} more only before it ({names(before)})"
-    return text + f"; the other {len(found) - len(after) - len(before)} show no difference."
+    if not rest:
+        return text + "."
+    return text + f"; the other {rest} {'shows' if rest == 1 else 'show'} no difference."
 
 
 def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
