@@ -28,7 +28,8 @@ from rlzoo.nets import (
     TanhGaussianActor,
     TwinCritic,
 )
-from rlzoo.nets.critics import ActionSequenceCritic, DistributionalCritic
+from rlzoo.nets.critics import ActionSequenceCritic
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.tuners import AutoAlpha
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)
