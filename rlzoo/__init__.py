@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
     if name == "train":  # the module rlzoo/train.py, which is callable as the function
         return importlib.import_module("rlzoo.train")
     if name == "resume":
-        return importlib.import_module("rlzoo.train").resume_run
+        return importlib.import_module("rlzoo.launch.api").resume_run
     if name == "load_policy":
         return importlib.import_module("rlzoo.policy").load_policy
     raise AttributeError(f"module 'rlzoo' has no attribute {name!r}")

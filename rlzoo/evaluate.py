@@ -21,16 +21,17 @@ not run someone else's code.
 Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2. A
 checkpoint whose weights hold NaN or inf (or episodes whose returns are not finite) end in one such
 line with exit status 3, as training does when it produces NaN/inf.
+
+``evaluate_checkpoint.py`` finds and reads the weights; ``evaluate_episodes.py`` runs (and films)
+the episodes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -38,224 +39,13 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import seed_weights
-from rlzoo.envs.base import run_episodes
+from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.errors import UserError, exit_with, one_line
-from rlzoo.run.build import (
-    EVAL_SEED_OFFSET,
-    build_algorithm,
-    make_env,
-    probe_spec,
-    read_run_config,
-)
-from rlzoo.run.checkpoint import (
-    describe_nonfinite,
-    list_checkpoints,
-    load_checkpoint,
-    nonfinite_entries,
-)
-from rlzoo.run.group import check_members, read_group
-from rlzoo.run.rundir import RunLock
+from rlzoo.evaluate_checkpoint import NotFiniteError, run_weights
+from rlzoo.evaluate_episodes import Recording, probe_rendering, run_policy
+from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
 from rlzoo.run.settings import resolve_device
-from rlzoo.video import (
-    RENDER_HELP,
-    VideoWriter,
-    check_video_writer,
-    prepare_offscreen_rendering,
-    render_fps,
-    render_frame,
-)
-
-
-@dataclass
-class EvalResult:
-    """What one evaluation measured. ``N`` = episodes, ``M`` = agents (multi-agent only).
-
-    Attributes:
-        returns: ``[N]`` episode returns (multi-agent: team return, the sum over steps of the mean
-            reward over agents).
-        lengths: ``[N]`` episode lengths in env steps.
-        agent_returns: ``[N, M]`` per-agent returns (multi-agent only, else None).
-        videos: the MP4 files written.
-    """
-
-    returns: np.ndarray
-    lengths: np.ndarray
-    agent_returns: np.ndarray | None = None
-    videos: list[Path] = field(default_factory=list)
-
-
-@dataclass
-class Recording:
-    """Which episodes to film and where (``video_dir/<stem>_ep<i>.mp4``)."""
-
-    episodes: int
-    video_dir: Path
-    stem: str
-
-    def path(self, episode: int) -> Path:
-        return self.video_dir / f"{self.stem}_ep{episode}.mp4"
-
-
-class NotFiniteError(Exception):
-    """The checkpoint's weights, or the returns measured, hold NaN or inf (exit status 3)."""
-
-
-# --------------------------------------------------------------------------- loading a run
-
-
-def find_checkpoint(run_dir: Path, checkpoint: Path | None) -> Path:
-    """``checkpoint`` if given (must exist), else the newest ``RUN_DIR/checkpoints/step_*.pt``."""
-    if checkpoint is not None:
-        if checkpoint.exists() and not checkpoint.is_file():
-            raise UserError(f"checkpoint {checkpoint} is not a regular file (a directory, FIFO or "
-                            "device), so it is not read; pass a checkpoint file with "
-                            "--checkpoint PATH")
-        if not checkpoint.is_file():
-            raise UserError(f"checkpoint {checkpoint} does not exist; check --checkpoint PATH")
-        return checkpoint
-    found = list_checkpoints(run_dir / "checkpoints")
-    owner = RunLock.owner(run_dir)
-    if not found and owner is not None:
-        raise UserError(
-            f"no checkpoint in {run_dir / 'checkpoints'} yet: the run is still training (pid "
-            f"{owner}) and writes its first checkpoint after checkpoint.every steps; evaluate it "
-            "once that is written")
-    if not found:
-        raise UserError(
-            f"no checkpoint in {run_dir / 'checkpoints'}; a run saves one when it finishes (and "
-            "every checkpoint.every steps): let it finish, or pass --checkpoint PATH"
-        )
-    return found[-1]
-
-
-def check_fits(state: dict[str, Any], path: Path, cfg: DictConfig, seeds: tuple[int, ...],
-               index: int) -> None:
-    """Refuse a checkpoint of another run shape before its weights are used: another algo or
-    env, or another number of seeds or other seeds than the run's (``seeds``: the group's, or
-    the run's one seed; ``index``: this run's place in them)."""
-    fix = "pass a checkpoint of this run with --checkpoint PATH"
-    for key, mine in (("algo_name", cfg.algo.name), ("env_name", cfg.env.name)):
-        if key in state and state[key] != mine:
-            what = key.split("_")[0]
-            raise UserError(f"checkpoint {path} was written by {what}={state[key]}, but this run "
-                            f"is {what}={mine}; {fix}")
-    members = state.get("members")
-    saved = [part.get("seed") if isinstance(part, dict) else None for part in members] \
-        if isinstance(members, list) else [seeds[0]]  # a single run's: any seed may act
-    if len(saved) != len(seeds) or saved[index] != seeds[index]:
-        held = f"{len(saved)} seeds ({', '.join(map(str, saved))})" if len(saved) > 1 \
-            else "one seed"
-        mine = f"seed {seeds[index]} of a {len(seeds)}-seed group" if len(seeds) > 1 \
-            else "a single run"
-        raise UserError(f"checkpoint {path} holds {held}, but this run is {mine}; {fix}")
-
-
-def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int, ...] = (),
-                    index: int = 0) -> tuple[dict[str, Any], int]:
-    """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors),
-    checked against the run (:func:`check_fits`) when ``cfg`` is given.
-
-    Raises ``NotFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
-    tuner) holds NaN or inf: such weights cannot be evaluated meaningfully."""
-    try:
-        state = load_checkpoint(path, map_location="cpu", mmap=True)
-        if cfg is not None:
-            check_fits(state, path, cfg, seeds, index)
-        algo_state, step = state["algo"], int(state.get("counters", {}).get("step", -1))
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file
-        reason = one_line(f"{type(err).__name__}: {err}")
-        raise UserError(
-            f"cannot read checkpoint {path} ({reason}); pass an intact one with "
-            "--checkpoint PATH (checkpoints/ keeps the newest checkpoint.keep files)"
-        ) from None
-    bad = nonfinite_entries({"algo": algo_state})
-    if bad:
-        raise NotFiniteError(
-            f"the weights of checkpoint {path} (step {step}) are not finite: NaN or inf in "
-            f"{describe_nonfinite(bad)}; evaluate an earlier checkpoint of the run with "
-            "--checkpoint PATH"
-        )
-    return algo_state, step
-
-
-# --------------------------------------------------------------------------- running episodes
-
-
-def rendering_unavailable(what: str, err: Exception) -> UserError:
-    """The one-line error for an env that cannot be built with ``render_mode='rgb_array'``."""
-    return UserError(
-        f"cannot render {what} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-        f"{one_line(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
-    )
-
-
-def env_label(cfg: DictConfig) -> str:
-    """The env as messages name it: its gymnasium id (``Hopper-v5``), else its config name."""
-    return str(cfg.env.get("id") or cfg.env.name)
-
-
-def probe_rendering(cfg: DictConfig) -> None:
-    """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
-    try:
-        env = make_env(cfg, 1, 0, render_mode="rgb_array")
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise rendering_unavailable(env_label(cfg), err) from None
-    try:
-        env.reset(seed=0)
-        render_frame(env.render_env(0), env_label(cfg))
-    finally:
-        env.close()
-
-
-def run_policy(
-    cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
-    recording: Recording | None,
-) -> EvalResult:
-    """``episodes`` copies of the run's env (env ``i`` reset with ``seed + i``) stepped together
-    until each has finished one episode, as the training loop evaluates; action chunks of
-    ``algo.action_horizon`` steps run open-loop. Films the first ``recording.episodes``."""
-    filmed = recording.episodes if recording else 0
-    env = make_env(cfg, episodes, seed, **({"render_mode": "rgb_array"} if filmed else {}))
-    name = env_label(cfg)
-    obs, _ = env.reset(seed=seed)
-    writers = [
-        VideoWriter(recording.path(i), render_fps(env.render_env(i))) for i in range(filmed)
-    ] if recording else []
-    for i, writer in enumerate(writers):
-        writer.append(render_frame(env.render_env(i), name))
-
-    def film(e: int) -> None:
-        if e < filmed:
-            writers[e].append(render_frame(env.render_env(e), name))
-
-    try:
-        result = run_episodes(
-            env, obs, lambda batch: policy_actions(algo, batch, deterministic),
-            algo.action_horizon, film,
-        )
-    finally:
-        for writer in writers:
-            writer.close()
-        env.close()
-    return EvalResult(result.returns, result.lengths, result.agent_returns,
-                      [w.path for w in writers])
-
-
-def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.ndarray:
-    """``algo.act`` on a numpy batch ``[B, ...]``, on the algorithm's device; numpy actions back."""
-    device = next(algo.parameters()).device
-    with torch.no_grad():
-        action = algo.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic)
-    return action.float().cpu().numpy()
-
-
-# --------------------------------------------------------------------------- the command
+from rlzoo.video import check_video_writer, prepare_offscreen_rendering
 
 
 def evaluate_run(
@@ -288,45 +78,16 @@ def evaluate_run(
         prepare_offscreen_rendering()  # before anything imports mujoco
         check_video_writer()
     cfg = read_run_config(run_dir, trust=trust)  # a str is one name (or a comma list)
-    group = read_group(run_dir)  # seeds=K: the checkpoints are the first seed's dir's
-    if group is not None:
-        check_members(group, (run_dir, group.home))
-        if int(cfg.get("seeds", 1)) != len(group.dirs):
-            raise UserError(f"{run_dir / 'group.json'} names a {len(group.dirs)}-seed group, but "
-                            f"the run's config has seeds={cfg.get('seeds', 1)}; restore the files "
-                            "rlzoo.train wrote")
-    ckpt = find_checkpoint(group.home if group else run_dir, checkpoint)
-    index = group.index(run_dir) if group is not None else 0
-    seeds = group.seeds if group is not None else (int(cfg.seed),)
-    algo_state, step = load_algo_state(ckpt, cfg, seeds, index)
-    if group is not None:  # this seed's slice of the group's weights
-        try:
-            algo_state = seed_weights(algo_state["modules"], index)
-        except (KeyError, IndexError, TypeError, RuntimeError) as err:
-            raise UserError(f"checkpoint {ckpt} does not hold this group's weights "
-                            f"({type(err).__name__}: {one_line(str(err), 100)}); pass a "
-                            "checkpoint of this run with --checkpoint PATH") from None
+    ckpt, algo_state, step = run_weights(run_dir, cfg, checkpoint)
     torch_device = resolve_device(device)
     if video_episodes:
         probe_rendering(cfg)
     spec = probe_spec(cfg)
-    algo = build_algorithm(cfg, spec, torch_device)
-    try:
-        algo.load_state_dict(algo_state)
-    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as err:
-        reason = one_line(str(err))
-        raise UserError(
-            f"checkpoint {ckpt} does not fit the run's config ({reason}); pass a checkpoint of "
-            "this run with --checkpoint PATH"
-        ) from None
+    algo = load_algorithm(cfg, spec, torch_device, ckpt, algo_state)
     del algo_state
     seed = int(cfg.seed) + EVAL_SEED_OFFSET if seed is None else seed
     torch.manual_seed(seed)  # --stochastic draws are reproducible too
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = run_dir / f"eval_{stamp}.json"
-    n = 1
-    while out.exists():
-        out, n = run_dir / f"eval_{stamp}-{n}.json", n + 1
+    out = record_path(run_dir)
     recording = Recording(min(video_episodes, episodes), run_dir / "videos", out.stem) \
         if video_episodes else None
     start = time.perf_counter()
@@ -362,6 +123,32 @@ def evaluate_run(
     out.write_text(json.dumps(record, indent=2) + "\n")
     record["path"] = str(out)
     return record
+
+
+def load_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device, ckpt: Path,
+                   algo_state: dict[str, Any]) -> Algorithm:
+    """The run's algorithm built on ``device`` with the checkpoint's ``algo_state`` loaded;
+    ``UserError`` when the weights do not fit the run's config."""
+    algo = build_algorithm(cfg, spec, device)
+    try:
+        algo.load_state_dict(algo_state)
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as err:
+        reason = one_line(str(err))
+        raise UserError(
+            f"checkpoint {ckpt} does not fit the run's config ({reason}); pass a checkpoint of "
+            "this run with --checkpoint PATH"
+        ) from None
+    return algo
+
+
+def record_path(run_dir: Path) -> Path:
+    """``RUN_DIR/eval_<YYYYmmdd-HHMMSS>.json``, numbered (``-1``, ``-2``, ...) when taken."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = run_dir / f"eval_{stamp}.json"
+    n = 1
+    while out.exists():
+        out, n = run_dir / f"eval_{stamp}-{n}.json", n + 1
+    return out
 
 
 class _Parser(argparse.ArgumentParser):

@@ -28,7 +28,8 @@ from rlzoo.nets import (
     TanhGaussianActor,
     TwinCritic,
 )
-from rlzoo.nets.critics import ActionSequenceCritic, DistributionalCritic
+from rlzoo.nets.critics import ActionSequenceCritic
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.tuners import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 

@@ -11,7 +11,7 @@ SAC whose twin critics each learn a Gaussian return ``Z_i(s, a) ~ N(mu_i, sigma_
   ``J_Z = sum_i E[ratio_i (huber(mu_i, y) + sigma_i (sd_i^2 - huber(mu_i, y_bi)) / (sd_i + 0.1))]``
   with ``sd_i = sigma_i`` detached, ``y_bi`` = ``y_s`` clipped to ``mu_i ± 3 ms_i`` (``ms_i`` the
   running mean of ``sigma_i``) and ``ratio_i = clamp(ms_i^2 / (sd_i^2 + 0.1), 0.1, 10)``; this
-  lives in ``DistributionalCritic.td_loss`` (nets/critics.py)
+  lives in ``DistributionalCritic.td_loss`` (nets/distributional.py)
 * actor: ``J_pi = E[alpha log pi(a~|s) - min_i mu_i(s, a~)]``; alpha as SAC
 * every ``policy_delay`` = 2 critic steps: actor, alpha, then polyak of the target critics and the
   target policy.
@@ -30,7 +30,8 @@ import torch
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.sac import SAC
 from rlzoo.nets.actors import TanhGaussianActor
-from rlzoo.nets.critics import Critic, DistributionalCritic
+from rlzoo.nets.critics import Critic
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import make_target, polyak_update
 from rlzoo.tuners.entropy import Tuner
 

@@ -46,7 +46,8 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors
-from rlzoo.nets.critics import Critic, DistributionalCritic, EnsembleCritic
+from rlzoo.nets.critics import Critic, EnsembleCritic
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners.entropy import Tuner

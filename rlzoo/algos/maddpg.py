@@ -32,7 +32,8 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import DeterministicActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors, AgentCritics
-from rlzoo.nets.critics import Critic, DistributionalCritic
+from rlzoo.nets.critics import Critic
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 
 OTHERS_ACTIONS = ("buffer", "policy")

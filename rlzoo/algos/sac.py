@@ -31,10 +31,10 @@ from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import (
     ActionSequenceCritic,
     Critic,
-    DistributionalCritic,
     EnsembleCritic,
     TwinCritic,
 )
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.tuners.entropy import Tuner

@@ -72,52 +72,12 @@ def label_env(groups: list[Group]) -> None:
     for algo in sorted({g.algo for g in groups}):
         mine = [g for g in groups if g.algo == algo]
         configured = [g for g in mine if g.has_config]
-        keys = {k for g in configured for k in g.values}
-        differ = {
-            k for k in keys
-            if not is_measurement(k)
-            and len({canon(g.values.get(k, MISSING)) for g in configured}) > 1
-        }
-        choices = [g.choices for g in configured]
-        compressed = []
-        for name in sorted(set().union(*choices)) if choices else []:
-            if not all(name in c for c in choices) or len({c[name] for c in choices}) < 2:
-                continue
-            if any(under(k, name) for k in differ):
-                compressed.append(name)
-                position[name] = min(position[k] for k in differ if under(k, name)) - 0.5
-        candidates = sorted(differ | set(compressed), key=lambda k: position[k])
+        compressed, candidates = _candidate_terms(configured, position)
         for g in mine:
-            terms: dict[str, str] = {}
-            for key in [*(candidates if g.has_config else []), *measured]:
-                if key in compressed:
-                    if canon(g.choices[key]) != _default(configured, key, True):
-                        terms[key] = g.choices[key]
-                    else:
-                        g.defaults[key] = g.choices[key]
-                    continue
-                if key in measured:
-                    if key not in g.values:
-                        continue
-                    peers = groups
-                else:
-                    owner = next((c for c in compressed if under(key, c)), None)
-                    peers = configured if owner is None else [
-                        h for h in configured if h.choices[owner] == g.choices[owner]
-                    ]
-                    if len({canon(h.values.get(key, MISSING)) for h in peers}) < 2:
-                        # the only group with its choice: shown if its command line set it
-                        if not g.untouched(key, False):
-                            terms[key] = format_value(g.values.get(key, MISSING))
-                        continue
-                value = g.values.get(key, MISSING)
-                if canon(value) != _default(peers, key, False):
-                    terms[key] = format_value(value)
-                else:
-                    g.defaults[key] = format_value(value)
-            g.terms = terms
+            keys = [*(candidates if g.has_config else []), *measured]
+            g.terms = _terms(g, keys, compressed, measured, configured, groups)
             mark = " (no config)" if not g.has_config and configured else ""
-            shown = [f"{k}={v}" for k, v in terms.items()]
+            shown = [f"{k}={v}" for k, v in g.terms.items()]
             if len(shown) > MAX_LABEL_TERMS:  # all of them are in comparison.json's differs_by
                 shown = [*shown[: MAX_LABEL_TERMS - 1], f"(+{len(shown) - MAX_LABEL_TERMS + 1})"]
             g.auto_label = algo + mark + "".join(f" {term}" for term in shown)
@@ -137,6 +97,63 @@ def label_env(groups: list[Group]) -> None:
             [(position.get(k, 0.0), _natural(v)) for k, v in g.terms.items()],
         )
     )
+
+
+def _candidate_terms(configured: list[Group],
+                     position: dict[str, float]) -> tuple[list[str], list[str]]:
+    """The candidate terms of one algo's configured groups, in config order: the config groups
+    whose choice differs and under which some key differs (``compressed``: shown as the choice;
+    each placed just before its first differing key in ``position``), and every key that
+    differs, the compressed choices included."""
+    keys = {k for g in configured for k in g.values}
+    differ = {
+        k for k in keys
+        if not is_measurement(k)
+        and len({canon(g.values.get(k, MISSING)) for g in configured}) > 1
+    }
+    choices = [g.choices for g in configured]
+    compressed = []
+    for name in sorted(set().union(*choices)) if choices else []:
+        if not all(name in c for c in choices) or len({c[name] for c in choices}) < 2:
+            continue
+        if any(under(k, name) for k in differ):
+            compressed.append(name)
+            position[name] = min(position[k] for k in differ if under(k, name)) - 0.5
+    return compressed, sorted(differ | set(compressed), key=lambda k: position[k])
+
+
+def _terms(g: Group, keys: list[str], compressed: list[str], measured: list[str],
+           configured: list[Group], groups: list[Group]) -> dict[str, str]:
+    """Group ``g``'s label terms among ``keys``: each whose value is not its peers' default
+    (``g.defaults`` gets the others)."""
+    terms: dict[str, str] = {}
+    for key in keys:
+        if key in compressed:
+            if canon(g.choices[key]) != _default(configured, key, True):
+                terms[key] = g.choices[key]
+            else:
+                g.defaults[key] = g.choices[key]
+            continue
+        if key in measured:
+            if key not in g.values:
+                continue
+            peers = groups
+        else:
+            owner = next((c for c in compressed if under(key, c)), None)
+            peers = configured if owner is None else [
+                h for h in configured if h.choices[owner] == g.choices[owner]
+            ]
+            if len({canon(h.values.get(key, MISSING)) for h in peers}) < 2:
+                # the only group with its choice: shown if its command line set it
+                if not g.untouched(key, False):
+                    terms[key] = format_value(g.values.get(key, MISSING))
+                continue
+        value = g.values.get(key, MISSING)
+        if canon(value) != _default(peers, key, False):
+            terms[key] = format_value(value)
+        else:
+            g.defaults[key] = format_value(value)
+    return terms
 
 
 # --------------------------------------------------------------------------- --label rules

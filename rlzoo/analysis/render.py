@@ -228,59 +228,10 @@ def markdown(report: dict[str, Any], n_runs: int) -> str:
         "",
     ]
     for env, per_group in report["results"].items():
-        lines += [f"## {env}", ""]
-        lines += _env_notes(per_group)
-        lines += [
-            f"| group | seeds | IQM [{conf} CI] | mean ± std | min | max |",
-            "|---|---:|---|---|---:|---:|",
-        ]
-        for label, r in per_group.items():
-            seeds = ", ".join(str(s) for s in r["seeds"])
-            lo, hi = r["iqm_ci"]
-            lines.append(
-                f"| {_cell(label)} | {r['n_runs']} ({seeds}) "
-                f"| {_num(r['iqm'])} [{_num(lo)}, {_num(hi)}] "
-                f"| {_num(r['mean'])} ± {_num(r['std'])} | {_num(r['min'])} | {_num(r['max'])} |"
-            )
-        lines.append("")
-        if env in report["figures"]:
-            fig = report["figures"][env]
-            lines += [f"![{env} learning curves]({fig})", ""]
-        elif report.get("figures_missing") and env in report["curves"]:
-            lines += [f"No learning-curve figure for {env}: matplotlib cannot be imported "
-                      f"({report['figures_missing']}; `pip install matplotlib`); the curves' "
-                      "numbers are in comparison.json.", ""]
-        else:
-            lines += [f"No learning curve for {env}: no run has `{m['curve_tag']}` scalars.", ""]
+        lines += _env_section(env, per_group, report)
     poi = report["probability_of_improvement"]
     if poi is not None:
-        x, y = poi["x"], poi["y"]
-        lines += [
-            f"## Probability of improvement P({x} > {y})",
-            "",
-            "Probability that a run of "
-            f"{x} ends with a higher final eval return than a run of {y} (Mann-Whitney U / "
-            f"(n_x · n_y), ties count 1/2), with a {conf} CI from resampling both groups' "
-            "seeds independently. 0.5 = no difference.",
-            "",
-            f"| env | P({x} > {y}) [{conf} CI] | n {x} | n {y} |",
-            "|---|---|---:|---:|",
-        ]
-        for env, r in poi["per_env"].items():
-            if r is None:
-                lines.append(f"| {env} | n/a (not both groups ran) | | |")
-            else:
-                lo, hi = r["ci"]
-                lines.append(
-                    f"| {env} | {r['p']:.3f} [{lo:.3f}, {hi:.3f}] | {r['n_x']} | {r['n_y']} |"
-                )
-        avg = poi["average_over_envs"]
-        if avg is not None and avg["n_envs"] > 1:
-            lo, hi = avg["ci"]
-            lines.append(
-                f"| average over {avg['n_envs']} envs | {avg['p']:.3f} [{lo:.3f}, {hi:.3f}] | | |"
-            )
-        lines.append("")
+        lines += _improvement_section(poi, conf)
     lines += [
         "## Learning curves",
         "",
@@ -293,3 +244,67 @@ def markdown(report: dict[str, Any], n_runs: int) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _env_section(env: str, per_group: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """One env's part of comparison.md: its notes, the table of groups and the figure (or why
+    there is none)."""
+    m = report["method"]
+    conf = f"{m['confidence']:.0%}"
+    lines = [f"## {env}", ""]
+    lines += _env_notes(per_group)
+    lines += [
+        f"| group | seeds | IQM [{conf} CI] | mean ± std | min | max |",
+        "|---|---:|---|---|---:|---:|",
+    ]
+    for label, r in per_group.items():
+        seeds = ", ".join(str(s) for s in r["seeds"])
+        lo, hi = r["iqm_ci"]
+        lines.append(
+            f"| {_cell(label)} | {r['n_runs']} ({seeds}) "
+            f"| {_num(r['iqm'])} [{_num(lo)}, {_num(hi)}] "
+            f"| {_num(r['mean'])} ± {_num(r['std'])} | {_num(r['min'])} | {_num(r['max'])} |"
+        )
+    lines.append("")
+    if env in report["figures"]:
+        fig = report["figures"][env]
+        lines += [f"![{env} learning curves]({fig})", ""]
+    elif report.get("figures_missing") and env in report["curves"]:
+        lines += [f"No learning-curve figure for {env}: matplotlib cannot be imported "
+                  f"({report['figures_missing']}; `pip install matplotlib`); the curves' "
+                  "numbers are in comparison.json.", ""]
+    else:
+        lines += [f"No learning curve for {env}: no run has `{m['curve_tag']}` scalars.", ""]
+    return lines
+
+
+def _improvement_section(poi: dict[str, Any], conf: str) -> list[str]:
+    """comparison.md's probability of improvement P(X > Y): per env and averaged over envs."""
+    x, y = poi["x"], poi["y"]
+    lines = [
+        f"## Probability of improvement P({x} > {y})",
+        "",
+        "Probability that a run of "
+        f"{x} ends with a higher final eval return than a run of {y} (Mann-Whitney U / "
+        f"(n_x · n_y), ties count 1/2), with a {conf} CI from resampling both groups' "
+        "seeds independently. 0.5 = no difference.",
+        "",
+        f"| env | P({x} > {y}) [{conf} CI] | n {x} | n {y} |",
+        "|---|---|---:|---:|",
+    ]
+    for env, r in poi["per_env"].items():
+        if r is None:
+            lines.append(f"| {env} | n/a (not both groups ran) | | |")
+        else:
+            lo, hi = r["ci"]
+            lines.append(
+                f"| {env} | {r['p']:.3f} [{lo:.3f}, {hi:.3f}] | {r['n_x']} | {r['n_y']} |"
+            )
+    avg = poi["average_over_envs"]
+    if avg is not None and avg["n_envs"] > 1:
+        lo, hi = avg["ci"]
+        lines.append(
+            f"| average over {avg['n_envs']} envs | {avg['p']:.3f} [{lo:.3f}, {hi:.3f}] | | |"
+        )
+    lines.append("")
+    return lines

@@ -5,10 +5,10 @@ from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
 from rlzoo.nets.critics import (
     ActionSequenceCritic,
     Critic,
-    DistributionalCritic,
     EnsembleCritic,
     TwinCritic,
 )
+from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
 from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.hyperspherical import HypersphericalMLP

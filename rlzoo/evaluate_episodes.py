@@ -1,0 +1,120 @@
+"""The episodes ``python -m rlzoo.evaluate`` runs: N copies of the run's env stepped together with
+the loaded policy until each finished one episode (``envs.base.run_episodes``, as the training
+loop evaluates), the first ones filmed to MP4 (``rlzoo/video.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from rlzoo.algos.base import Algorithm
+from rlzoo.envs.base import run_episodes
+from rlzoo.errors import UserError, one_line
+from rlzoo.run.build import make_env
+from rlzoo.video import RENDER_HELP, VideoWriter, render_fps, render_frame
+
+
+@dataclass
+class EvalResult:
+    """What one evaluation measured. ``N`` = episodes, ``M`` = agents (multi-agent only).
+
+    Attributes:
+        returns: ``[N]`` episode returns (multi-agent: team return, the sum over steps of the mean
+            reward over agents).
+        lengths: ``[N]`` episode lengths in env steps.
+        agent_returns: ``[N, M]`` per-agent returns (multi-agent only, else None).
+        videos: the MP4 files written.
+    """
+
+    returns: np.ndarray
+    lengths: np.ndarray
+    agent_returns: np.ndarray | None = None
+    videos: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Recording:
+    """Which episodes to film and where (``video_dir/<stem>_ep<i>.mp4``)."""
+
+    episodes: int
+    video_dir: Path
+    stem: str
+
+    def path(self, episode: int) -> Path:
+        return self.video_dir / f"{self.stem}_ep{episode}.mp4"
+
+
+def rendering_unavailable(what: str, err: Exception) -> UserError:
+    """The one-line error for an env that cannot be built with ``render_mode='rgb_array'``."""
+    return UserError(
+        f"cannot render {what} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
+        f"{one_line(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
+    )
+
+
+def env_label(cfg: DictConfig) -> str:
+    """The env as messages name it: its gymnasium id (``Hopper-v5``), else its config name."""
+    return str(cfg.env.get("id") or cfg.env.name)
+
+
+def probe_rendering(cfg: DictConfig) -> None:
+    """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
+    try:
+        env = make_env(cfg, 1, 0, render_mode="rgb_array")
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
+        raise rendering_unavailable(env_label(cfg), err) from None
+    try:
+        env.reset(seed=0)
+        render_frame(env.render_env(0), env_label(cfg))
+    finally:
+        env.close()
+
+
+def run_policy(
+    cfg: DictConfig, algo: Algorithm, episodes: int, seed: int, deterministic: bool,
+    recording: Recording | None,
+) -> EvalResult:
+    """``episodes`` copies of the run's env (env ``i`` reset with ``seed + i``) stepped together
+    until each has finished one episode, as the training loop evaluates; action chunks of
+    ``algo.action_horizon`` steps run open-loop. Films the first ``recording.episodes``."""
+    filmed = recording.episodes if recording else 0
+    env = make_env(cfg, episodes, seed, **({"render_mode": "rgb_array"} if filmed else {}))
+    name = env_label(cfg)
+    obs, _ = env.reset(seed=seed)
+    writers = [
+        VideoWriter(recording.path(i), render_fps(env.render_env(i))) for i in range(filmed)
+    ] if recording else []
+    for i, writer in enumerate(writers):
+        writer.append(render_frame(env.render_env(i), name))
+
+    def film(e: int) -> None:
+        if e < filmed:
+            writers[e].append(render_frame(env.render_env(e), name))
+
+    try:
+        result = run_episodes(
+            env, obs, lambda batch: policy_actions(algo, batch, deterministic),
+            algo.action_horizon, film,
+        )
+    finally:
+        for writer in writers:
+            writer.close()
+        env.close()
+    return EvalResult(result.returns, result.lengths, result.agent_returns,
+                      [w.path for w in writers])
+
+
+def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.ndarray:
+    """``algo.act`` on a numpy batch ``[B, ...]``, on the algorithm's device; numpy actions back."""
+    device = next(algo.parameters()).device
+    with torch.no_grad():
+        action = algo.act(torch.as_tensor(obs, dtype=torch.float32, device=device), deterministic)
+    return action.float().cpu().numpy()

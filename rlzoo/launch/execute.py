@@ -1,0 +1,79 @@
+"""Train (or continue) one run, a seed group included, into its run dir: lock it and the
+members' dirs, build the :class:`~rlzoo.run.loop.Trainer`, restore a resumed run's checkpoint,
+train, and leave nothing behind when a fresh launch stops before training. The command line
+(``rlzoo.train``) and the Python API (``rlzoo.launch.api``) both end here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.errors import UserError
+from rlzoo.launch.members import discard_unstarted, group_dirs, rebuild_members, release_members
+from rlzoo.run.build import check_env_config
+from rlzoo.run.group import read_group
+from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
+from rlzoo.run.rundir import RunLock, write_atomic
+from rlzoo.run.signals import AlreadyFinished, LaunchStopped, NonFiniteError
+
+
+def execute(
+    cfg: DictConfig, run_dir: Path, resume: bool = False,
+    resume_overrides: dict[str, Any] | None = None, on_eval: EvalCallback | None = None,
+    on_checkpoint: CheckpointCallback | None = None, rebuild: bool = False,
+) -> list[dict[str, Any]]:
+    """Train (or continue) one run into ``run_dir`` and return its summaries (one per seed,
+    first seed first: ``seeds=K`` gives K); raises ``UserError``, ``NonFiniteError``,
+    ``AlreadyFinished`` or ``Interrupted``.
+
+    ``resume_overrides`` (resume only) are written into the run's ``.hydra/config.yaml`` (every
+    seed's) once the checkpoint is known to continue under them, never before. ``rebuild``
+    (resume of a seed group only): make the run dirs of members that were deleted again, from
+    the group's checkpoint, instead of refusing.
+    """
+    lock = RunLock.acquire(run_dir)
+    dirs: list[Path] = []
+    threads = torch.get_num_threads()  # torch_threads applies to this run only
+    try:
+        try:
+            check_env_config(cfg)
+            dirs, lost = group_dirs(cfg, run_dir, resume, rebuild)
+            trainer = Trainer(cfg, run_dir, on_eval=on_eval, on_checkpoint=on_checkpoint,
+                              dirs=dirs)
+        except BaseException:  # a mistake, or a signal before training (LaunchStopped)
+            if not resume:
+                release_members(dirs[1:], discard=True)
+                discard_unstarted(run_dir)
+            raise
+        try:
+            if resume:
+                trainer.restore()
+                trainer.check_resume_budget()
+                if lost:
+                    rebuild_members(read_group(run_dir), lost)  # type: ignore[arg-type]
+                for d in dirs if resume_overrides else []:  # later resumes use the new budget
+                    saved = OmegaConf.load(d / ".hydra" / "config.yaml")
+                    for key, value in resume_overrides.items():  # type: ignore[union-attr]
+                        OmegaConf.update(saved, key, value, merge=False)
+                    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
+            return trainer.train(resume=resume)
+        except AlreadyFinished:
+            trainer.close_envs()
+            raise
+        except LaunchStopped:  # before the training loop: a fresh run keeps nothing
+            trainer.close_envs()
+            if not resume:
+                release_members(dirs[1:], discard=True)
+                discard_unstarted(run_dir)
+            raise
+        except (UserError, NonFiniteError) as err:  # train.log says how the run stopped
+            trainer.record(f"error: {err}")
+            raise
+    finally:
+        torch.set_num_threads(threads)
+        release_members(dirs[1:])
+        lock.release()
