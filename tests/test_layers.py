@@ -118,7 +118,7 @@ def test_every_module_parses_and_some_imports_are_found() -> None:
             "rlzoo.nets.critics", "rlzoo.train"} <= set(modules)
     found = imports(modules)
     # a parser that found nothing would pass every rule below
-    assert any(i.source == "rlzoo.run.loop" and i.target == "rlzoo.run.build" for i in found)
+    assert any(i.source == "rlzoo.run.loop" and i.target == "rlzoo.run.assemble" for i in found)
     assert any(i.source == "rlzoo.train" and i.target == "rlzoo.policy" and not i.module_level
                for i in found)  # Run.load_policy's lazy import
 

@@ -59,7 +59,7 @@ CASES = {
     "hasac-categorical-mamujoco": (["algo=hasac", "critic=categorical", *MAMUJOCO], 141, 230),
 }
 
-STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
+STATE_KEYS = ("algo", "members", "counters", "rng")  # one layout for every run (K = 1 here)
 NOT_COMPARED = {"counters.wall_time"}
 
 

@@ -125,3 +125,78 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
 def seed_weights(weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
     """Seed k's slice of a group's module state: a single run's state dict."""
     return {name: value[k] for name, value in weights.items()}
+
+
+def stack_records(records: Sequence[Any]) -> Any:
+    """Tensors, or dataclasses of tensors (``Batch``, ``Rollout``), one per seed -> one with a
+    leading seed axis ``[K, ...]`` on every tensor (one seed: a view with an axis of 1)."""
+    def stack(values: list[torch.Tensor]) -> torch.Tensor:
+        return values[0].unsqueeze(0) if len(values) == 1 else torch.stack(values)
+
+    first = records[0]
+    if torch.is_tensor(first):
+        return stack(list(records))
+    return dataclasses.replace(first, **{
+        f.name: stack([getattr(r, f.name) for r in records])
+        for f in dataclasses.fields(first) if torch.is_tensor(getattr(first, f.name))})
+
+
+def _first_seed(value: Any) -> Any:
+    """Slice 0 of a tensor (or of each tensor field of a record); anything else as it is."""
+    if torch.is_tensor(value):
+        return value[0]
+    if _is_record(value):
+        return dataclasses.replace(value, **{k: v[0] for k, v in _flatten(value)[0].items()})
+    return value
+
+
+def _with_seed_axis(value: Any) -> Any:
+    """``value`` (a tensor, or tuples, lists and dicts of them) with a leading seed axis of 1."""
+    if torch.is_tensor(value):
+        return value.unsqueeze(0)
+    if isinstance(value, dict):
+        return {k: _with_seed_axis(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_with_seed_axis(v) for v in value)
+    return value
+
+
+class SeedAxis:
+    """The loop's side of an algorithm trained as ``seeds`` seeds: every tensor the loop hands
+    over, and every tensor it gets back, carries the seed axis first (``[K, ...]``), for K = 1 as
+    for K > 1, so the loop has one code path.
+
+    K = 1 is the plain algorithm: ``fn`` runs on slice 0 (a view) and its outputs get an axis of
+    1 (views), the same arithmetic as a single run without the axis, and no vmap. K > 1 runs
+    ``fn`` through ``Algorithm.per_seed`` (one vmapped call for every seed).
+
+    Args:
+        algo: the algorithm (after :func:`stack_seeds` for K > 1).
+        seeds: K.
+    """
+
+    def __init__(self, algo: Any, seeds: int) -> None:
+        self.algo, self.seeds = algo, seeds
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` once per seed: tensor arguments (and tensor fields of records) ``[K, ...]``
+        (other arguments are shared); returns ``fn``'s outputs with ``[K, ...]``."""
+        if self.seeds == 1:
+            return _with_seed_axis(fn(*(_first_seed(a) for a in args)))
+        return self.algo.per_seed(fn, *args)
+
+    def update(self, update: Callable[[Any], dict[str, torch.Tensor]],
+               batch: Any) -> dict[str, torch.Tensor]:
+        """One update of every seed from ``batch`` (``[K, ...]``) by ``update`` (the
+        algorithm's, maybe accelerated, which takes the group's batch); metrics ``[K]``."""
+        if self.seeds == 1:
+            return _with_seed_axis(update(_first_seed(batch)))
+        return update(batch)
+
+    def weights(self, weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
+        """Seed k's share of the algorithm's module state: a single run's state dict."""
+        return weights if self.seeds == 1 else seed_weights(weights, k)
+
+    def slot(self, k: int) -> int | None:
+        """Seed k's slot in the normalizers' statistics (``None``: they have no seed axis)."""
+        return None if self.seeds == 1 else k

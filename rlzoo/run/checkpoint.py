@@ -42,7 +42,7 @@ LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo b
 LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
 # The parts of a checkpoint whose float tensors must be finite for it to count as good: the
 # algorithm (networks, optimizers, tuner), the replay buffer / rollout, the loop's open episodes.
-FINITE_SECTIONS = ("algo", "buffer", "loop")
+FINITE_SECTIONS = ("algo", "buffer", "loop", "members")
 
 
 def checkpoint_path(directory: Path, step: int) -> Path:
@@ -378,6 +378,15 @@ def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:
         yield name, value
 
 
+def _section(state: dict[str, Any], key: str) -> list[tuple[str, Any]]:
+    """The parts of section ``key`` to check: ``members`` (one per seed) gives each member's
+    ``buffer`` and ``loop`` (``members.<k>.buffer``), any other key itself."""
+    if key != "members" or not isinstance(state[key], list):
+        return [(key, state[key])]
+    return [(f"members.{k}.{name}", part[name]) for k, part in enumerate(state[key])
+            if isinstance(part, dict) for name in ("buffer", "loop") if name in part]
+
+
 def nonfinite_entries(
     state: dict[str, Any], sections: Iterable[str] | None = FINITE_SECTIONS
 ) -> list[str]:
@@ -387,16 +396,18 @@ def nonfinite_entries(
     Args:
         state: a checkpoint (``Trainer.state_dict()``, before or after saving) or any nested
             dict/list of tensors.
-        sections: the top-level keys to check (default ``algo``, ``buffer`` and ``loop``: the
-            networks, optimizers and tuner, the replay buffer or rollout, and the loop's open
-            episodes); missing keys are skipped. ``None`` checks everything. Python floats
-            (learning rates, config values) are never checked, only arrays.
+        sections: the top-level keys to check (default ``algo``, ``buffer``, ``loop`` and
+            ``members``: the networks, optimizers and tuner, and each seed's replay buffer or
+            rollout and the loop's open episodes; ``buffer`` and ``loop`` are where checkpoints
+            before the one layout kept a single run's); missing keys are skipped. ``None``
+            checks everything. Python floats (learning rates, config values) are never
+            checked, only arrays.
 
-    Example: ``['algo.modules.critic.net.0.weight', 'buffer.tensors.reward']``.
+    Example: ``['algo.modules.critic.net.0.weight', 'members.0.buffer.tensors.reward']``.
     """
-    parts = state.items() if sections is None else (
-        (key, state[key]) for key in sections if key in state
-    )
+    parts = state.items() if sections is None else [
+        part for key in sections if key in state for part in _section(state, key)
+    ]
     bad = []
     for key, part in parts:
         for name, value in _walk(part, str(key)):

@@ -71,6 +71,7 @@ class Settings:
     on_policy: bool = False
     rollout_steps: int = 0  # on-policy only
     seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
+    torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -157,8 +158,15 @@ def read_settings(cfg: DictConfig) -> Settings:
         if not isinstance(value, bool):
             raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
         accel[key] = value
+    threads = cfg.get("torch_threads", "auto")
+    if isinstance(threads, str) and threads != "auto":
+        raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
+                        "torch_threads=auto or torch_threads=2")
+    if threads != "auto":
+        threads = int_key(cfg, "torch_threads", 0, MAX_THREADS)
+    seed, seeds = seed_range(cfg)
     settings = Settings(
-        seed=seed_range(cfg)[0],
+        seed=seed,
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
         num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),
@@ -175,15 +183,10 @@ def read_settings(cfg: DictConfig) -> Settings:
         progress_every_s=float(every_s),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
-        seeds=int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1,
+        seeds=seeds,
+        torch_threads=threads,
         **accel,
     )
-    threads = cfg.get("torch_threads", "auto")  # rlzoo.threads.run_threads reads it
-    if isinstance(threads, str) and threads != "auto":
-        raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
-                        "torch_threads=auto or torch_threads=2")
-    if threads != "auto":
-        int_key(cfg, "torch_threads", 0, MAX_THREADS)
     if settings.batch_size > settings.buffer_size:
         raise UserError(
             f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
