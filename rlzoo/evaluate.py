@@ -50,11 +50,10 @@ from rlzoo.run.build import (
     read_run_config,
 )
 from rlzoo.run.checkpoint import (
-    describe_nonfinite,
     list_checkpoints,
     load_checkpoint,
-    nonfinite_entries,
 )
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, read_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.settings import resolve_device

@@ -38,11 +38,10 @@ from rlzoo.errors import UserError, one_line
 from rlzoo.run.build import build_algorithm
 from rlzoo.run.checkpoint import (
     CheckpointError,
-    describe_nonfinite,
     list_checkpoints,
     load_checkpoint,
-    nonfinite_entries,
 )
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import read_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.settings import resolve_device

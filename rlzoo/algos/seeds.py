@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from rlzoo.optim import MemberAdam
+
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
     weakref.WeakKeyDictionary()
@@ -58,6 +60,9 @@ def stack_seeds(members: Sequence[Any]) -> Any:
         for name, _ in list(group.named_buffers()):
             _set_buffer(group, name, torch.stack([m.get_buffer(name) for m in members]))
     group.seeds = len(members)
+    for optimizer in group.optimizers.values():
+        if isinstance(optimizer, MemberAdam):  # it steps per seed and member: told K
+            optimizer.seeds = len(members)
     _STATE.pop(group, None)
     return group
 
@@ -93,11 +98,14 @@ def _unflatten(template: Any, value: Any) -> Any:
 
 
 def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``fn(*args)`` for every seed of ``group`` in one vmapped call; see the module docstring.
+    """``fn(*args)`` for every seed of ``group`` in one vmapped call (see the module docstring);
+    for one seed (``group.seeds == 1``, a single run) the plain call ``fn(*args)``.
 
     Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;
     other arguments are shared. Returns ``fn``'s outputs (tensors, or dicts/tuples of tensors)
     with the seed axis first."""
+    if getattr(group, "seeds", 1) == 1:  # one seed: the plain call, no vmap
+        return fn(*args)
     flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
     def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
@@ -105,6 +113,34 @@ def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) 
         return torch.func.functional_call(group, state, (fn, *rebuilt))
 
     return torch.vmap(one, in_dims=(0, *dims), randomness="different")(group_state(group), *flat)
+
+
+def seed_shape(seeds: int) -> tuple[int, ...]:
+    """The leading shape of what an algorithm holds per seed outside ``per_seed`` (metrics,
+    per-seed draws): ``()`` for one seed (no axis), ``(K,)`` for a group of K."""
+    return () if seeds == 1 else (seeds,)
+
+
+def draw_per_seed(draw: Callable[[], torch.Tensor], seeds: int) -> torch.Tensor:
+    """``draw()`` once per seed (each seed its own draw), shaped ``seed_shape(seeds) + shape``:
+    one seed's is the draw itself."""
+    draws = [draw() for _ in range(seeds)]
+    return draws[0] if seeds == 1 else torch.stack(draws)
+
+
+def seed_mean(x: torch.Tensor, seeds: int) -> torch.Tensor:
+    """The mean of ``x`` per seed (``x`` has the seed axis first in a group): a scalar for one
+    seed, ``[K]`` for a group. For statistics computed outside ``per_seed``."""
+    return x.mean() if seeds == 1 else x.reshape(seeds, -1).mean(1)
+
+
+def clip_grad_norm(params: Sequence[torch.Tensor], max_norm: float, seeds: int) -> None:
+    """Clip the gradients' global 2-norm to ``max_norm``, per seed: for one seed
+    ``torch.nn.utils.clip_grad_norm_``, for a group :func:`clip_grad_norm_per_seed`."""
+    if seeds == 1:
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
+    else:
+        clip_grad_norm_per_seed(params, max_norm)
 
 
 def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> None:

@@ -17,8 +17,11 @@ Steps are env steps (transitions) summed over the ``num_envs`` parallel envs; th
 next-step autoreset are not counted, they collect no transition. Returns are team returns (the
 env's reward for one agent, the mean over agents for several); multi-agent runs also log each
 agent's own return (``train/episode_return/agent_i``, ``eval/return/agent_i``).
-"""
 
+The loop's parts, one job each: ``assemble`` builds the members and the algorithm,
+``evaluation`` evaluates, ``finite`` guards against NaN/inf, ``saved_state`` is what a
+checkpoint holds and ``outputs`` what the run writes for its readers.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +35,6 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
-from rlzoo.errors import UserError
 from rlzoo.run.accel import update_fn
 from rlzoo.run.assemble import build_members, set_threads
 from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is the API's name
@@ -43,9 +45,7 @@ from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is t
 )
 from rlzoo.run.checkpoint import (
     checkpoint_path,
-    describe_nonfinite,
     list_checkpoints,
-    nonfinite_entries,
     prune_checkpoints,
     remove_stale_temps,
     save_checkpoint,
@@ -57,21 +57,15 @@ from rlzoo.run.member import Member
 from rlzoo.run.normalize import fold_collected, pending
 from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
 from rlzoo.run.rundir import check_run_dir
-from rlzoo.run.saved_state import Clock, load_run_state, read_latest, run_state
-from rlzoo.run.settings import Settings, read_settings
-from rlzoo.run.signals import AlreadyFinished, Interrupted, NonFiniteError, StopSignals
-
-
-def schedule_warnings(s: Settings) -> list[str]:
-    """One-line warnings about a schedule that cannot do what the user probably wants, printed
-    at start and recorded in summary.json."""
-    if s.on_policy or s.total_steps > s.learning_starts:
-        return []
-    return [
-        f"total_steps ({s.total_steps}) <= algo.learning_starts ({s.learning_starts}): this "
-        "run takes only random actions and makes no gradient update, so its returns are "
-        "those of an untrained policy; lower algo.learning_starts or raise total_steps"
-    ]
+from rlzoo.run.saved_state import (
+    Clock,
+    check_budget,
+    checked_state,
+    load_run_state,
+    read_latest,
+)
+from rlzoo.run.settings import read_settings, schedule_warnings
+from rlzoo.run.signals import Interrupted, StopSignals
 
 
 class Trainer:
@@ -103,6 +97,7 @@ class Trainer:
         self.settings = s = read_settings(cfg)
         set_threads(s)
         self.members, self.algo, self.spec = build_members(cfg, s, dirs or [run_dir])
+        self.seeds = [m.seed for m in self.members]
         self.axis = SeedAxis(self.algo, len(self.members))
         self.horizon = self.algo.action_horizon
         self.update = update_fn(self.algo, s.compile, s.cudagraphs)  # algo.update, accelerated
@@ -314,24 +309,7 @@ class Trainer:
         m.chunk_pos[result.reset_step] = self.horizon
         if self.algo.normalizes:
             m.pending = pending(result)  # merged before the next action (rlzoo.run.normalize)
-        # --- episode bookkeeping
-        valid = ~result.reset_step
-        n_new = int(valid.sum())
-        m.episode_return += np.where(valid, result.reward, 0.0)
-        if m.agent_return is not None:
-            m.agent_return += np.where(valid[:, None], result.agent_reward, 0.0)
-        assert m.logger is not None
-        for e in np.flatnonzero((result.terminated | result.truncated) & valid):
-            m.episodes += 1
-            step = m.step + n_new
-            m.logger.episode(float(m.episode_return[e]), step)
-            m.episode_return[e] = 0.0
-            if m.agent_return is not None:
-                m.logger.scalars({f"train/episode_return/agent_{i}": float(r)
-                                  for i, r in enumerate(m.agent_return[e])}, step)
-                m.agent_return[e] = 0.0
-        m.obs, m.env_state = result.obs, result.state
-        m.step += n_new
+        m.advance(result)  # its episodes, returns, observation and step
 
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
         """The updates owed after ``past_warmup`` new env steps beyond the warm-up; returns the
@@ -368,12 +346,12 @@ class Trainer:
     # ------------------------------------------------------------------ checks
     def check_finite(self, metrics: dict[str, torch.Tensor]) -> None:
         """Stop with one line if a metric or parameter is NaN/inf (``rlzoo.run.finite``)."""
-        check_finite(metrics, dict(self.algo.named_parameters()), self.members, self.clock.step,
+        check_finite(metrics, dict(self.algo.named_parameters()), self.seeds, self.clock.step,
                      self.last_good_checkpoint_note)
 
     def check_env_output(self, member: Member, **arrays: Any) -> None:
         """Stop before storing a NaN/inf array of ``member``'s (``rlzoo.run.finite``)."""
-        check_env_output(self.members, member, str(self.cfg.env.name),
+        check_env_output(self.seeds, member.seed, member.step + 1, str(self.cfg.env.name),
                          self.last_good_checkpoint_note, **arrays)
 
     # ------------------------------------------------------------------ evaluation
@@ -394,15 +372,8 @@ class Trainer:
         for m in self.members:  # a checkpoint would recreate a deleted dir without its config
             check_run_dir(m.run_dir, step)
         path = checkpoint_path(self.checkpoint_dir, step)
-        state = run_state(self.cfg, self.algo, self.clock, self.members)
-        poisoned = nonfinite_entries(state)
-        if poisoned:
-            raise NonFiniteError(
-                f"NaN or inf in {describe_nonfinite(poisoned)} at step {step}; no checkpoint "
-                f"was written and {self.last_good_checkpoint_note()} (lower the learning rates "
-                "or check the env)"
-            )
-        save_checkpoint(path, state)
+        save_checkpoint(path, checked_state(self.cfg, self.algo, self.clock, self.members,
+                                            self.last_good_checkpoint_note))
         write_policies(self.members, self.members, self.algo, self.axis,
                        dataclasses.asdict(self.spec))
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
@@ -425,18 +396,8 @@ class Trainer:
     def check_resume_budget(self) -> None:
         """After :meth:`restore`: refuse a budget below the checkpoint's step (``UserError``)
         and report a run that has nothing left to do (``AlreadyFinished``)."""
-        s, step = self.settings, self.clock.step
-        if s.total_steps < step:
-            raise UserError(
-                f"total_steps={s.total_steps} is below step {step} of {self.restored}; a run "
-                f"cannot go back: pass total_steps above {step} to train further"
-            )
-        if s.total_steps == step and outputs_behind(self.members) == ([], []):
-            raise AlreadyFinished(
-                f"{self.run_dir} already finished at step {step} (total_steps={step}); nothing "
-                f"was changed. To train further: python -m rlzoo.train resume={self.run_dir} "
-                f"total_steps=N with N > {step}"
-            )
+        check_budget(self.settings.total_steps, self.clock.step, self.restored, self.run_dir,
+                     outputs_behind(self.members) == ([], []))
 
     def last_good_checkpoint_note(self) -> str:
         """Where a stopped run can go back to, for a NaN/inf message (every checkpoint written

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.algos.base import Algorithm
 from rlzoo.errors import UserError
 from rlzoo.run.checkpoint import CheckpointError, load_latest_valid
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
+from rlzoo.run.signals import AlreadyFinished, NonFiniteError
 from rlzoo.run.state import global_rng_state, restore_global_rng
 
 STATE_FORMAT = 2  # 1: a single run's parts at the top (read as a group of one)
@@ -70,6 +73,20 @@ def run_state(cfg: DictConfig, algo: Algorithm, clock: Clock,
         "members": [member_state(m) for m in members],
         "rng": global_rng_state(),
     }
+
+
+def checked_state(cfg: DictConfig, algo: Algorithm, clock: Clock, members: list[Member],
+                  where: Callable[[], str]) -> dict[str, Any]:
+    """:func:`run_state`, refused (``NonFiniteError``, one line; ``where()``: the checkpoint to
+    go back to) when anything in it is NaN or inf: every checkpoint kept is one to resume."""
+    state = run_state(cfg, algo, clock, members)
+    poisoned = nonfinite_entries(state)
+    if poisoned:
+        raise NonFiniteError(
+            f"NaN or inf in {describe_nonfinite(poisoned)} at step {clock.step}; no checkpoint "
+            f"was written and {where()} (lower the learning rates or check the env)"
+        )
+    return state
 
 
 def saved_members(state: dict[str, Any], seed: int) -> list[Any]:
@@ -148,3 +165,21 @@ def load_run_state(state: dict[str, Any], path: Path, algo: Algorithm,
     # the update count comes back with the algorithm
     return Clock(int(counters["step"]), float(counters["update_credit"]),
                  float(counters["wall_time"]))
+
+
+def check_budget(total_steps: int, step: int, restored: Path | None, run_dir: Path,
+                 outputs_current: bool) -> None:
+    """After a restore at ``step``: refuse a ``total_steps`` below it (``UserError``) and report
+    a run that has nothing left to do (``AlreadyFinished``: at its budget with every output of
+    its step written, ``outputs_current``)."""
+    if total_steps < step:
+        raise UserError(
+            f"total_steps={total_steps} is below step {step} of {restored}; a run "
+            f"cannot go back: pass total_steps above {step} to train further"
+        )
+    if total_steps == step and outputs_current:
+        raise AlreadyFinished(
+            f"{run_dir} already finished at step {step} (total_steps={step}); nothing "
+            f"was changed. To train further: python -m rlzoo.train resume={run_dir} "
+            f"total_steps=N with N > {step}"
+        )

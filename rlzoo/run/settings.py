@@ -229,3 +229,15 @@ def check_values(cfg: DictConfig) -> None:
         raise UserError(f"the config does not resolve ({first})") from None
     container.pop("hydra", None)  # type: ignore[union-attr]
     walk(container, "")
+
+
+def schedule_warnings(s: Settings) -> list[str]:
+    """One-line warnings about a schedule that cannot do what the user probably wants, printed
+    at start and recorded in summary.json."""
+    if s.on_policy or s.total_steps > s.learning_starts:
+        return []
+    return [
+        f"total_steps ({s.total_steps}) <= algo.learning_starts ({s.learning_starts}): this "
+        "run takes only random actions and makes no gradient update, so its returns are "
+        "those of an untrained policy; lower algo.learning_starts or raise total_steps"
+    ]
