@@ -57,6 +57,7 @@ from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, read_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.settings import resolve_device
+from rlzoo.run.signals import NonFiniteError
 from rlzoo.video import (
     RENDER_HELP,
     VideoWriter,
@@ -95,10 +96,6 @@ class Recording:
 
     def path(self, episode: int) -> Path:
         return self.video_dir / f"{self.stem}_ep{episode}.mp4"
-
-
-class NotFiniteError(Exception):
-    """The checkpoint's weights, or the returns measured, hold NaN or inf (exit status 3)."""
 
 
 # --------------------------------------------------------------------------- loading a run
@@ -156,7 +153,7 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
     """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors),
     checked against the run (:func:`check_fits`) when ``cfg`` is given.
 
-    Raises ``NotFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
+    Raises ``NonFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
     tuner) holds NaN or inf: such weights cannot be evaluated meaningfully."""
     try:
         state = load_checkpoint(path, map_location="cpu", mmap=True)
@@ -173,7 +170,7 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
         ) from None
     bad = nonfinite_entries({"algo": algo_state})
     if bad:
-        raise NotFiniteError(
+        raise NonFiniteError(
             f"the weights of checkpoint {path} (step {step}) are not finite: NaN or inf in "
             f"{describe_nonfinite(bad)}; evaluate an earlier checkpoint of the run with "
             "--checkpoint PATH"
@@ -332,7 +329,7 @@ def evaluate_run(
     result = run_policy(cfg, algo, episodes, seed, deterministic, recording)
     if not np.isfinite(result.returns).all():
         bad = [i for i, r in enumerate(result.returns) if not np.isfinite(r)]
-        raise NotFiniteError(
+        raise NonFiniteError(
             f"the returns of episodes {bad} (seeds {[seed + i for i in bad]}) are not finite: "
             f"NaN or inf rewards with checkpoint {ckpt}; nothing was written; check the env's "
             "rewards on those seeds and the policy's actions"
@@ -426,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except UserError as err:
         exit_with(str(err))
-    except NotFiniteError as err:
+    except NonFiniteError as err:
         exit_with(str(err), status=3)
     mode = "deterministic" if record["deterministic"] else "stochastic"
     print(

@@ -12,10 +12,9 @@ from rlzoo.nets.critics import (
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
 from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.hyperspherical import HypersphericalMLP
-from rlzoo.nets.mlp import mlp
 
 __all__ = [
     "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
     "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "GaussianCritic",
-    "HypersphericalMLP", "TanhGaussianActor", "TwinCritic", "make_network", "mlp",
+    "HypersphericalMLP", "TanhGaussianActor", "TwinCritic", "make_network",
 ]

@@ -27,7 +27,7 @@ from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
-from rlzoo.run.settings import TRAINER_KEYS, Settings
+from rlzoo.run.settings import LOOP_KEYS, Settings
 from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
 
@@ -168,7 +168,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
     if cls.multi_agent != spec.multi_agent:
         raise UserError(misfit_message(cfg, cls.multi_agent))
-    algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in TRAINER_KEYS])
+    algo_cfg = OmegaConf.masked_copy(cfg.algo, [k for k in cfg.algo if k not in LOOP_KEYS])
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
     if cfg.get("tuner"):
         if "tuner" not in inspect.signature(cls).parameters:

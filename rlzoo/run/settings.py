@@ -20,7 +20,7 @@ from rlzoo.errors import UserError
 # Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
 # constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
 # ``rollout_steps``.
-TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
+LOOP_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
 # Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
 # and low enough that a typo fails at once instead of hanging or exhausting memory).
 MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
