@@ -56,7 +56,7 @@ from rlzoo.run.checkpoint import (
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, read_group
 from rlzoo.run.rundir import RunLock
-from rlzoo.run.settings import resolve_device
+from rlzoo.run.settings import resolve_device, seed_range
 from rlzoo.run.signals import NonFiniteError
 from rlzoo.video import (
     RENDER_HELP,
@@ -287,9 +287,10 @@ def evaluate_run(
     group = read_group(run_dir)  # seeds=K: the checkpoints are the first seed's dir's
     if group is not None:
         check_members(group, (run_dir, group.home))
-        if int(cfg.get("seeds", 1)) != len(group.dirs):
+        seeds_in_config = seed_range(cfg)[1]  # read (and checked) as training reads it
+        if seeds_in_config != len(group.dirs):
             raise UserError(f"{run_dir / 'group.json'} names a {len(group.dirs)}-seed group, but "
-                            f"the run's config has seeds={cfg.get('seeds', 1)}; restore the files "
+                            f"the run's config has seeds={seeds_in_config}; restore the files "
                             "rlzoo.train wrote")
     ckpt = find_checkpoint(group.home if group else run_dir, checkpoint)
     index = group.index(run_dir) if group is not None else 0
