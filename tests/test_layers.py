@@ -201,3 +201,45 @@ def test_build_reads_env_kind() -> None:
     """The rule above would pass vacuously if the reader moved: it must be where the docs say."""
     tree = ast.parse(KIND_READER.read_text())
     assert any(_reads_kind(node) for node in ast.walk(tree))
+
+
+# ----------------------------------------------------------------------------- one shape (issue 26)
+# Files that hold one job each: small enough to read (about 400 lines), no function over 80.
+SMALL = [*sorted((PACKAGE / "run").glob("*.py")), PACKAGE / "envs" / "base.py",
+         PACKAGE / "algos" / "seeds.py", PACKAGE / "algos" / "base.py", PACKAGE / "optim.py"]
+MAX_LINES, MAX_FUNCTION_LINES = 410, 80
+
+
+def test_the_run_modules_are_small() -> None:
+    too_long = []
+    for path in SMALL:
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_LINES:
+            too_long.append(f"{path.relative_to(REPO)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if size > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.name} is "
+                                    f"{size} lines")
+    assert not too_long, "\n".join(too_long)
+
+
+def seed_count_tests(path: Path) -> list[str]:
+    """Comparisons that read a ``seeds`` attribute or name (``self.seeds == 1``) in ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            names = {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+                     if isinstance(n, (ast.Attribute, ast.Name))}
+            if "seeds" in names:
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_neither_the_algorithms_nor_the_loop_branch_on_the_number_of_seeds() -> None:
+    """A single run is a group of one: the seed count is tested only in algos/seeds.py (and by
+    MemberAdam, which stack_seeds tells it), never in an algorithm or in the loop."""
+    files = [p for p in sorted((PACKAGE / "algos").glob("*.py")) if p.name != "seeds.py"]
+    found = [hit for p in [*files, PACKAGE / "run" / "loop.py"] for hit in seed_count_tests(p)]
+    assert not found, found
