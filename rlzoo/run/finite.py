@@ -97,8 +97,8 @@ def nonfinite_entries(
     inf, in the order they appear; ``[]`` for a clean state.
 
     Args:
-        state: a checkpoint (``Trainer.state_dict()``, before or after saving) or any nested
-            dict/list of tensors.
+        state: a checkpoint (``rlzoo.run.saved_state.run_state``, before or after saving) or
+            any nested dict/list of tensors.
         sections: the top-level keys to check (default ``algo``, ``buffer``, ``loop`` and
             ``members``: the networks, optimizers and tuner, and each seed's replay buffer or
             rollout and the loop's open episodes; ``buffer`` and ``loop`` are where checkpoints
