@@ -41,10 +41,11 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.errors import UserError, exit_with, one_line
-from rlzoo.evaluate_checkpoint import NotFiniteError, run_weights
+from rlzoo.evaluate_checkpoint import run_weights
 from rlzoo.evaluate_episodes import Recording, probe_rendering, run_policy
 from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
 from rlzoo.run.settings import resolve_device
+from rlzoo.run.signals import NonFiniteError
 from rlzoo.video import check_video_writer, prepare_offscreen_rendering
 
 
@@ -94,7 +95,7 @@ def evaluate_run(
     result = run_policy(cfg, algo, episodes, seed, deterministic, recording)
     if not np.isfinite(result.returns).all():
         bad = [i for i, r in enumerate(result.returns) if not np.isfinite(r)]
-        raise NotFiniteError(
+        raise NonFiniteError(
             f"the returns of episodes {bad} (seeds {[seed + i for i in bad]}) are not finite: "
             f"NaN or inf rewards with checkpoint {ckpt}; nothing was written; check the env's "
             "rewards on those seeds and the policy's actions"
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except UserError as err:
         exit_with(str(err))
-    except NotFiniteError as err:
+    except NonFiniteError as err:
         exit_with(str(err), status=3)
     mode = "deterministic" if record["deterministic"] else "stochastic"
     print(

@@ -13,31 +13,26 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import seed_weights
 from rlzoo.errors import UserError, one_line
-from rlzoo.run.checkpoint import (
-    describe_nonfinite,
-    list_checkpoints,
-    load_checkpoint,
-    nonfinite_entries,
-)
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, read_group
 from rlzoo.run.rundir import RunLock
-
-
-class NotFiniteError(Exception):
-    """The checkpoint's weights, or the returns measured, hold NaN or inf (exit status 3)."""
+from rlzoo.run.settings import seed_range
+from rlzoo.run.signals import NonFiniteError
 
 
 def run_weights(run_dir: Path, cfg: DictConfig,
                 checkpoint: Path | None) -> tuple[Path, dict[str, Any], int]:
     """The checkpoint to evaluate ``run_dir`` with (``checkpoint``, else the newest of the run's,
     a seed group's in its first seed's dir), this run's ``algo`` state in it (a seed group's
-    member: this seed's slice) and its env step; ``UserError`` or ``NotFiniteError``."""
+    member: this seed's slice) and its env step; ``UserError`` or ``NonFiniteError``."""
     group = read_group(run_dir)  # seeds=K: the checkpoints are the first seed's dir's
     if group is not None:
         check_members(group, (run_dir, group.home))
-        if int(cfg.get("seeds", 1)) != len(group.dirs):
+        seeds_in_config = seed_range(cfg)[1]  # read (and checked) as training reads it
+        if seeds_in_config != len(group.dirs):
             raise UserError(f"{run_dir / 'group.json'} names a {len(group.dirs)}-seed group, but "
-                            f"the run's config has seeds={cfg.get('seeds', 1)}; restore the files "
+                            f"the run's config has seeds={seeds_in_config}; restore the files "
                             "rlzoo.train wrote")
     ckpt = find_checkpoint(group.home if group else run_dir, checkpoint)
     index = group.index(run_dir) if group is not None else 0
@@ -105,7 +100,7 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
     """The ``algo`` state and the env step of a checkpoint (memory-mapped, CPU tensors),
     checked against the run (:func:`check_fits`) when ``cfg`` is given.
 
-    Raises ``NotFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
+    Raises ``NonFiniteError`` when a float tensor of the algorithm state (networks, optimizers,
     tuner) holds NaN or inf: such weights cannot be evaluated meaningfully."""
     try:
         state = load_checkpoint(path, map_location="cpu", mmap=True)
@@ -122,7 +117,7 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
         ) from None
     bad = nonfinite_entries({"algo": algo_state})
     if bad:
-        raise NotFiniteError(
+        raise NonFiniteError(
             f"the weights of checkpoint {path} (step {step}) are not finite: NaN or inf in "
             f"{describe_nonfinite(bad)}; evaluate an earlier checkpoint of the run with "
             "--checkpoint PATH"

@@ -95,15 +95,15 @@ def run_policy(
     for i, writer in enumerate(writers):
         writer.append(render_frame(env.render_env(i), name))
 
-    def film(e: int) -> None:
+    def film(_: int, e: int) -> None:
         if e < filmed:
             writers[e].append(render_frame(env.render_env(e), name))
 
     try:
-        result = run_episodes(
-            env, obs, lambda batch: policy_actions(algo, batch, deterministic),
+        result = run_episodes(  # one seed: batches [1, B, ...]
+            [env], [obs], lambda batch: policy_actions(algo, batch[0], deterministic)[None],
             algo.action_horizon, film,
-        )
+        )[0]
     finally:
         for writer in writers:
             writer.close()

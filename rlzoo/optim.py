@@ -96,10 +96,11 @@ class MemberAdam(torch.optim.Optimizer):
     leaves the other members untouched (a shared Adam would move them by their momentum even with
     a zero gradient). Used for HASAC's sequential per-agent actor updates.
 
-    In a seed group (``rlzoo.algos.seeds.stack_seeds``) every parameter gains a leading seed axis,
-    ``[K, M, ...]``. The optimizer tells from a parameter having one dimension more than when it
-    was built, and then steps slice ``[k, member_k]`` of every seed ``k`` with seed ``k``'s own
-    moments and step count (``state["step"]`` is ``[K, M]``), so no seed reads another's state.
+    In a seed group every parameter gains a leading seed axis, ``[K, M, ...]``, and
+    ``rlzoo.algos.seeds.stack_seeds`` sets :attr:`seeds` to K (it is 1, no seed axis, for a
+    single run); each step then moves slice ``[k, member_k]`` of every seed ``k`` with seed
+    ``k``'s own moments and step count (``state["step"]`` is ``[K, M]``), so no seed reads
+    another's state.
 
     Args:
         params: parameters, each ``[M, ...]``.
@@ -126,13 +127,7 @@ class MemberAdam(torch.optim.Optimizer):
                         f"MemberAdam needs parameters with {members} members first, got "
                         f"{tuple(p.shape)}"
                     )
-        # Each parameter's number of dimensions as built ([M, ...]): one more later means a
-        # seed group's leading seed axis [K, M, ...].
-        self.built_dims = {p: p.dim() for group in self.param_groups for p in group["params"]}
-
-    def seeds_of(self, p: torch.Tensor) -> int:
-        """K, the size of ``p``'s leading seed axis in a seed group; 0 for a single run."""
-        return p.shape[0] if p.dim() > self.built_dims.get(p, p.dim()) else 0
+        self.seeds = 1  # K, set by stack_seeds: parameters [K, M, ...] when K > 1
 
     @torch.no_grad()
     def step(self, member: int | Sequence[int] = 0) -> None:  # type: ignore[override]
@@ -149,11 +144,10 @@ class MemberAdam(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                seeds = self.seeds_of(p)
                 state = self.state[p]
                 if not state:
                     # Step counts on the host: bias corrections need no device read.
-                    lead = (seeds,) if seeds else ()
+                    lead = (self.seeds,) if self.seeds > 1 else ()
                     state["step"] = torch.zeros(
                         *lead, self.members, dtype=torch.float64, device="cpu"
                     )
@@ -161,7 +155,7 @@ class MemberAdam(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
-                for index in self._slices(member, seeds):
+                for index in self._slices(member, self.seeds):
                     state["step"][index] += 1
                     slices = by_step.setdefault(float(state["step"][index]), [[], [], [], []])
                     for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
@@ -179,7 +173,7 @@ class MemberAdam(torch.optim.Optimizer):
     @staticmethod
     def _slices(member: int | Sequence[int], seeds: int) -> list[tuple[int, ...]]:
         """The indices stepped: ``(member,)`` for a single run, ``(k, member_k)`` per seed."""
-        if not seeds:
+        if seeds == 1:
             if not isinstance(member, int):
                 raise ValueError("MemberAdam.step takes one member for a single run")
             return [(member,)]

@@ -11,13 +11,8 @@ from typing import Any
 
 from rlzoo.algos.base import EnvSpec
 from rlzoo.errors import UserError, one_line
-from rlzoo.run.checkpoint import (
-    CheckpointError,
-    describe_nonfinite,
-    list_checkpoints,
-    load_checkpoint,
-    nonfinite_entries,
-)
+from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import read_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.state import POLICY_FILE, POLICY_FORMAT

@@ -98,7 +98,8 @@ import json, sys
 from pathlib import Path
 import numpy as np
 from rlzoo.buffers import ReplayBuffer
-from rlzoo.run.checkpoint import (checkpoint_path, load_latest_valid, nonfinite_entries,
+from rlzoo.run.finite import nonfinite_entries
+from rlzoo.run.checkpoint import (checkpoint_path, load_latest_valid,
                                   save_checkpoint)
 
 def status(key):

@@ -36,7 +36,7 @@ def measure(algo: str, agents: int, updates: int, warmup_steps: int) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(cfg, Path(tmp))
         trainer.train()  # random warm-up only: fills the replay with real transitions
-    algo_, buffer = trainer.algo, trainer.buffer
+    algo_, buffer = trainer.algo, trainer.members[0].storage
     batch_size = trainer.settings.batch_size
 
     def one_update() -> None:

@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.run.settings import TRAINER_KEYS
+from rlzoo.run.settings import LOOP_KEYS
 
 __all__ = [
     "actor", "actor_args", "algo_args", "composed", "critic", "critic_args", "critic_of", "network",
@@ -86,7 +86,7 @@ def algo_args(algo: str = "sac", **changes: Any) -> dict[str, Any]:
     name, loop keys or actor), with ``changes``; the examples' algorithms (``examples/conf``)
     too."""
     node = _algo(algo)
-    return {**_kwargs(node, ("name", "actor", *TRAINER_KEYS)), **changes}
+    return {**_kwargs(node, ("name", "actor", *LOOP_KEYS)), **changes}
 
 
 def actor_args(algo: str = "sac", **changes: Any) -> dict[str, Any]:

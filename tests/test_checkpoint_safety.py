@@ -27,13 +27,13 @@ from rlzoo.run.checkpoint import (
     list_checkpoints,
     load_checkpoint,
     load_latest_valid,
-    nonfinite_entries,
     remove_stale_temps,
     save_checkpoint,
     serialized_size,
     temp_path,
     to_plain,
 )
+from rlzoo.run.finite import nonfinite_entries
 from tests.conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 

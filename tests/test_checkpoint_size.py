@@ -266,7 +266,7 @@ def test_cli_checkpoint_grows_with_the_steps(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         (path,) = (run_dir / "checkpoints").glob("step_*.pt")
         sizes[steps] = path.stat().st_size
-        buffer = final_checkpoint(run_dir)["buffer"]
+        buffer = final_checkpoint(run_dir)["members"][0]["buffer"]
         rows[steps], starts[steps] = buffer["filled"], buffer["head"]
         assert starts[steps] == steps  # every step a transition start, none evicted
         assert rows[steps] == steps + 1 + steps // 200  # + 1 reset call per 200-step episode
@@ -292,13 +292,13 @@ def test_resume_after_the_ring_wrapped_is_bit_identical(
     for run_dir, steps in ((straight, n), (split, k)):
         proc = run_cli([*args, f"total_steps={steps}"], run_dir)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    stopped = final_checkpoint(split)["buffer"]
+    stopped = final_checkpoint(split)["members"][0]["buffer"]
     assert stopped["head"] > 120 and stopped["filled"] == stopped["tensors"]["obs"].shape[0]
     proc = run_cli([f"resume={split}", f"total_steps={n}"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     want, got = final_checkpoint(straight), final_checkpoint(split)
     assert want["algo"]["updates"] > 0
-    for key in ("algo", "buffer", "env", "loop", "counters", "rng"):
+    for key in ("algo", "members", "counters", "rng"):  # one layout: buffer, env, loop per seed
         assert_identical(want[key], got[key], key)
 
 

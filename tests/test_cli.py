@@ -74,7 +74,7 @@ def test_num_envs_and_fractional_utd(tmp_path: Path) -> None:
     assert summary["updates"] == 105  # (300 - 90) * 0.5
     state = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
     # 100 vector steps of 3 envs and the newest observation, of the ring's 1000 rows
-    assert state["buffer"]["tensors"]["obs"].shape == (101, 3, 3)
+    assert state["members"][0]["buffer"]["tensors"]["obs"].shape == (101, 3, 3)
     assert isinstance(state["rng"]["torch"], torch.Tensor)
 
 

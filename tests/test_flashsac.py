@@ -28,7 +28,7 @@ from rlzoo.algos.seeds import stack_seeds
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import CategoricalCritic, TanhGaussianActor, UnitNormMLP
 from rlzoo.nets.unit_norm import UnitBatchNorm
-from rlzoo.run.settings import TRAINER_KEYS
+from rlzoo.run.settings import LOOP_KEYS
 from rlzoo.tuners.entropy import AutoAlpha
 from tests.from_yaml import composed
 
@@ -56,7 +56,7 @@ def keys(node: DictConfig, **changes: Any) -> dict[str, Any]:
 def build(envs: int = 1) -> FlashSAC:
     """The fixture's settings (scripts/flashsac_reference.py SETTINGS) in rlzoo's components."""
     algo = keys(FLASH.algo, noise_envs=envs, lr_init_fraction=2 / 3, lr_decay_updates=4)
-    for key in ("name", "actor", *TRAINER_KEYS):
+    for key in ("name", "actor", *LOOP_KEYS):
         algo.pop(key, None)
     return FlashSAC(
         EnvSpec(obs_dim=3, act_dim=2),

@@ -15,20 +15,16 @@ from rlzoo.nets import (
     EnsembleMLP,
     TanhGaussianActor,
     TwinCritic,
-    mlp,
 )
+from rlzoo.nets.ensemble import activation
 from rlzoo.nets.target import frozen, make_target, polyak_update
 from tests.from_yaml import actor_args, critic_args
 
 
-def test_mlp_shapes_and_layers() -> None:
-    net = mlp(5, [16, 8], 3, act="gelu")
-    assert net(torch.randn(7, 5)).shape == (7, 3)
-    linears = [m for m in net if isinstance(m, nn.Linear)]
-    assert [(m.in_features, m.out_features) for m in linears] == [(5, 16), (16, 8), (8, 3)]
-    assert sum(isinstance(m, nn.GELU) for m in net) == 2
+def test_activations_by_name() -> None:
+    assert isinstance(activation("gelu"), nn.GELU) and isinstance(activation("relu"), nn.ReLU)
     with pytest.raises(ValueError, match="unknown activation"):
-        mlp(5, [4], 1, act="swish9")
+        activation("swish9")
 
 
 @pytest.mark.parametrize("out_features", [5, 1])  # 1: the value-head path (multiply + sum)

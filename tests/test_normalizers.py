@@ -257,7 +257,7 @@ def test_each_seed_has_its_own_statistics() -> None:
 
 def replay_rows(state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """A single-env run's replay rows in order: obs, reward, ended, and the number of calls."""
-    buffer = state["buffer"]
+    buffer = state["members"][0]["buffer"]
     calls = int(buffer["ptr"])  # rows 0 .. calls: the first observation, then one per call
     t = buffer["tensors"]
     return (t["obs"][: calls + 1, 0].double().numpy(), t["reward"][:calls, 0].double().numpy(),
@@ -299,7 +299,7 @@ def test_statistics_are_those_of_the_training_steps(tmp_path: Path) -> None:
     np.testing.assert_allclose(modules["reward_scaler.ret_stats.mean"].numpy(), rmean, rtol=1e-10)
     np.testing.assert_allclose(modules["reward_scaler.ret_stats.var"].numpy(), rvar, rtol=1e-10)
     # the last step is pending, to be merged before the next action of a resumed run
-    pending = state["loop"]["normalize_pending"]
+    pending = state["members"][0]["loop"]["normalize_pending"]
     assert float(pending["reward"][0]) == pytest.approx(float(reward[calls - 1]))
     # policy.pt carries the same statistics; acting with them leaves them as they are
     policy = load_policy(run_dir)
@@ -452,7 +452,7 @@ def test_off_leaves_no_trace(tmp_path: Path) -> None:
     state = final_checkpoint(run_dir)
     names = " ".join(state["algo"]["modules"])
     assert "normalizer" not in names and "scaler" not in names
-    assert "normalize_pending" not in state["loop"]
+    assert "normalize_pending" not in state["members"][0]["loop"]
 
 
 @pytest.mark.parametrize(("override", "fragment"), [

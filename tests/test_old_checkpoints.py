@@ -36,7 +36,7 @@ def test_old_run_dir_resumes_and_evaluates(tmp_path: Path, name: str) -> None:
     assert summary["total_steps"] >= old_step + extra
     assert np.isfinite(summary["final_eval_return"])
     state = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
-    loop = state["loop"]
+    loop = state["members"][0]["loop"]  # written in the one layout
     if name in ("maddpg", "coma"):  # the old per-agent returns became team + agent returns
         agent = loop["agent_return"].numpy()
         assert agent.shape == (1, 3) and loop["episode_return"].shape == (1,)

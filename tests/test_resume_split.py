@@ -14,6 +14,7 @@ generators is equal, and so are the summaries' steps, updates, episodes and fina
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ CASES = {
     "hasac-categorical-mamujoco": (["algo=hasac", "critic=categorical", *MAMUJOCO], 141, 230),
 }
 
-STATE_KEYS = ("algo", "buffer", "env", "loop", "counters", "rng")
+STATE_KEYS = ("algo", "members", "counters", "rng")  # one layout for every run (K = 1 here)
 NOT_COMPARED = {"counters.wall_time"}
 
 
@@ -185,3 +186,35 @@ def test_split_resume_of_a_seed_group_is_bit_identical(
         assert s_want["seed"] == s_got["seed"] == 5 + i
         for key in ("total_steps", "updates", "episodes", "final_eval_return"):
             assert s_want[key] == s_got[key], (i, key, s_want[key], s_got[key])
+
+
+# ----------------------------------------------------------------------------- the flat layout
+# A single run's checkpoint written before the one layout (fixtures/flat_layout, by 5075e96: its
+# buffer, env and loop at the top, its warm-up generator in rng) resumes bit for bit: the result
+# equals a straight run of the current code, which writes the one layout (members).
+FLAT = Path(__file__).parent / "fixtures" / "flat_layout" / "sac"
+FLAT_ARGS = ["algo=sac", "env=Pendulum", "algo.learning_starts=40", "algo.batch_size=16",
+             "algo.buffer_size=400", "eval.every=0", "eval.episodes=1", "checkpoint.every=0",
+             "log.every=50", "log.progress=false", "seed=5", "algo.actor.hidden=[8]",
+             "critic.hidden=[8]", "normalize.obs=true", "normalize.reward=true"]
+
+
+def test_a_flat_layout_checkpoint_resumes_bit_identically(tmp_path: Path) -> None:
+    old = final_checkpoint(FLAT)
+    assert "members" not in old and {"buffer", "env", "loop"} <= old.keys()
+    assert "warmup" in old["rng"] and "normalize_pending" in old["loop"]
+    split, straight = tmp_path / "split", tmp_path / "straight"
+    shutil.copytree(FLAT, split)
+    proc = run_cli([f"resume={split}", "total_steps=260"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"resuming {split} from step_0000000137.pt at step 137" in proc.stderr
+    proc = run_cli([*FLAT_ARGS, "total_steps=260"], straight)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    assert want["counters"]["step"] == 260 and want["algo"]["updates"] > 0
+    assert len(got["members"]) == 1 and "buffer" not in got and "warmup" not in got["rng"]
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    s_want, s_got = read_summary(straight), read_summary(split)
+    for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+        assert s_want[key] == s_got[key], (key, s_want[key], s_got[key])

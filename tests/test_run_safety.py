@@ -78,7 +78,7 @@ def test_the_last_evaluation_travels_with_the_checkpoint(finished: Path, tmp_pat
     run_dir = copy_of(finished, tmp_path)
     expected = strict_json(run_dir / "summary.json")
     state = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
-    assert state["counters"]["last_eval"] == pytest.approx(
+    assert state["members"][0]["counters"]["last_eval"] == pytest.approx(
         [expected["final_eval_return"], expected["final_eval_return_std"]])
     (run_dir / "summary.json").unlink()
     proc = run_cli([f"resume={run_dir}"])
@@ -285,7 +285,7 @@ def test_a_nan_reward_stops_before_it_is_stored(tmp_path: Path) -> None:
     for fragment in ("non-finite reward", "NaNPendulum-v0", "step 401", "step_0000000400.pt"):
         assert fragment in line[0], (fragment, line[0])
     for path in list_checkpoints(run_dir / "checkpoints"):
-        rewards = load_checkpoint(path)["buffer"]["tensors"]["reward"]
+        rewards = load_checkpoint(path)["members"][0]["buffer"]["tensors"]["reward"]
         assert rewards.isfinite().all(), path
 
 

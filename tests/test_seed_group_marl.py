@@ -323,6 +323,7 @@ def test_member_adam_in_a_group_is_k_member_adams(same_member: bool) -> None:
     with torch.no_grad():  # what stack_seeds does: same parameter objects, [K, ...] data
         for i, p in enumerate(grouped):
             p.data = torch.stack([ps[i].detach().clone() for ps in singles])
+    group_opt.seeds = K  # ... and it tells the optimizer (no guess from the shapes)
     for step in range(7):
         chosen = [step % members] * K if same_member else [(step + k) % members for k in range(K)]
         for i, p in enumerate(grouped):
@@ -348,3 +349,14 @@ def test_member_adam_in_a_group_is_k_member_adams(same_member: bool) -> None:
     with pytest.raises(ValueError, match="members for 3 seeds"):
         grouped[0].grad = torch.zeros_like(grouped[0])
         group_opt.step([0, 1])
+
+
+def test_stack_seeds_tells_member_adam_the_seeds() -> None:
+    """MemberAdam does not guess the seed axis from a parameter's shape: a single HASAC's
+    optimizer has seeds 1 (its parameters [M, ...] step member m alone), and stack_seeds sets
+    K on the group's."""
+    single = build(make_hasac, 0)
+    assert isinstance(single.actor_optimizer, MemberAdam) and single.actor_optimizer.seeds == 1
+    group = build_group(make_hasac)
+    assert group.actor_optimizer.seeds == K
+    assert all(p.shape[0] == K for p in group.actor.parameters())

@@ -156,7 +156,7 @@ def test_a_nan_in_one_seed_is_named(
         return path
 
     def poison_then_check(self: Trainer, metrics: dict[str, torch.Tensor]) -> None:
-        if self.step >= 200:
+        if self.clock.step >= 200:
             poison(self)
         check(self, metrics)
 

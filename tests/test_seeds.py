@@ -18,7 +18,7 @@ import torch
 from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.dsac_t import DSACT
-from rlzoo.algos.seeds import seed_weights, stack_seeds
+from rlzoo.algos.seeds import SeedAxis, seed_weights, stack_records, stack_seeds
 from rlzoo.buffers import Batch
 from rlzoo.nets import (
     CategoricalCritic,
@@ -189,6 +189,33 @@ def test_one_seed_is_the_algorithm_unchanged() -> None:
     algo = members(ALGOS["sac-twin"][0], range(1))
     assert stack_seeds(algo) is algo[0] and algo[0].seeds == 1
     assert algo[0].actor.net.layers[0].weight.dim() == 3  # [E, in, out]: no seed axis
+
+
+def test_the_seed_axis_of_one_seed_is_the_plain_algorithm() -> None:
+    """The loop's one path at K = 1: acting and updating through SeedAxis with [1, ...] tensors
+    gives bit for bit what the algorithm gives on its own (same weights, same random draws),
+    with metrics [1]."""
+    plain, through = members(ALGOS["sac-twin"][0], range(1)) + members(ALGOS["sac-twin"][0],
+                                                                      range(1))
+    axis = SeedAxis(stack_seeds([through]), 1)
+    data = seed_batch(2)
+    one = Batch(**{name: value[0] for name, value in data.tensors().items()})
+    for _ in range(3):
+        torch.manual_seed(7)
+        want = plain.update(one)
+        torch.manual_seed(7)
+        got = axis.update(through.update, stack_records([one]))
+        assert want.keys() == got.keys()
+        for key in want:
+            assert got[key].shape == (1, *want[key].shape) and torch.equal(got[key][0], want[key])
+    for key, value in torch.nn.Module.state_dict(plain).items():
+        assert torch.equal(torch.nn.Module.state_dict(through)[key], value), key
+    obs = torch.randn(4, 5)
+    torch.manual_seed(3)
+    want = plain.act(obs)
+    torch.manual_seed(3)
+    got = axis.call(through.act, stack_records([obs]))
+    assert got.shape == (1, 4, 2) and torch.equal(got[0], want)
 
 
 def test_stacking_an_updated_algorithm_is_refused() -> None:

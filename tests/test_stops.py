@@ -34,7 +34,7 @@ evaluate_and_log = Trainer.evaluate_and_log
 
 def evaluate_then_delete(self):
     evaluate_and_log(self)
-    self.logger.writer.add_scalar("x", 1.0, self.step)  # pending for the writer thread
+    self.logger.writer.add_scalar("x", 1.0, self.clock.step)  # pending for the writer thread
     shutil.rmtree(self.run_dir)
 
 Trainer.evaluate_and_log = evaluate_then_delete

@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import get_class
 from omegaconf import DictConfig
 
-from rlzoo.run.settings import TRAINER_KEYS
+from rlzoo.run.settings import LOOP_KEYS
 from tests.from_yaml import composed
 
 CONF = Path(__file__).resolve().parents[1] / "rlzoo" / "conf"
@@ -77,7 +77,7 @@ def declared_keys(path: str, node: DictConfig) -> set[str]:
     """The keys of ``node`` that reach its constructor."""
     keys = {str(k) for k in node if not str(k).startswith("_")}
     if path == "algo":  # the loop reads these; build_algorithm masks them out
-        keys -= {"name", *TRAINER_KEYS}
+        keys -= {"name", *LOOP_KEYS}
     return keys
 
 

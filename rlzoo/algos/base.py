@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from rlzoo.algos.seeds import clip_grad_norm_per_seed, run_per_seed
+from rlzoo.algos.seeds import clip_grad_norm, run_per_seed, seed_mean
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
@@ -269,14 +269,12 @@ class Algorithm(nn.Module):
         weights and one seed's slice of every tensor argument, and whose outputs gain a leading
         ``[K]`` axis. Every method that reads the weights goes through here, so an algorithm's
         loss code is written once, for one seed."""
-        if self.seeds == 1:
-            return fn(*args)
         return run_per_seed(self, fn, args)
 
     def seed_mean(self, x: torch.Tensor) -> torch.Tensor:
         """The mean of ``x`` for a single run; for a group, each seed's own mean ``[K]`` (``x``
         has the seed axis first). For statistics computed outside ``per_seed``."""
-        return x.mean() if self.seeds == 1 else x.reshape(self.seeds, -1).mean(1)
+        return seed_mean(x, self.seeds)
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """``obs [B, O]`` -> action ``[B, H * A]`` in ``[-1, 1]``, without gradient."""
@@ -300,10 +298,7 @@ class Algorithm(nn.Module):
         (loss.sum() if loss.dim() else loss).backward()
         if max_grad_norm is not None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            if self.seeds > 1:
-                clip_grad_norm_per_seed(params, max_grad_norm)
-            else:
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            clip_grad_norm(params, max_grad_norm, self.seeds)  # per seed
         optimizer.step()
         self.apply_constraints(optimizer)
 

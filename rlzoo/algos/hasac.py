@@ -42,6 +42,7 @@ import torch
 
 from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
+from rlzoo.algos.seeds import draw_per_seed, seed_shape
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.categorical import CategoricalCritic
@@ -174,10 +175,7 @@ class HASAC(MultiAgentAlgorithm):
         """The agent order of this update's sequential actor steps, from torch's default CPU
         generator (no device synchronisation): ``[N]``, or ``[K, N]`` for a seed group, where
         every seed draws its own permutation."""
-        if self.seeds == 1:
-            return torch.randperm(self.n_agents, device="cpu")
-        return torch.stack([torch.randperm(self.n_agents, device="cpu")
-                            for _ in range(self.seeds)])
+        return draw_per_seed(lambda: torch.randperm(self.n_agents, device="cpu"), self.seeds)
 
     @torch.no_grad()
     def old_joint_sample(self, obs: torch.Tensor) -> torch.Tensor:
@@ -229,7 +227,7 @@ class HASAC(MultiAgentAlgorithm):
         ``obs [B, N, O]``, ``state [B, S]`` (``[K, B, ...]`` for a seed group, every seed in
         its own agent order). Each agent's step moves only its own member (``MemberAdam``).
         """
-        lead = (self.seeds,) if self.seeds > 1 else ()
+        lead = seed_shape(self.seeds)
         n, batch_size = self.n_agents, obs.shape[-3]
         # The temperatures before this update's steps: [N] ([K, N]).
         alpha = self.tuner.alpha.reshape(*lead, -1).expand(*lead, n)
@@ -247,9 +245,8 @@ class HASAC(MultiAgentAlgorithm):
             )
             self.actor_optimizer.zero_grad(set_to_none=True)
             (loss.sum() if loss.dim() else loss).backward()
-            agents = orders[..., position].tolist()
-            members = ([self.actor.member_of(a) for a in agents] if isinstance(agents, list)
-                       else self.actor.member_of(agents))
+            # each seed's agent at this position -> its member: an int (or K ints, a group)
+            members = orders[..., position].clone().apply_(self.actor.member_of).tolist()
             self.actor_optimizer.step(members)
             self.apply_constraints(self.actor_optimizer)
         alpha_loss = self.per_seed(self.tuner.loss, pre_update)

@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from rlzoo.optim import MemberAdam
+
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
     weakref.WeakKeyDictionary()
@@ -58,6 +60,9 @@ def stack_seeds(members: Sequence[Any]) -> Any:
         for name, _ in list(group.named_buffers()):
             _set_buffer(group, name, torch.stack([m.get_buffer(name) for m in members]))
     group.seeds = len(members)
+    for optimizer in group.optimizers.values():
+        if isinstance(optimizer, MemberAdam):  # it steps per seed and member: told K
+            optimizer.seeds = len(members)
     _STATE.pop(group, None)
     return group
 
@@ -93,11 +98,14 @@ def _unflatten(template: Any, value: Any) -> Any:
 
 
 def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``fn(*args)`` for every seed of ``group`` in one vmapped call; see the module docstring.
+    """``fn(*args)`` for every seed of ``group`` in one vmapped call (see the module docstring);
+    for one seed (``group.seeds == 1``, a single run) the plain call ``fn(*args)``.
 
     Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;
     other arguments are shared. Returns ``fn``'s outputs (tensors, or dicts/tuples of tensors)
     with the seed axis first."""
+    if getattr(group, "seeds", 1) == 1:  # one seed: the plain call, no vmap
+        return fn(*args)
     flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
     def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
@@ -105,6 +113,34 @@ def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) 
         return torch.func.functional_call(group, state, (fn, *rebuilt))
 
     return torch.vmap(one, in_dims=(0, *dims), randomness="different")(group_state(group), *flat)
+
+
+def seed_shape(seeds: int) -> tuple[int, ...]:
+    """The leading shape of what an algorithm holds per seed outside ``per_seed`` (metrics,
+    per-seed draws): ``()`` for one seed (no axis), ``(K,)`` for a group of K."""
+    return () if seeds == 1 else (seeds,)
+
+
+def draw_per_seed(draw: Callable[[], torch.Tensor], seeds: int) -> torch.Tensor:
+    """``draw()`` once per seed (each seed its own draw), shaped ``seed_shape(seeds) + shape``:
+    one seed's is the draw itself."""
+    draws = [draw() for _ in range(seeds)]
+    return draws[0] if seeds == 1 else torch.stack(draws)
+
+
+def seed_mean(x: torch.Tensor, seeds: int) -> torch.Tensor:
+    """The mean of ``x`` per seed (``x`` has the seed axis first in a group): a scalar for one
+    seed, ``[K]`` for a group. For statistics computed outside ``per_seed``."""
+    return x.mean() if seeds == 1 else x.reshape(seeds, -1).mean(1)
+
+
+def clip_grad_norm(params: Sequence[torch.Tensor], max_norm: float, seeds: int) -> None:
+    """Clip the gradients' global 2-norm to ``max_norm``, per seed: for one seed
+    ``torch.nn.utils.clip_grad_norm_``, for a group :func:`clip_grad_norm_per_seed`."""
+    if seeds == 1:
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
+    else:
+        clip_grad_norm_per_seed(params, max_norm)
 
 
 def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> None:
@@ -125,3 +161,78 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
 def seed_weights(weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
     """Seed k's slice of a group's module state: a single run's state dict."""
     return {name: value[k] for name, value in weights.items()}
+
+
+def stack_records(records: Sequence[Any]) -> Any:
+    """Tensors, or dataclasses of tensors (``Batch``, ``Rollout``), one per seed -> one with a
+    leading seed axis ``[K, ...]`` on every tensor (one seed: a view with an axis of 1)."""
+    def stack(values: list[torch.Tensor]) -> torch.Tensor:
+        return values[0].unsqueeze(0) if len(values) == 1 else torch.stack(values)
+
+    first = records[0]
+    if torch.is_tensor(first):
+        return stack(list(records))
+    return dataclasses.replace(first, **{
+        f.name: stack([getattr(r, f.name) for r in records])
+        for f in dataclasses.fields(first) if torch.is_tensor(getattr(first, f.name))})
+
+
+def _first_seed(value: Any) -> Any:
+    """Slice 0 of a tensor (or of each tensor field of a record); anything else as it is."""
+    if torch.is_tensor(value):
+        return value[0]
+    if _is_record(value):
+        return dataclasses.replace(value, **{k: v[0] for k, v in _flatten(value)[0].items()})
+    return value
+
+
+def _with_seed_axis(value: Any) -> Any:
+    """``value`` (a tensor, or tuples, lists and dicts of them) with a leading seed axis of 1."""
+    if torch.is_tensor(value):
+        return value.unsqueeze(0)
+    if isinstance(value, dict):
+        return {k: _with_seed_axis(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_with_seed_axis(v) for v in value)
+    return value
+
+
+class SeedAxis:
+    """The loop's side of an algorithm trained as ``seeds`` seeds: every tensor the loop hands
+    over, and every tensor it gets back, carries the seed axis first (``[K, ...]``), for K = 1 as
+    for K > 1, so the loop has one code path.
+
+    K = 1 is the plain algorithm: ``fn`` runs on slice 0 (a view) and its outputs get an axis of
+    1 (views), the same arithmetic as a single run without the axis, and no vmap. K > 1 runs
+    ``fn`` through ``Algorithm.per_seed`` (one vmapped call for every seed).
+
+    Args:
+        algo: the algorithm (after :func:`stack_seeds` for K > 1).
+        seeds: K.
+    """
+
+    def __init__(self, algo: Any, seeds: int) -> None:
+        self.algo, self.seeds = algo, seeds
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` once per seed: tensor arguments (and tensor fields of records) ``[K, ...]``
+        (other arguments are shared); returns ``fn``'s outputs with ``[K, ...]``."""
+        if self.seeds == 1:
+            return _with_seed_axis(fn(*(_first_seed(a) for a in args)))
+        return self.algo.per_seed(fn, *args)
+
+    def update(self, update: Callable[[Any], dict[str, torch.Tensor]],
+               batch: Any) -> dict[str, torch.Tensor]:
+        """One update of every seed from ``batch`` (``[K, ...]``) by ``update`` (the
+        algorithm's, maybe accelerated, which takes the group's batch); metrics ``[K]``."""
+        if self.seeds == 1:
+            return _with_seed_axis(update(_first_seed(batch)))
+        return update(batch)
+
+    def weights(self, weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
+        """Seed k's share of the algorithm's module state: a single run's state dict."""
+        return weights if self.seeds == 1 else seed_weights(weights, k)
+
+    def slot(self, k: int) -> int | None:
+        """Seed k's slot in the normalizers' statistics (``None``: they have no seed axis)."""
+        return None if self.seeds == 1 else k

@@ -186,78 +186,48 @@ class VecEnv:
 
 
 def run_episodes(
-    env: VecEnv,
-    obs: np.ndarray,
-    policy: Callable[[np.ndarray], np.ndarray],
-    horizon: int = 1,
-    on_step: Callable[[int], None] | None = None,
-) -> Episodes:
-    """Run one episode in each env of ``env`` (already reset; first observations ``obs``).
-
-    ``policy`` maps the observations of the still-running envs ``[B, *obs_shape]`` to action
-    chunks ``[B, horizon * A]`` (or ``[B, horizon, *act_shape]``); each chunk runs open-loop for
-    ``horizon`` steps. Envs whose episode has ended are not stepped again. ``on_step(e)`` is
-    called after every step of env ``e`` (e.g. to film it).
-    """
-    E = env.num_envs
-    returns, lengths = np.zeros(E), np.zeros(E, dtype=np.int64)
-    agent_returns = np.zeros((E, env.n_agents)) if env.multi_agent else None
-    active = np.ones(E, dtype=bool)
-    obs = obs.copy()
-    action = np.zeros((E, *env.act_shape), dtype=np.float32)
-    while active.any():
-        idx = np.flatnonzero(active)
-        chunk = np.asarray(policy(obs[idx])).reshape(len(idx), horizon, *env.act_shape)
-        for h in range(horizon):
-            action[idx] = chunk[:, h]
-            result = env.step(action, active=active)
-            live = active.copy()
-            obs[live] = result.obs[live]
-            returns[live] += result.reward[live]
-            if agent_returns is not None:
-                agent_returns[live] += result.agent_reward[live]  # type: ignore[index]
-            lengths[live] += 1
-            if on_step is not None:
-                for e in np.flatnonzero(live):
-                    on_step(int(e))
-            active &= ~(result.terminated | result.truncated)
-            if not active[idx].any():
-                break
-    return Episodes(returns, lengths, agent_returns)
-
-
-def run_group_episodes(
     envs: Sequence[VecEnv],
     obs: Sequence[np.ndarray],
     policy: Callable[[np.ndarray], np.ndarray],
     horizon: int = 1,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> list[Episodes]:
-    """:func:`run_episodes` for K env groups at once (a seed group's evaluation): one episode in
-    each env of each ``envs[k]`` (all with the same number of envs, already reset; first
-    observations ``obs[k]``). ``policy`` maps ``[K, E, *obs_shape]`` (every env, finished ones
-    included, so the shape never changes) to chunks ``[K, E, horizon * A]``; group k's envs
-    act on slice k. Returns one :class:`Episodes` per group."""
+    """Run one episode in each env of each of the K vector envs ``envs`` (a run's seeds; all with
+    the same number of envs ``E``, already reset; first observations ``obs[k]`` ``[E, ...]``).
+
+    ``policy`` maps the observations ``[K, B, *obs_shape]`` of the envs still running (in any of
+    the K; ``B <= E``, the same env indices for every k) to action chunks ``[K, B, horizon * A]``
+    (or ``[K, B, horizon, *act_shape]``); each chunk runs open-loop for ``horizon`` steps. Envs
+    whose episode has ended are not stepped again. ``on_step(k, e)`` is called after every step
+    of env ``e`` of ``envs[k]`` (e.g. to film it). Returns one :class:`Episodes` per k.
+    """
     K, E = len(envs), envs[0].num_envs
     act_shape = envs[0].act_shape
     returns, lengths = np.zeros((K, E)), np.zeros((K, E), dtype=np.int64)
     agent_returns = np.zeros((K, E, envs[0].n_agents)) if envs[0].multi_agent else None
     active = np.ones((K, E), dtype=bool)
     current = np.stack([np.asarray(o) for o in obs])
-    action = np.zeros((E, *act_shape), dtype=np.float32)
+    action = np.zeros((K, E, *act_shape), dtype=np.float32)
     while active.any():
-        chunk = np.asarray(policy(current)).reshape(K, E, horizon, *act_shape)
+        idx = np.flatnonzero(active.any(axis=0))
+        chunk = np.asarray(policy(current[:, idx])).reshape(K, len(idx), horizon, *act_shape)
         for h in range(horizon):
+            action[:, idx] = chunk[:, :, h]
             for k, env in enumerate(envs):
                 if not active[k].any():
                     continue
-                action[:] = chunk[k, :, h]
-                result = env.step(action, active=active[k])
+                result = env.step(action[k], active=active[k])
                 live = active[k].copy()
                 current[k][live] = result.obs[live]
                 returns[k][live] += result.reward[live]
                 if agent_returns is not None:
                     agent_returns[k][live] += result.agent_reward[live]  # type: ignore[index]
                 lengths[k][live] += 1
+                if on_step is not None:
+                    for e in np.flatnonzero(live):
+                        on_step(k, int(e))
                 active[k] &= ~(result.terminated | result.truncated)
+            if not active[:, idx].any():
+                break
     return [Episodes(returns[k], lengths[k], None if agent_returns is None else agent_returns[k])
             for k in range(K)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError
-from rlzoo.run.group import GROUP_FILE, Group, check_members, member_dir, read_group
+from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, read_group
 from rlzoo.run.rundir import (
     LOCK_NAME,
     RunLock,
@@ -60,7 +60,7 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
             # a name another launch took (a live run included) is numbered: group.json says
             dirs.append(claim_member_dir(member_dir(run_dir, seed0, seed0 + k)))
             RunLock.acquire(dirs[-1])
-        group = Group(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds)))
+        group = SeedGroup(run_dir, tuple(dirs), tuple(seed0 + k for k in range(seeds)))
         for k in range(1, seeds):
             write_member_config(group, k)
         group.write()  # last: a group.json always names members whose configs exist
@@ -70,7 +70,7 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
     return dirs, []
 
 
-def resume_members(group: Group, rebuild: bool) -> tuple[list[Path], list[Path]]:
+def resume_members(group: SeedGroup, rebuild: bool) -> tuple[list[Path], list[Path]]:
     """A resumed group's dirs, checked and locked, and the lost members to rebuild."""
     lost = [d for d in group.dirs[1:] if not d.exists() and not d.is_symlink()]
     odd = [d for d in group.dirs if d not in lost and not (d / ".hydra" / "config.yaml").is_file()]
@@ -92,7 +92,7 @@ def resume_members(group: Group, rebuild: bool) -> tuple[list[Path], list[Path]]
     return list(group.dirs), lost
 
 
-def rebuild_members(group: Group, lost: list[Path]) -> None:
+def rebuild_members(group: SeedGroup, lost: list[Path]) -> None:
     """Make the lost members' run dirs again (after the checkpoint was loaded): their
     ``.hydra`` files from the home's with their own seed, and ``group.json``; the resumed run
     then writes their ``policy.pt``, events and ``summary.json`` as it writes every member's."""
@@ -103,7 +103,7 @@ def rebuild_members(group: Group, lost: list[Path]) -> None:
     group.write(tuple(lost))
 
 
-def write_member_config(group: Group, k: int) -> None:
+def write_member_config(group: SeedGroup, k: int) -> None:
     """Member ``k``'s ``.hydra`` files: the home's, with ``seed`` set to its seed."""
     saved, d = group.home / ".hydra", group.dirs[k]
     (d / ".hydra").mkdir(parents=True, exist_ok=True)

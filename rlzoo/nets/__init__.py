@@ -12,11 +12,10 @@ from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.ensemble import EnsembleLinear, EnsembleMLP, make_network
 from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.hyperspherical import HypersphericalMLP
-from rlzoo.nets.mlp import mlp
 from rlzoo.nets.unit_norm import UnitNormMLP
 
 __all__ = [
     "ActionSequenceCritic", "CategoricalCritic", "Critic", "DeterministicActor", "DiscreteReturn",
     "DistributionalCritic", "EnsembleCritic", "EnsembleLinear", "EnsembleMLP", "GaussianCritic",
-    "HypersphericalMLP", "TanhGaussianActor", "TwinCritic", "UnitNormMLP", "make_network", "mlp",
+    "HypersphericalMLP", "TanhGaussianActor", "TwinCritic", "UnitNormMLP", "make_network",
 ]

@@ -27,7 +27,7 @@ from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
-from rlzoo.run.settings import TRAINER_KEYS, Settings
+from rlzoo.run.settings import LOOP_KEYS, Settings
 from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
 
@@ -170,7 +170,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         raise UserError(misfit_message(cfg, cls.multi_agent))
     # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs})
     resolved = OmegaConf.create(OmegaConf.to_container(cfg.algo, resolve=True))
-    algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in TRAINER_KEYS])
+    algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in LOOP_KEYS])
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
     if cfg.get("tuner"):
         if "tuner" not in inspect.signature(cls).parameters:

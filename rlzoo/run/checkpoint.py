@@ -20,7 +20,6 @@ import shutil
 import socket
 import warnings
 import zipfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 import torch
 
 from rlzoo.errors import UserError
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
 # ``.<name>.<host>.<pid>.<random>.tmp``: unique per process (and per call), so two writers of the
@@ -42,7 +42,6 @@ LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo b
 LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
 # The parts of a checkpoint whose float tensors must be finite for it to count as good: the
 # algorithm (networks, optimizers, tuner), the replay buffer / rollout, the loop's open episodes.
-FINITE_SECTIONS = ("algo", "buffer", "loop")
 
 
 def checkpoint_path(directory: Path, step: int) -> Path:
@@ -365,64 +364,6 @@ def check_tensors(state: Any, path: Path | str) -> None:
                     f"({needed:,} bytes) over a storage of {max(held, 0):,} bytes (repeated by "
                     "zero or overlapping strides); rlzoo never writes such a tensor, and reading "
                     "it would allocate the whole shape")
-
-
-def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk(item, f"{name}.{key}" if name else str(key))
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _walk(item, f"{name}[{i}]")
-    else:
-        yield name, value
-
-
-def nonfinite_entries(
-    state: dict[str, Any], sections: Iterable[str] | None = FINITE_SECTIONS
-) -> list[str]:
-    """The dotted names of the float tensors (or numpy float arrays) in ``state`` holding NaN or
-    inf, in the order they appear; ``[]`` for a clean state.
-
-    Args:
-        state: a checkpoint (``Trainer.state_dict()``, before or after saving) or any nested
-            dict/list of tensors.
-        sections: the top-level keys to check (default ``algo``, ``buffer`` and ``loop``: the
-            networks, optimizers and tuner, the replay buffer or rollout, and the loop's open
-            episodes); missing keys are skipped. ``None`` checks everything. Python floats
-            (learning rates, config values) are never checked, only arrays.
-
-    Example: ``['algo.modules.critic.net.0.weight', 'buffer.tensors.reward']``.
-    """
-    parts = state.items() if sections is None else (
-        (key, state[key]) for key in sections if key in state
-    )
-    bad = []
-    for key, part in parts:
-        for name, value in _walk(part, str(key)):
-            if isinstance(value, torch.Tensor):
-                if (value.is_floating_point() or value.is_complex()) and value.numel() \
-                        and not all_finite(value):
-                    bad.append(name)
-            elif isinstance(value, np.ndarray) and value.dtype.kind in "fc" and value.size \
-                    and not bool(np.isfinite(value).all()):
-                bad.append(name)
-    return bad
-
-
-def all_finite(value: torch.Tensor, chunk: int = 1 << 20) -> bool:
-    """Whether every element of ``value`` is finite, checked ``chunk`` elements at a time:
-    ``torch.isfinite`` of a whole replay buffer would allocate temporaries of several times its
-    size (about 2.4 GB for a 1M-step Humanoid buffer)."""
-    flat = value.reshape(-1)
-    return all(bool(torch.isfinite(flat[i:i + chunk]).all())
-               for i in range(0, flat.numel(), chunk))
-
-
-def describe_nonfinite(entries: list[str], limit: int = 3) -> str:
-    """``a, b, c and 4 more`` for a list from :func:`nonfinite_entries`."""
-    shown = ", ".join(entries[:limit])
-    return shown + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
 
 
 def load_latest_valid(

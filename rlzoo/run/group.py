@@ -36,7 +36,7 @@ def member_dir(home: Path, seed0: int, seed: int) -> Path:
 
 
 @dataclass(frozen=True)
-class Group:
+class SeedGroup:
     """The members of a seed group.
 
     Attributes:
@@ -85,8 +85,8 @@ def member_names(home: str, seed0: int, seed: int) -> re.Pattern[str]:
     return re.compile(rf"{re.escape(stem)}(-[2-9]|-[1-9]\d+)?-s{seed}")
 
 
-def parse_group(record: object, run_dir: Path) -> Group:
-    """A ``group.json`` record read from ``run_dir`` as a :class:`Group`, checked as data: a
+def parse_group(record: object, run_dir: Path) -> SeedGroup:
+    """A ``group.json`` record read from ``run_dir`` as a :class:`SeedGroup`, checked as data: a
     dict of exactly ``format`` (1), ``home``, ``members`` and ``seeds``; the home is the first
     member; the seeds are consecutive from the home's (each seed once); each member is a plain
     folder name beside the home (no ``/``, ``..`` or absolute path), named by the group's rule
@@ -127,7 +127,7 @@ def parse_group(record: object, run_dir: Path) -> Group:
     linked = [d.name for d in dirs if d.is_symlink()]
     if linked:
         raise ValueError(f"member {linked[0]!r} is a symbolic link, not a folder beside the home")
-    return Group(parent / home, dirs, tuple(seeds))
+    return SeedGroup(parent / home, dirs, tuple(seeds))
 
 
 def read_record(path: Path) -> object:
@@ -141,7 +141,7 @@ def read_record(path: Path) -> object:
     return json.loads(text)
 
 
-def read_group(run_dir: Path) -> Group | None:
+def read_group(run_dir: Path) -> SeedGroup | None:
     """The group ``run_dir`` belongs to, or None for a single run. ``group.json`` is data from a
     file, so it is checked before it is used (:func:`parse_group`); a damaged or altered one is
     one ``UserError`` line."""
@@ -155,7 +155,7 @@ def read_group(run_dir: Path) -> Group | None:
                         "group: restore it from the group's other run dirs") from None
 
 
-def check_members(group: Group, present: tuple[Path, ...] | None = None) -> None:
+def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> None:
     """Check that the members' files agree with ``group`` before anything uses them: each present
     member's ``group.json`` says the same, and its ``.hydra/config.yaml`` parses and has its
     member's ``seed`` and the group's ``seeds``. ``present``: the members to check (default all).

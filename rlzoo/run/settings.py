@@ -20,7 +20,7 @@ from rlzoo.errors import UserError
 # Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
 # constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
 # ``rollout_steps``.
-TRAINER_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
+LOOP_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
 # Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
 # and low enough that a typo fails at once instead of hanging or exhausting memory).
 MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
@@ -71,6 +71,7 @@ class Settings:
     on_policy: bool = False
     rollout_steps: int = 0  # on-policy only
     seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
+    torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -157,8 +158,15 @@ def read_settings(cfg: DictConfig) -> Settings:
         if not isinstance(value, bool):
             raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
         accel[key] = value
+    threads = cfg.get("torch_threads", "auto")
+    if isinstance(threads, str) and threads != "auto":
+        raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
+                        "torch_threads=auto or torch_threads=2")
+    if threads != "auto":
+        threads = int_key(cfg, "torch_threads", 0, MAX_THREADS)
+    seed, seeds = seed_range(cfg)
     settings = Settings(
-        seed=seed_range(cfg)[0],
+        seed=seed,
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
         num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),
@@ -175,15 +183,10 @@ def read_settings(cfg: DictConfig) -> Settings:
         progress_every_s=float(every_s),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
-        seeds=int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1,
+        seeds=seeds,
+        torch_threads=threads,
         **accel,
     )
-    threads = cfg.get("torch_threads", "auto")  # rlzoo.threads.run_threads reads it
-    if isinstance(threads, str) and threads != "auto":
-        raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
-                        "torch_threads=auto or torch_threads=2")
-    if threads != "auto":
-        int_key(cfg, "torch_threads", 0, MAX_THREADS)
     if settings.batch_size > settings.buffer_size:
         raise UserError(
             f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
@@ -226,3 +229,15 @@ def check_values(cfg: DictConfig) -> None:
         raise UserError(f"the config does not resolve ({first})") from None
     container.pop("hydra", None)  # type: ignore[union-attr]
     walk(container, "")
+
+
+def schedule_warnings(s: Settings) -> list[str]:
+    """One-line warnings about a schedule that cannot do what the user probably wants, printed
+    at start and recorded in summary.json."""
+    if s.on_policy or s.total_steps > s.learning_starts:
+        return []
+    return [
+        f"total_steps ({s.total_steps}) <= algo.learning_starts ({s.learning_starts}): this "
+        "run takes only random actions and makes no gradient update, so its returns are "
+        "those of an untrained policy; lower algo.learning_starts or raise total_steps"
+    ]

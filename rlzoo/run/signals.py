@@ -9,7 +9,8 @@ from typing import Any
 
 
 class NonFiniteError(Exception):
-    """Training produced NaN or inf; the message names the quantity and the step."""
+    """Training produced NaN or inf, or a checkpoint's weights or the returns an evaluation
+    measured hold them (exit status 3); the message names the quantity and the step."""
 
 
 class AlreadyFinished(Exception):  # noqa: N818 - it is the event, not an error

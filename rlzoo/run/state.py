@@ -1,5 +1,5 @@
-"""What a run saves besides its components: random generators, the loop's own arrays, the summary
-it reads back, and the small ``policy.pt`` that ``rlzoo.load_policy`` rebuilds a policy from."""
+"""What a run saves besides its components: the global random generators, the summary it reads
+back, and the small ``policy.pt`` that ``rlzoo.load_policy`` rebuilds a policy from."""
 
 from __future__ import annotations
 
@@ -15,28 +15,27 @@ POLICY_FILE = "policy.pt"  # beside checkpoints/, rewritten at every checkpoint 
 POLICY_FORMAT = 1
 
 
-def rng_state(warmup: np.random.Generator) -> dict[str, Any]:
-    """The global generators (torch, CUDA, numpy, python) and the loop's warm-up generator, as
-    tensors and plain data (loadable with ``weights_only=True``)."""
+def global_rng_state() -> dict[str, Any]:
+    """The process's global generators (torch, CUDA, numpy, python), as tensors and plain
+    data (loadable with ``weights_only=True``)."""
     rng = {
         "torch": torch.get_rng_state(),
         "numpy": np.random.get_state(legacy=False),
         "python": random.getstate(),
-        "warmup": warmup.bit_generator.state,
     }
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
     return rng
 
 
-def restore_rng(rng: dict[str, Any], warmup: np.random.Generator) -> None:
-    """Put back what :func:`rng_state` returned (after a checkpoint round trip)."""
+def restore_global_rng(rng: dict[str, Any]) -> None:
+    """Put back what :func:`global_rng_state` returned (after a checkpoint round trip; a
+    checkpoint's ``rng`` may also hold a ``warmup`` generator, the member's to restore)."""
     torch.set_rng_state(rng["torch"].cpu())
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([t.cpu() for t in rng["cuda"]])
     np.random.set_state(_legacy_numpy_state(rng["numpy"]))
     random.setstate(_python_random_state(rng["python"]))
-    warmup.bit_generator.state = rng["warmup"]
 
 
 def seed_everything(seed: int) -> None:

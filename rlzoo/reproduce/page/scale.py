@@ -45,7 +45,8 @@ def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, 
     for kind in ("random", "zero"):
         env = make_env(cfg, episodes, EVAL_SEED_OFFSET)
         obs, _ = env.reset()
-        returns = run_episodes(env, obs, scripted_policy(kind, env, np.random.default_rng(0)))
+        policy = scripted_policy(kind, env, np.random.default_rng(0))
+        returns = run_episodes([env], [obs], lambda batch, act=policy: act(batch[0])[None])[0]
         env.close()
         out[kind] = [float(returns.returns.mean()), float(returns.returns.std(ddof=1))]
     return out

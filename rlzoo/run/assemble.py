@@ -1,0 +1,92 @@
+"""Build a run's parts from its config: one :class:`~rlzoo.run.member.Member` per seed (its envs,
+storage and warm-up generator) and the one algorithm that trains them all (``seeds=K``: K
+seeds stacked by ``rlzoo.algos.seeds.stack_seeds``; one seed: the algorithm as built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.algos.seeds import stack_seeds
+from rlzoo.errors import UserError
+from rlzoo.run.accel import check_accel
+from rlzoo.run.build import build_algorithm, check_spec, env_spec, make_env, make_storage
+from rlzoo.run.member import Member
+from rlzoo.run.normalize import check_observations
+from rlzoo.run.settings import Settings
+from rlzoo.run.state import seed_everything
+from rlzoo.threads import run_threads
+
+
+def set_threads(s: Settings) -> None:
+    """Apply ``torch_threads`` (CPU runs; ``rlzoo.threads.run_threads``)."""
+    threads = run_threads(s.torch_threads, s.seeds)
+    if s.device.type == "cpu" and threads:
+        torch.set_num_threads(threads)
+
+
+def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
+    """``cfg`` with its ``seed`` set to ``seed`` (a copy; ``cfg`` itself when equal)."""
+    if cfg.get("seed") == seed:
+        return cfg
+    copy = cfg.copy()
+    OmegaConf.update(copy, "seed", seed, merge=False)
+    return copy
+
+
+def build_members(cfg: DictConfig, s: Settings,
+                  dirs: list[Path]) -> tuple[list[Member], Algorithm, EnvSpec]:
+    """The members of seeds ``s.seed .. s.seed + K - 1`` (run dir ``dirs[k]`` each), the
+    algorithm that trains them (every seed's weights initialised as its single run's) and the
+    env spec. Closes every env built when anything fails (a ``UserError`` for a mistake)."""
+    if len(dirs) != s.seeds:
+        raise ValueError(f"{s.seeds} seeds need {s.seeds} run dirs, got {len(dirs)}")
+    seed_everything(s.seed)
+    members: list[Member] = []
+    try:
+        algos, spec = [], None
+        for k, member_dir in enumerate(dirs):
+            seed = s.seed + k
+            member_cfg = with_seed(cfg, seed)
+            if k:
+                seed_everything(seed)  # each seed's weights start as its single run's
+            env = make_env(member_cfg, s.num_envs, seed)
+            members.append(Member(seed, member_cfg, member_dir, env, None,  # type: ignore[arg-type]
+                                  np.random.default_rng(seed)))
+            spec = env_spec(env)
+            check_spec(spec, str(cfg.env.name))
+            check_observations(env, cfg)
+            algos.append(build_algorithm(member_cfg, spec, s.device))
+        algo = stack_seeds(check_algorithm(algos, cfg, s))
+        for member in members:
+            member.storage = make_storage(dataclasses.replace(s, seed=member.seed), spec, algo)
+    except BaseException:
+        for member in members:
+            member.env.close()
+        raise
+    assert spec is not None
+    return members, algo, spec
+
+
+def check_algorithm(algos: list[Any], cfg: DictConfig, s: Settings) -> list[Any]:
+    """Refuse what the loop cannot train (one ``UserError`` line): several seeds of an algorithm
+    without ``seed_groups``, on-policy action chunks, an acceleration the run cannot use."""
+    cls = type(algos[0])
+    if len(algos) > 1 and not cls.seed_groups:
+        raise UserError(
+            f"algo={cfg.algo.name} ({cls.__name__}) cannot train seeds as a "
+            "batch (its class does not set seed_groups = True: its update must read the "
+            "weights through per_seed, docs/seeds.md); use seeds=1 with seed=0,1,2,... "
+            "in a multirun instead")
+    horizon = algos[0].action_horizon
+    if s.on_policy and horizon != 1:
+        raise UserError(f"algo={cfg.algo.name} is on-policy and acts in chunks of "
+                        f"{horizon} actions; on-policy rollouts need single actions")
+    check_accel(s.compile, s.cudagraphs, s.device, cls, str(cfg.algo.name))
+    return algos

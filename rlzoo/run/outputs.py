@@ -1,0 +1,111 @@
+"""What a run writes for its readers, per seed: the update's scalars (TensorBoard), ``policy.pt``
+(the weights ``rlzoo.load_policy`` and ``rlzoo.evaluate`` read), ``summary.json``, and the
+HPARAMS record; and which of them a crash left behind the checkpoint."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm
+from rlzoo.algos.seeds import SeedAxis
+from rlzoo.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from rlzoo.run.member import Member
+from rlzoo.run.rundir import write_atomic
+from rlzoo.run.state import POLICY_FILE, policy_record, summary_step
+
+
+def log_scalars(members: list[Member], metrics: dict[str, Any], perf: dict[str, float],
+                step: int) -> None:
+    """The update's metrics (tensors ``[K]``: seed k's go to member k; one transfer to the host)
+    and ``perf`` (the same for every member) at ``step``."""
+    names = [n for n, v in metrics.items() if torch.is_tensor(v)]
+    values = torch.stack([metrics[n].float() for n in names], 1).cpu().tolist() \
+        if names else [[] for _ in members]
+    for member, row in zip(members, values):
+        assert member.logger is not None
+        member.logger.scalars({**dict(zip(names, row)), **perf}, step)
+
+
+def write_policies(members: list[Member], everyone: list[Member], algo: Algorithm,
+                   axis: SeedAxis, spec: dict[str, Any]) -> None:
+    """``policy.pt`` of ``members`` (of ``everyone``, the run's members in seed order) from the
+    weights now: each seed's slice of the weights, its config and its step."""
+    if not members:
+        return
+    record = policy_record(algo, {}, spec, 0)  # the weights, copied to the host once
+    for k, m in enumerate(everyone):
+        if m in members:
+            config = OmegaConf.to_container(m.cfg, resolve=True)
+            save_checkpoint(m.run_dir / POLICY_FILE, {
+                **record, "step": int(m.step), "config": config,
+                "weights": axis.weights(record["weights"], k)})
+
+
+def outputs_behind(members: list[Member]) -> tuple[list[Member], list[Member]]:
+    """After a restore: the members whose ``policy.pt`` is not of their checkpointed step (a
+    crash after the checkpoint's rename and before theirs), and those whose ``summary.json`` is
+    not at their step (a crash while the summaries were written)."""
+    policies, summaries = [], []
+    for m in members:
+        path = m.run_dir / POLICY_FILE
+        try:
+            step = load_checkpoint(path).get("step") if path.is_file() else None
+        except CheckpointError:
+            step = None
+        if step != m.step:
+            policies.append(m)
+        if summary_step(m.run_dir) != m.step:
+            summaries.append(m)
+    return policies, summaries
+
+
+def hparams(cfg: DictConfig) -> dict[str, Any]:
+    """``cfg`` flattened to ``{dotted.key: value}`` (lists as strings, private keys left out),
+    for TensorBoard's HPARAMS."""
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if not str(k).startswith("_"):
+                    walk(v, f"{prefix}{k}.")
+        elif isinstance(node, (int, float, str, bool)):
+            flat[prefix[:-1]] = node
+        elif isinstance(node, list):
+            flat[prefix[:-1]] = str(node)
+
+    walk(OmegaConf.to_container(cfg, resolve=True), "")
+    return flat
+
+
+def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: float,
+                  updates: int, stopped_early: bool, warnings: list[str]) -> dict[str, Any]:
+    """``summary.json`` of member ``m`` (of ``members``): its final evaluation, steps, episodes
+    and speed; a seed group's members also name the group's seeds. Returns what it wrote."""
+    mean, std = m.last_eval if m.last_eval else (float("nan"), float("nan"))
+    summary: dict[str, Any] = {
+        "algo": str(cfg.algo.name),
+        "env": str(cfg.env.name),
+        "seed": m.seed,
+        "total_steps": m.step,
+        "final_eval_return": mean,
+        "final_eval_return_std": std,
+        "wall_time_s": wall_time,
+        "steps_per_sec": m.step / wall_time if wall_time > 0 else 0.0,
+        "buffer_bytes": m.storage.nbytes,
+        "updates": updates,
+        "episodes": m.episodes,
+    }
+    if m.last_eval_agents is not None:
+        summary["final_eval_agent_returns"] = [float(r) for r in m.last_eval_agents]
+    if stopped_early:
+        summary["stopped_early"] = True  # a callback stopped the run before total_steps
+    if len(members) > 1:
+        summary["group_seeds"] = [member.seed for member in members]
+    summary["warnings"] = list(warnings)
+    write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary

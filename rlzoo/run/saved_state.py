@@ -1,0 +1,185 @@
+"""What a run's checkpoint holds, and how it comes back: one layout for every run.
+
+A checkpoint is ``{format, algo_name, env_name, config, algo, counters, members, rng}``:
+``algo`` the algorithm's state (a seed group's with a leading seed axis), ``counters`` the
+loop's clock (``step``: the slowest seed's, ``update_credit``, ``wall_time``), ``members`` one
+entry per seed (its ``seed``, ``buffer``, ``env``, ``loop`` arrays, ``counters``: ``step``,
+``episodes``, ``last_eval``, and its ``warmup`` generator) and ``rng`` the process's global
+generators. A single run is a group of one.
+
+Checkpoints written before the one layout kept a single run's ``buffer``, ``env`` and ``loop``
+at the top, its counters beside the clock and its warm-up generator in ``rng``;
+:func:`saved_members` reads them as a group of one.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm
+from rlzoo.errors import UserError
+from rlzoo.run.checkpoint import CheckpointError, load_latest_valid
+from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
+from rlzoo.run.member import Member
+from rlzoo.run.signals import AlreadyFinished, NonFiniteError
+from rlzoo.run.state import global_rng_state, restore_global_rng
+
+STATE_FORMAT = 2  # 1: a single run's parts at the top (read as a group of one)
+
+
+@dataclass
+class Clock:
+    """The loop's own counters: ``step`` (env steps of the slowest seed), ``update_credit``
+    (updates owed, fractional) and ``wall_time`` (seconds in ``train()``, over resumes)."""
+
+    step: int = 0
+    update_credit: float = 0.0
+    wall_time: float = 0.0
+
+
+def member_state(m: Member) -> dict[str, Any]:
+    """One seed's part of a checkpoint."""
+    return {
+        "seed": m.seed,
+        "buffer": m.storage.state_dict(),
+        "env": m.env.get_state(),
+        "loop": m.loop_state(),
+        "counters": {"step": m.step, "episodes": m.episodes,
+                     "last_eval": list(m.last_eval) if m.last_eval else None},
+        "warmup": m.rng.bit_generator.state,
+    }
+
+
+def run_state(cfg: DictConfig, algo: Algorithm, clock: Clock,
+              members: list[Member]) -> dict[str, Any]:
+    """Everything needed to continue bit-identically, as tensors and plain data only
+    (loadable with ``weights_only=True``); see the module docstring."""
+    return {
+        "format": STATE_FORMAT,
+        "algo_name": str(cfg.algo.name),
+        "env_name": str(cfg.env.name),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "algo": algo.state_dict(),
+        "counters": {"step": clock.step, "update_credit": clock.update_credit,
+                     "wall_time": clock.wall_time},
+        "members": [member_state(m) for m in members],
+        "rng": global_rng_state(),
+    }
+
+
+def checked_state(cfg: DictConfig, algo: Algorithm, clock: Clock, members: list[Member],
+                  where: Callable[[], str]) -> dict[str, Any]:
+    """:func:`run_state`, refused (``NonFiniteError``, one line; ``where()``: the checkpoint to
+    go back to) when anything in it is NaN or inf: every checkpoint kept is one to resume."""
+    state = run_state(cfg, algo, clock, members)
+    poisoned = nonfinite_entries(state)
+    if poisoned:
+        raise NonFiniteError(
+            f"NaN or inf in {describe_nonfinite(poisoned)} at step {clock.step}; no checkpoint "
+            f"was written and {where()} (lower the learning rates or check the env)"
+        )
+    return state
+
+
+def saved_members(state: dict[str, Any], seed: int) -> list[Any]:
+    """The ``members`` of a checkpoint; one of a checkpoint from before the one layout (a single
+    run's parts at the top; ``seed``: its seed when its config has none)."""
+    if "members" in state:
+        return state["members"]
+    return [{"seed": (state.get("config") or {}).get("seed", seed), "buffer": state["buffer"],
+             "env": state["env"], "loop": state["loop"], "counters": state["counters"],
+             "warmup": state["rng"]["warmup"]}]
+
+
+def load_member_state(m: Member, part: dict[str, Any]) -> None:
+    """Put back :func:`member_state` (after the envs' first reset)."""
+    m.storage.load_state_dict(part["buffer"], take=True)  # loaded from disk: kept as is
+    m.env.set_state(part["env"])
+    m.load_loop_state(part["loop"])
+    counters = part["counters"]
+    m.step = int(counters["step"])
+    m.episodes = int(counters["episodes"])
+    last_eval = counters.get("last_eval")
+    m.last_eval = (float(last_eval[0]), float(last_eval[1])) if last_eval else None
+    if "warmup" in part:
+        m.rng.bit_generator.state = part["warmup"]
+
+
+def read_latest(checkpoint_dir: Path, cfg: DictConfig, members: list[Member],
+                device: torch.device) -> tuple[Path, dict[str, Any]]:
+    """The newest valid checkpoint of ``checkpoint_dir`` (older ones on failure, with one
+    ``rlzoo: warning:`` line each), checked to be this run's: its algo, env, and seeds.
+    Raises ``UserError`` if none fits."""
+    try:
+        with warnings.catch_warnings(record=True) as skipped:
+            warnings.simplefilter("always")
+            try:
+                path, state = load_latest_valid(checkpoint_dir, device)
+            finally:
+                for warning in skipped:  # one rlzoo line per checkpoint skipped
+                    print(f"rlzoo: warning: {warning.message}", file=sys.stderr, flush=True)
+    except CheckpointError as err:
+        raise UserError(f"cannot resume: {err}; start a new run instead") from None
+    for key, mine in (("algo_name", cfg.algo.name), ("env_name", cfg.env.name)):
+        if state.get(key) != mine:
+            raise UserError(
+                f"cannot resume: {path} was written by {key.split('_')[0]}={state.get(key)}, "
+                f"but this run is {key.split('_')[0]}={mine}; point resume= at its own run dir"
+            )
+    parts = saved_members(state, members[0].seed)
+    if len(parts) != len(members):
+        raise UserError(f"cannot resume: {path} holds {len(parts)} seeds, this run has "
+                        f"{len(members)}; point resume= at its own run dir")
+    saved = [part.get("seed") if isinstance(part, dict) else None for part in parts]
+    if saved != [m.seed for m in members]:
+        raise UserError(
+            f"cannot resume: {path} holds seed{'s' if len(members) > 1 else ''} "
+            f"{', '.join(map(str, saved))}, but this run's config and group.json say "
+            f"{', '.join(str(m.seed) for m in members)}; point resume= at the run dir "
+            "the checkpoint belongs to")
+    return path, state
+
+
+def load_run_state(state: dict[str, Any], path: Path, algo: Algorithm,
+                   members: list[Member]) -> Clock:
+    """Put a checkpoint (:func:`read_latest`) back into ``algo`` and ``members`` (whose envs
+    had their first reset) and the global generators; returns the loop's clock."""
+    try:
+        algo.load_state_dict(state["algo"])
+        for m, part in zip(members, saved_members(state, members[0].seed)):
+            load_member_state(m, part)
+    except (KeyError, ValueError, RuntimeError) as err:
+        raise UserError(
+            f"cannot resume from {path}: it does not match this run's config ({err})"
+        ) from None
+    counters = state["counters"]
+    restore_global_rng(state["rng"])
+    # the update count comes back with the algorithm
+    return Clock(int(counters["step"]), float(counters["update_credit"]),
+                 float(counters["wall_time"]))
+
+
+def check_budget(total_steps: int, step: int, restored: Path | None, run_dir: Path,
+                 outputs_current: bool) -> None:
+    """After a restore at ``step``: refuse a ``total_steps`` below it (``UserError``) and report
+    a run that has nothing left to do (``AlreadyFinished``: at its budget with every output of
+    its step written, ``outputs_current``)."""
+    if total_steps < step:
+        raise UserError(
+            f"total_steps={total_steps} is below step {step} of {restored}; a run "
+            f"cannot go back: pass total_steps above {step} to train further"
+        )
+    if total_steps == step and outputs_current:
+        raise AlreadyFinished(
+            f"{run_dir} already finished at step {step} (total_steps={step}); nothing "
+            f"was changed. To train further: python -m rlzoo.train resume={run_dir} "
+            f"total_steps=N with N > {step}"
+        )
