@@ -17,10 +17,11 @@ side uses its own defaults (rlzoo's ``torch_threads``, torch's thread count for 
 ``--new-args`` / ``--old-args`` add overrides.
 
 Every repeat runs each side's short and long run back to back, the sides in an order rotated by
-one per repeat, then two "new" runs side by side (their long runs together, then their short
-runs together): each of those two runs' rate against the rate of "new" alone in the same
-repeat. Ratios are taken within a repeat (both sides under the same load) and summarised over
-repeats as the median and the range: on a shared machine single pairs of runs mislead.
+one per repeat, then two "new" runs side by side (their short runs together, then their long
+runs together), against the rate of "new" alone in the same repeat: "pair/new alone" for each of
+the two, "pair sum/new alone" for both together. Ratios are taken within a repeat (both sides
+under the same load) and summarised over repeats as the median and the range: on a shared
+machine single pairs of runs mislead.
 
 ``--old`` is a directory holding an rlzoo tree, or a commit of this repository, exported with
 ``git archive`` into a temporary directory. ``--tiny`` swaps in Pendulum, 8-unit networks, a
@@ -173,8 +174,9 @@ def measure(args: argparse.Namespace, trees: dict[str, Path], tmp: Path) -> dict
               + ", ".join(f"{k} {v[-1]:.1f}" for k, v in raw.items()) + " steps/s",
               file=sys.stderr, flush=True)
     ratios = {f"new/{s}": [n / o for n, o in zip(raw["new"], raw[s])] for s in sides[1:]}
-    ratios["pair/new alone"] = [x / n for n, a, b in zip(raw["new"], raw["pair_a"],
-                                                       raw["pair_b"]) for x in (a, b)]
+    pairs = list(zip(raw["new"], raw["pair_a"], raw["pair_b"]))
+    ratios["pair/new alone"] = [x / n for n, a, b in pairs for x in (a, b)]  # each of the two
+    ratios["pair sum/new alone"] = [(a + b) / n for n, a, b in pairs]  # both together
     return {"steps_per_s": {k: summary(v) for k, v in raw.items()},
             "ratios": {k: summary(v) for k, v in ratios.items()},
             "raw": raw, "loads": loads}

@@ -15,8 +15,6 @@ from types import ModuleType
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RATES = {"new", "old", "sb3", "pair_a", "pair_b"}
-RATIOS = {"new/old", "new/sb3", "pair/new alone"}
 
 
 def script() -> ModuleType:
@@ -32,7 +30,8 @@ def check_structure(result: dict, repeats: int, sides: set[str]) -> None:
     assert set(result["raw"]) == set(result["steps_per_s"])
     assert all(len(v) == repeats for v in result["raw"].values())
     assert len(result["loads"]) == repeats
-    wanted = {"new/old", "pair/new alone"} | ({"new/sb3"} if "sb3" in sides else set())
+    wanted = {"new/old", "pair/new alone", "pair sum/new alone"}
+    wanted |= {"new/sb3"} if "sb3" in sides else set()
     assert set(result["ratios"]) == wanted
     for name, s in {**result["steps_per_s"], **result["ratios"]}.items():
         assert set(s) == {"median", "min", "max"}, name
@@ -42,6 +41,8 @@ def check_structure(result: dict, repeats: int, sides: set[str]) -> None:
         statistics.median(n / o for n, o in zip(raw["new"], raw["old"])))
     assert result["ratios"]["pair/new alone"]["median"] == pytest.approx(statistics.median(
         x / n for n, a, b in zip(raw["new"], raw["pair_a"], raw["pair_b"]) for x in (a, b)))
+    assert result["ratios"]["pair sum/new alone"]["max"] == pytest.approx(
+        max((a + b) / n for n, a, b in zip(raw["new"], raw["pair_a"], raw["pair_b"])))
     assert {"cpu", "cores", "load", "load_after"} <= set(result["machine"])
 
 
