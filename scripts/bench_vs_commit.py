@@ -24,7 +24,9 @@ under the same load) and summarised over repeats as the median and the range: on
 machine single pairs of runs mislead.
 
 ``--old`` is a directory holding an rlzoo tree, or a commit of this repository, exported with
-``git archive`` into a temporary directory. ``--tiny`` swaps in Pendulum, 8-unit networks, a
+``git archive`` into a temporary directory; ``--also LABEL=TREE ...`` adds more such sides (at
+their own defaults), each with its ratio ``new/LABEL``. ``--no-pair`` and ``--no-sb3`` leave
+those runs out. ``--tiny`` swaps in Pendulum, 8-unit networks, a
 batch of 8 and a few dozen steps (about a minute; its numbers mean nothing); ``--dry`` runs
 ``python -c pass`` in place of every run and reports the commands it would have run.
 """
@@ -89,7 +91,7 @@ def old_tree(spec: str, tmp: Path) -> Path:
     path = Path(spec)
     if (path / "rlzoo" / "__init__.py").is_file():
         return path.resolve()
-    out = tmp / f"old-{spec}"
+    out = tmp / f"tree-{spec}"
     out.mkdir()
     archive = tmp / "old.tar"
     with archive.open("wb") as f:
@@ -118,7 +120,8 @@ def launch(args: argparse.Namespace, side: str, trees: dict[str, Path], steps: i
         cwd = tmp
     else:
         run_dir = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{side}-{steps}-"))
-        cmd = rlzoo_cmd(args, steps, run_dir, args.new_args if side == "new" else args.old_args)
+        extra = {"new": args.new_args, "old": args.old_args}.get(side, [])
+        cmd = rlzoo_cmd(args, steps, run_dir, extra)
         cwd = trees[side]
         env["PYTHONPATH"] = str(cwd)
     COMMANDS.setdefault(side, cmd)
@@ -158,25 +161,28 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def measure(args: argparse.Namespace, trees: dict[str, Path], tmp: Path) -> dict[str, Any]:
     """The raw per-repeat rates and their medians / ranges (see the module docstring)."""
-    sides = ["new", "old", "sb3"] if args.sb3 else ["new", "old"]
+    sides = ["new", "old", *(label for label, _ in args.also), *(["sb3"] if args.sb3 else [])]
     raw: dict[str, list[float]] = {s: [] for s in sides}
-    raw |= {"pair_a": [], "pair_b": []}
+    if args.pair:
+        raw |= {"pair_a": [], "pair_b": []}
     loads = []
     for repeat in range(args.repeats):
         order = sides[repeat % len(sides):] + sides[:repeat % len(sides)]
         loads.append(load())
         for side in order:
             raw[side].append(rates(args, [side], trees, tmp)[0])
-        a, b = rates(args, ["new", "new"], trees, tmp)
-        raw["pair_a"].append(a)
-        raw["pair_b"].append(b)
+        if args.pair:
+            a, b = rates(args, ["new", "new"], trees, tmp)
+            raw["pair_a"].append(a)
+            raw["pair_b"].append(b)
         print(f"repeat {repeat + 1}/{args.repeats} (load {loads[-1]}): "
               + ", ".join(f"{k} {v[-1]:.1f}" for k, v in raw.items()) + " steps/s",
               file=sys.stderr, flush=True)
     ratios = {f"new/{s}": [n / o for n, o in zip(raw["new"], raw[s])] for s in sides[1:]}
-    pairs = list(zip(raw["new"], raw["pair_a"], raw["pair_b"]))
-    ratios["pair/new alone"] = [x / n for n, a, b in pairs for x in (a, b)]  # each of the two
-    ratios["pair sum/new alone"] = [(a + b) / n for n, a, b in pairs]  # both together
+    if args.pair:
+        pairs = list(zip(raw["new"], raw["pair_a"], raw["pair_b"]))
+        ratios["pair/new alone"] = [x / n for n, a, b in pairs for x in (a, b)]  # each one
+        ratios["pair sum/new alone"] = [(a + b) / n for n, a, b in pairs]  # both together
     return {"steps_per_s": {k: summary(v) for k, v in raw.items()},
             "ratios": {k: summary(v) for k, v in ratios.items()},
             "raw": raw, "loads": loads}
@@ -189,6 +195,15 @@ def table(result: dict[str, Any]) -> str:
         for name, s in result[kind].items():
             lines.append(f"| {name}{unit} | {s['median']:.2f} | {s['min']:.2f}-{s['max']:.2f} |")
     return "\n".join(lines)
+
+
+def labelled(text: str) -> tuple[str, str]:
+    """``LABEL=TREE`` of ``--also`` as ``(label, tree)``."""
+    label, sep, tree = text.partition("=")
+    if not sep or not label or not tree or label in ("new", "old", "sb3"):
+        raise argparse.ArgumentTypeError(f"want LABEL=TREE (a label other than new, old and "
+                                         f"sb3), got {text!r}")
+    return label, tree
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -204,7 +219,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hidden", type=int, default=256, help="units of both hidden layers")
     parser.add_argument("--new-args", nargs="*", default=[], help="overrides for this checkout")
     parser.add_argument("--old-args", nargs="*", default=[], help="overrides for the old tree")
+    parser.add_argument("--also", nargs="*", default=[], type=labelled, metavar="LABEL=TREE",
+                        help="more rlzoo sides at their defaults: a tree or a commit each")
     parser.add_argument("--no-sb3", dest="sb3", action="store_false", help="skip SB3")
+    parser.add_argument("--no-pair", dest="pair", action="store_false",
+                        help="skip the two runs side by side")
     parser.add_argument("--tiny", action="store_true", help="seconds-long plumbing check")
     parser.add_argument("--dry", action="store_true",
                         help="run 'python -c pass' instead of each run (tests the plumbing)")
@@ -222,6 +241,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse(argv)
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"new": REPO, "old": old_tree(args.old, Path(tmp))}
+        trees |= {label: old_tree(spec, Path(tmp)) for label, spec in args.also}
         result = {"machine": machine(), "old": args.old,
                   "command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])]),
                   **measure(args, trees, Path(tmp)), "commands": COMMANDS}

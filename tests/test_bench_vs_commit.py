@@ -31,7 +31,7 @@ def check_structure(result: dict, repeats: int, sides: set[str]) -> None:
     assert all(len(v) == repeats for v in result["raw"].values())
     assert len(result["loads"]) == repeats
     wanted = {"new/old", "pair/new alone", "pair sum/new alone"}
-    wanted |= {"new/sb3"} if "sb3" in sides else set()
+    wanted |= {f"new/{side}" for side in sides - {"new", "old"}}
     assert set(result["ratios"]) == wanted
     for name, s in {**result["steps_per_s"], **result["ratios"]}.items():
         assert set(s) == {"median", "min", "max"}, name
@@ -81,3 +81,15 @@ def test_bad_step_counts_are_refused() -> None:
 def test_tiny_real_runs_of_both_trees(tmp_path: Path) -> None:
     result = script().main(["--tiny", "--no-sb3", "--old", str(REPO)])
     check_structure(result, 1, {"new", "old"})
+
+
+def test_more_sides_and_no_pair(tmp_path: Path) -> None:
+    result = script().main(["--dry", "--repeats", "2", "--old", str(REPO), "--no-pair",
+                            "--no-sb3", "--also", f"main={REPO}", f"other={REPO}"])
+    assert set(result["raw"]) == {"new", "old", "main", "other"}
+    assert set(result["ratios"]) == {"new/old", "new/main", "new/other"}
+    assert all(len(v) == 2 for v in result["raw"].values())
+    for bad in ("main", "new=.", "=x"):
+        proc = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_vs_commit.py"),
+                               "--dry", "--also", bad], capture_output=True, text=True)
+        assert proc.returncode == 2 and "want LABEL=TREE" in proc.stderr, bad

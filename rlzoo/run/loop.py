@@ -73,7 +73,7 @@ from rlzoo.run.state import (
     seed_everything,
     summary_step,
 )
-from rlzoo.threads import run_threads
+from rlzoo.threads import run_threads, thread_tuner
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,10 @@ class Trainer:
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
         threads = run_threads(cfg.get("torch_threads", "auto"), s.seeds)
+        # auto, one seed, CPU: the faster of 1 thread and torch's count, timed as it trains
+        self.tuner = thread_tuner(cfg.get("torch_threads", "auto"), s.seeds,
+                                  s.device.type == "cpu", torch.get_num_threads(),
+                                  torch.set_num_threads)
         if s.device.type == "cpu" and threads:
             torch.set_num_threads(threads)
         dirs = dirs or [run_dir]
@@ -273,6 +277,8 @@ class Trainer:
                 self.step = step
                 # --- update (stops early, owing the rest, when a signal arrives)
                 metrics.update(self.learn(past_warmup))
+                if self.tuner is not None and past_warmup > 0:
+                    self.tuner.tick(self.step)
                 # --- log, evaluate, checkpoint
                 if self.step >= next_log:
                     self.check_finite(metrics)
