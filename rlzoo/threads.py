@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 
 SPIN_COUNT = "1000"  # libgomp spin iterations before a waiting thread sleeps (its default: 300k)
@@ -60,7 +59,7 @@ def run_threads(setting: int | str, seeds: int) -> int | None:
 
 class ThreadTuner:
     """The torch thread count that trains a single seed fastest right now, chosen from
-    ``choices`` (``(1, cores)``) by timing windows of :data:`WINDOW` env steps.
+    ``choices`` (``(1, cores)``) by timing the updates of windows of :data:`WINDOW` env steps.
 
     It starts on ``choices[0]``; after one window it tries the other count for one window and
     keeps whichever trained more env steps per second (the other only when :data:`MARGIN`
@@ -69,31 +68,31 @@ class ThreadTuner:
     other count again. Two runs side by side both settle on one thread: each run's spinning
     second thread would slow both. ``history`` holds ``(step, threads, steps_per_s)`` of every
     window. The thread count changes floating-point rounding only (docs/comparing.md); set
-    ``torch_threads=N`` for a fixed count.
+    ``torch_threads=N`` for a fixed count. Only off-policy runs have one: an on-policy run's
+    update comes once per rollout, not in every window.
     """
 
     def __init__(self, choices: tuple[int, int], set_threads: Callable[[int], None],
-                 clock: Callable[[], float] = time.perf_counter, window: int | None = None,
-                 hold: int | None = None) -> None:
-        self.choices, self.set_threads, self.clock = choices, set_threads, clock
+                 window: int | None = None, hold: int | None = None) -> None:
+        self.choices, self.set_threads = choices, set_threads
         self.window, self.hold = window or WINDOW, hold or HOLD  # read when built (tests)
         self.threads = choices[0]
         self.left = 1  # windows before the next try of the other count
         self.trying: float | None = None  # while trying: the rate of the window before
         self.chosen_rate = 0.0  # the rate the current count was chosen at
-        self.start: tuple[int, float] | None = None  # (step, time) the window began
+        self.steps, self.seconds = 0, 0.0  # of the window so far
         self.history: list[tuple[int, int, float]] = []
         set_threads(self.threads)
 
-    def tick(self, step: int) -> None:
-        """Call once per env step of training (after its updates) with the run's env step."""
-        now = self.clock()
-        if self.start is None or step < self.start[0]:
-            self.start = (step, now)
+    def tick(self, step: int, seconds: float) -> None:
+        """Call once per env step of training with the run's env step and the wall seconds its
+        updates took (only the updates are timed: evaluations, checkpoints and env steps do
+        not depend on the thread count much, and would blur the comparison)."""
+        self.steps, self.seconds = self.steps + 1, self.seconds + seconds
+        if self.steps < self.window:
             return
-        if step - self.start[0] < self.window:
-            return
-        rate = (step - self.start[0]) / max(now - self.start[1], 1e-9)
+        rate = self.steps / max(self.seconds, 1e-9)  # env steps of updates per second
+        self.steps, self.seconds = 0, 0.0
         self.history.append((step, self.threads, rate))
         if self.trying is not None:  # this window ran on the other count
             before, self.trying = self.trying, None
@@ -105,7 +104,6 @@ class ThreadTuner:
             if self.left <= 0 or rate < DROP * self.chosen_rate:
                 self.trying = rate
                 self.switch()
-        self.start = (step, self.clock())
 
     def switch(self) -> None:
         """Change to the other count."""
@@ -118,8 +116,8 @@ def thread_tuner(setting: int | str, seeds: int, on_cpu: bool, cores: int,
                  set_threads: Callable[[int], None]) -> ThreadTuner | None:
     """A :class:`ThreadTuner` between 1 and ``cores`` (torch's own count) for a run with
     ``torch_threads=setting`` training ``seeds`` seeds, or None (a fixed count): only for
-    ``auto``, one seed, on CPU, more than one core, and no ``OMP_NUM_THREADS`` in the
-    environment (a user's, or the test suite's, fixed choice)."""
+    ``auto``, one seed, an off-policy run on CPU (``on_cpu``), more than one core, and no
+    ``OMP_NUM_THREADS`` in the environment (a user's, or the test suite's, fixed choice)."""
     if setting != "auto" or seeds != 1 or not on_cpu or cores < 2:
         return None
     if "OMP_NUM_THREADS" in os.environ:

@@ -142,8 +142,8 @@ class Trainer:
         threads = run_threads(cfg.get("torch_threads", "auto"), s.seeds)
         # auto, one seed, CPU: the faster of 1 thread and torch's count, timed as it trains
         self.tuner = thread_tuner(cfg.get("torch_threads", "auto"), s.seeds,
-                                  s.device.type == "cpu", torch.get_num_threads(),
-                                  torch.set_num_threads)
+                                  s.device.type == "cpu" and not s.on_policy,
+                                  torch.get_num_threads(), torch.set_num_threads)
         if s.device.type == "cpu" and threads:
             torch.set_num_threads(threads)
         dirs = dirs or [run_dir]
@@ -276,9 +276,10 @@ class Trainer:
                 logger.advance(step - self.step)
                 self.step = step
                 # --- update (stops early, owing the rest, when a signal arrives)
+                began = time.perf_counter()
                 metrics.update(self.learn(past_warmup))
                 if self.tuner is not None and past_warmup > 0:
-                    self.tuner.tick(self.step)
+                    self.tuner.tick(self.step, time.perf_counter() - began)
                 # --- log, evaluate, checkpoint
                 if self.step >= next_log:
                     self.check_finite(metrics)
