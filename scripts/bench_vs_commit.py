@@ -28,7 +28,8 @@ machine single pairs of runs mislead.
 their own defaults), each with its ratio ``new/LABEL``. ``--no-pair`` and ``--no-sb3`` leave
 those runs out. ``--tiny`` swaps in Pendulum, 8-unit networks, a
 batch of 8 and a few dozen steps (about a minute; its numbers mean nothing); ``--dry`` runs
-``python -c pass`` in place of every run and reports the commands it would have run.
+``python -c pass`` in place of every run, with made-up run times, and reports the commands it
+would have run.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -49,6 +51,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 PINNED = "ce328fd"  # before the trust checks, the one loop and the seeds axis (issue 26)
 DROP_ENV = ("OMP_NUM_THREADS", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
+DRY = random.Random(0)  # --dry's made-up run times
 COMMANDS: dict[str, list[str]] = {}  # side -> the command of its first run (for the output)
 
 SB3_CODE = """
@@ -139,7 +142,9 @@ def timed(args: argparse.Namespace, sides: list[str], trees: dict[str, Path], st
     took = []
     for side, proc in zip(sides, procs):
         _, err = proc.communicate()
-        took.append(time.perf_counter() - start)
+        # --dry: made-up seconds (a run's start-up of 5 s, then 50-150 steps/s)
+        took.append(5 + steps / DRY.uniform(50, 150) if args.dry else
+                    time.perf_counter() - start)
         if proc.returncode:
             sys.exit(f"bench_vs_commit: the {side} run of {steps} steps failed:\n"
                      f"{err.decode()[-2000:]}")
