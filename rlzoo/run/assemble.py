@@ -21,7 +21,7 @@ from rlzoo.run.member import Member
 from rlzoo.run.normalize import check_observations
 from rlzoo.run.settings import Settings
 from rlzoo.run.state import seed_everything
-from rlzoo.threads import run_threads
+from rlzoo.threads import ThreadTuner, run_threads, thread_tuner
 
 
 def set_threads(s: Settings) -> None:
@@ -29,6 +29,13 @@ def set_threads(s: Settings) -> None:
     threads = run_threads(s.torch_threads, s.seeds)
     if s.device.type == "cpu" and threads:
         torch.set_num_threads(threads)
+
+
+def thread_tuner_for(s: Settings) -> ThreadTuner | None:
+    """``torch_threads=auto``, one seed, off-policy, on CPU: a tuner that keeps the faster of 1
+    thread and torch's own count as the run trains (``rlzoo.threads.ThreadTuner``); else None."""
+    return thread_tuner(s.torch_threads, s.seeds, s.device.type == "cpu" and not s.on_policy,
+                        torch.get_num_threads(), torch.set_num_threads)
 
 
 def with_seed(cfg: DictConfig, seed: int) -> DictConfig:

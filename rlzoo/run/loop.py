@@ -36,7 +36,7 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
 from rlzoo.run.accel import update_fn
-from rlzoo.run.assemble import build_members, set_threads
+from rlzoo.run.assemble import build_members, set_threads, thread_tuner_for
 from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is the API's name
     Checkpoint,
     CheckpointCallback,
@@ -95,6 +95,7 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
+        self.threads = thread_tuner_for(s)  # before set_threads: it reads torch's own count
         set_threads(s)
         self.members, self.algo, self.spec = build_members(cfg, s, dirs or [run_dir])
         self.seeds = [m.seed for m in self.members]
@@ -336,11 +337,14 @@ class Trainer:
         ready = all(len(store) > (H - 1) * E for store in stores)
         if past_warmup > 0 and ready:
             clock.update_credit += s.utd * past_warmup
+        began = time.perf_counter()  # the thread tuner times the updates (torch_threads=auto)
         while ready and clock.update_credit >= 1.0 and not self.stop.signum:
             batch = stack_records([store.sample(s.batch_size, self.algo.sampling)
                                    for store in stores])
             metrics.update(self.axis.update(self.update, batch))
             clock.update_credit -= 1.0
+        if self.threads is not None and past_warmup > 0:
+            self.threads.tick(clock.step, time.perf_counter() - began)
         return metrics
 
     # ------------------------------------------------------------------ checks
