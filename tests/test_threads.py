@@ -142,13 +142,13 @@ def test_a_single_seed_run_times_both_counts_as_it_trains(tmp_path: os.PathLike[
     """Without OMP_NUM_THREADS and torch's count above one, ``torch_threads=auto`` trains one
     seed under a ThreadTuner that ticks in the learning phase only."""
     code = (
-        "import sys, rlzoo, rlzoo.threads, rlzoo.run.loop as loop, torch\n"
+        "import sys, rlzoo, rlzoo.threads, rlzoo.run.assemble as assemble, torch\n"
         "if torch.get_num_threads() < 2: print('one-core'); raise SystemExit\n"
         "rlzoo.threads.WINDOW, rlzoo.threads.HOLD = 5, 2\n"
         "made = []\n"
         "def spy(*a):\n"
         "    made.append(rlzoo.threads.thread_tuner(*a)); return made[-1]\n"
-        "loop.thread_tuner = spy\n"
+        "assemble.thread_tuner = spy\n"
         "rlzoo.train('algo=sac', 'env=Pendulum', 'total_steps=60', 'algo.learning_starts=30',\n"
         "            'algo.batch_size=8', 'eval.every=0', 'eval.episodes=1',\n"
         "            'log.progress=false', 'checkpoint.every=0', 'algo.actor.hidden=[8]',\n"
