@@ -56,7 +56,7 @@ def run_check(modules: list[str], argv: list[str]) -> dict[str, list[str]]:
 
 def test_the_package_is_found() -> None:
     found = set(analysis_modules())
-    for name in ("cli", "curves", "grouping", "groups", "labels", "render", "report", "runs",
+    for name in ("cli", "curves", "groups", "pooling", "labels", "render", "report", "runs",
                  "stats"):
         assert f"rlzoo.analysis.{name}" in found
 

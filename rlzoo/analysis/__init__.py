@@ -9,12 +9,12 @@ Modules, each importing only those listed after it:
 - :mod:`.cli` -- the command line (``main``, ``build_parser``) and ``compare`` (compute, then write)
 - :mod:`.render` -- ``write_report``: comparison.json, comparison.md and the PNG figures
 - :mod:`.report` -- ``compute_comparison`` -> ``Comparison`` (pure data, nothing written)
-- :mod:`.grouping` -- ``group_runs``: which runs pool into a group (automatic or ``--group-by``)
+- :mod:`.pooling` -- ``group_runs``: which runs pool into a group (automatic or ``--group-by``)
 - :mod:`.labels` -- group labels: automatic (``sac critic=ensemble``) and ``--label`` rules
 - :mod:`.groups` -- ``Group``: the runs pooled into one row
 - :mod:`.curves` -- ``load_scalars``, ``event_files`` (TensorBoard), ``eval.csv``
   (``write_scalars_csv``), ``align_curves``
-- :mod:`.runs` -- ``find_runs``, ``Run``, ``read_config`` (summary.json and ``.hydra/``)
+- :mod:`.runs` -- ``find_runs``, ``FinishedRun``, ``read_config`` (summary.json and ``.hydra/``)
 - :mod:`.config` -- config values: ``IGNORED_KEYS``, ``MEASUREMENT_KEYS``, ``format_value``
 - :mod:`.messages` -- ``CompareError`` (a ``rlzoo.errors.UserError``) and one-line notes
 - :mod:`.stats` -- IQM, stratified bootstrap CIs, probability of improvement (numpy)
@@ -33,12 +33,12 @@ from rlzoo.analysis.curves import (
     load_scalars,
     write_scalars_csv,
 )
-from rlzoo.analysis.grouping import group_runs
 from rlzoo.analysis.groups import Group
 from rlzoo.analysis.messages import CompareError
+from rlzoo.analysis.pooling import group_runs
 from rlzoo.analysis.render import write_report
 from rlzoo.analysis.report import Comparison, compute_comparison
-from rlzoo.analysis.runs import Run, find_runs
+from rlzoo.analysis.runs import FinishedRun, find_runs
 
 __all__ = [
     "CURVE_TAG",
@@ -49,7 +49,7 @@ __all__ = [
     "Comparison",
     "Curve",
     "Group",
-    "Run",
+    "FinishedRun",
     "align_curves",
     "compare",
     "compute_comparison",

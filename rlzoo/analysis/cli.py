@@ -6,7 +6,7 @@ Usage::
         [--group-by KEY ...] [--label RULE ...]
 
 Finds the finished runs below the given directories (:mod:`rlzoo.analysis.runs`), groups and
-labels them (:mod:`rlzoo.analysis.grouping`, :mod:`rlzoo.analysis.labels`), computes the
+labels them (:mod:`rlzoo.analysis.pooling`, :mod:`rlzoo.analysis.labels`), computes the
 comparison (:mod:`rlzoo.analysis.report`) and writes ``OUT/comparison.md`` (tables),
 ``OUT/comparison.json`` (the same numbers) and one ``OUT/<env>.png`` per env (IQM learning curves
 of ``eval/return`` with 95% CI bands; :mod:`rlzoo.analysis.render`). A user mistake is one
@@ -26,11 +26,11 @@ from rlzoo.analysis.curves import CURVE_TAG
 from rlzoo.analysis.messages import CompareError
 from rlzoo.analysis.render import NO_PLOTS, write_report
 from rlzoo.analysis.report import compute_comparison
-from rlzoo.analysis.runs import SUMMARY_FILE, Run, find_runs
+from rlzoo.analysis.runs import SUMMARY_FILE, FinishedRun, find_runs
 
 
 def compare(
-    runs: Sequence[Run],
+    runs: Sequence[FinishedRun],
     out: Path,
     poi: tuple[str, str] | None = None,
     reps: int = stats.DEFAULT_REPS,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rlzoo.analysis.messages import note
-from rlzoo.analysis.runs import EVENT_PREFIX, Run
+from rlzoo.analysis.runs import EVENT_PREFIX, FinishedRun
 
 CURVE_TAG = "eval/return"
 """The scalar tag plotted by default (``--tag``)."""
@@ -206,7 +206,7 @@ def align_curves(
 
 
 def group_curve(
-    runs: Sequence[Run], tag: str = CURVE_TAG, max_points: int = 500, name: str = ""
+    runs: Sequence[FinishedRun], tag: str = CURVE_TAG, max_points: int = 500, name: str = ""
 ) -> Curve | None:
     """Aligned ``tag`` curves of a group's runs (:func:`align_curves`).
 

@@ -1,6 +1,6 @@
 """A group: the runs pooled into one row of the comparison (same env, algo and grouping values).
 
-:mod:`rlzoo.analysis.grouping` decides which runs pool, :mod:`rlzoo.analysis.labels` names groups.
+:mod:`rlzoo.analysis.pooling` decides which runs pool, :mod:`rlzoo.analysis.labels` names groups.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from rlzoo.analysis.config import MISSING, canon, under
 from rlzoo.analysis.messages import CompareError
-from rlzoo.analysis.runs import Run
+from rlzoo.analysis.runs import FinishedRun
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Group:
     algo: str
     has_config: bool
     values: dict[str, Any]
-    runs: list[Run] = field(default_factory=list)
+    runs: list[FinishedRun] = field(default_factory=list)
     terms: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)
     auto_label: str = ""
@@ -71,7 +71,7 @@ class Group:
         return True
 
 
-def run_value(run: Run, key: str) -> Any:
+def run_value(run: FinishedRun, key: str) -> Any:
     """A run's value of a config key (``MISSING`` when it has none)."""
     if run.config is None:
         if key == "total_steps" and run.total_steps is not None:
@@ -80,7 +80,7 @@ def run_value(run: Run, key: str) -> Any:
     return run.config.get(key, MISSING)
 
 
-def known_keys(runs: Sequence[Run]) -> set[str]:
+def known_keys(runs: Sequence[FinishedRun]) -> set[str]:
     """Every key a label rule or ``--group-by`` may name: leaves, the nodes above them, choices."""
     known = {"algo", "env", "total_steps"}
     for run in runs:
@@ -91,7 +91,7 @@ def known_keys(runs: Sequence[Run]) -> set[str]:
     return known
 
 
-def unknown_key_error(what: str, key: str, runs: Sequence[Run]) -> CompareError:
+def unknown_key_error(what: str, key: str, runs: Sequence[FinishedRun]) -> CompareError:
     """The error for ``what`` (``--group-by``, ``--label '...'``) naming a key no run has, with
     the closest known keys as a hint."""
     close = difflib.get_close_matches(key, sorted(known_keys(runs)), n=3, cutoff=0.6)

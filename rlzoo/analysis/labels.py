@@ -15,7 +15,7 @@ from typing import Any
 from rlzoo.analysis.config import MISSING, canon, format_value, is_measurement, normalize, under
 from rlzoo.analysis.groups import Group, known_keys, unknown_key_error
 from rlzoo.analysis.messages import CompareError
-from rlzoo.analysis.runs import Run
+from rlzoo.analysis.runs import FinishedRun
 
 MAX_LABEL_TERMS = 6
 """At most this many ``key=value`` terms in a label; the rest are counted (``(+3)``)."""
@@ -254,7 +254,7 @@ def _fill_template(g: Group, template: str) -> str:
 
 
 def apply_labels(
-    per_env: dict[str, list[Group]], rules: Sequence[LabelRule], runs: Sequence[Run]
+    per_env: dict[str, list[Group]], rules: Sequence[LabelRule], runs: Sequence[FinishedRun]
 ) -> None:
     """Rename groups by the ``--label`` rules: the first rule that applies to a group names it.
 

@@ -17,10 +17,10 @@ import numpy as np
 import rlzoo.analysis.stats as stats
 from rlzoo.analysis.config import IGNORED_KEYS, MEASUREMENT_KEYS, MISSING, is_measurement
 from rlzoo.analysis.curves import CURVE_TAG, Curve, group_curve
-from rlzoo.analysis.grouping import group_runs
 from rlzoo.analysis.groups import Group
 from rlzoo.analysis.messages import CompareError, note
-from rlzoo.analysis.runs import Run
+from rlzoo.analysis.pooling import group_runs
+from rlzoo.analysis.runs import FinishedRun
 
 
 @dataclass
@@ -232,7 +232,7 @@ def _method(
 
 
 def compute_comparison(
-    runs: Sequence[Run],
+    runs: Sequence[FinishedRun],
     poi: tuple[str, str] | None = None,
     reps: int = stats.DEFAULT_REPS,
     seed: int = 0,
@@ -251,7 +251,7 @@ def compute_comparison(
         confidence: CI level in (0, 1) (default 0.95).
         tag: the scalar of the learning curves (default ``eval/return``), read from the runs'
             event files; max_points: at most this many steps per curve (default 500).
-        group_by, labels: as :func:`~rlzoo.analysis.grouping.group_runs`.
+        group_by, labels: as :func:`~rlzoo.analysis.pooling.group_runs`.
 
     Raises:
         CompareError: a wrong ``group_by`` key, ``labels`` rule or ``poi`` name; raised before

@@ -26,7 +26,7 @@ _SKIP_DIRS = {"checkpoints", ".hydra", "videos", "__pycache__"}
 
 
 @dataclass
-class Run:
+class FinishedRun:
     """One finished run: where it is, what its summary.json says and its flattened config.
 
     ``config`` is ``.hydra/config.yaml`` flattened to dotted keys (``{"critic.n": 10, ...}``,
@@ -50,7 +50,7 @@ class Run:
     overridden: list[str] | None = field(default=None, repr=False)
 
 
-def read_summary(run_dir: Path) -> Run:
+def read_summary(run_dir: Path) -> FinishedRun:
     """Parse ``run_dir/summary.json``; raise ValueError with a short reason if it is unusable.
 
     The returned run has no config yet (:func:`read_config` reads it).
@@ -73,12 +73,12 @@ def read_summary(run_dir: Path) -> Run:
         raise ValueError(f"final_eval_return is {final}")
     steps = summary.get("total_steps")
     total_steps = int(steps) if isinstance(steps, int | float) and math.isfinite(steps) else None
-    return Run(
+    return FinishedRun(
         run_dir, str(summary["env"]), str(summary["algo"]), seed, final, summary, total_steps
     )
 
 
-def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[Run]:
+def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[FinishedRun]:
     """All runs (dirs with summary.json) at any depth below ``roots``, sorted by env, algo, seed
     and path.
 
@@ -88,7 +88,7 @@ def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[Run]:
     and grouped by env, algo and total_steps only. A run dir is not searched for further runs
     below it; a run reached twice (through a link) counts once.
     """
-    runs: list[Run] = []
+    runs: list[FinishedRun] = []
     seen: set[Path] = set()
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):

@@ -34,7 +34,7 @@ from rlzoo.reproduce.runner import finished_dirs, still_locked
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 if TYPE_CHECKING:
-    from rlzoo.analysis.runs import Run
+    from rlzoo.analysis.runs import FinishedRun
 
 
 def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> bool:
@@ -134,7 +134,7 @@ def record_status(plan: Plan, outcomes: list[Outcome], path: Path) -> None:
         write_text_atomic(path, json.dumps(status, indent=2, sort_keys=True) + "\n")
 
 
-def compare_and_draw(plan: Plan, runs: list[Run], report_dir: Path) -> None:
+def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> None:
     """rlzoo.compare over the suite's exported ``runs`` into ``report_dir`` (its JSON with no
     path of this machine), then the page's figures: each task's with the published means, and
     the performance profile at each headline budget. A failed comparison is one line."""

@@ -17,10 +17,10 @@ from rlzoo.analysis.config import MISSING, canon, is_ignored, is_measurement, un
 from rlzoo.analysis.groups import Group, known_keys, unknown_key_error
 from rlzoo.analysis.labels import apply_labels, label_env, parse_label
 from rlzoo.analysis.messages import note
-from rlzoo.analysis.runs import Run
+from rlzoo.analysis.runs import FinishedRun
 
 
-def grouping_values(run: Run, group_by: Sequence[str] | None) -> dict[str, Any]:
+def grouping_values(run: FinishedRun, group_by: Sequence[str] | None) -> dict[str, Any]:
     """The values a run is grouped by: every key but the ignored ones (``group_by`` None), or the
     keys at or below ``group_by`` plus the measurement keys."""
     if run.config is None:
@@ -65,7 +65,7 @@ def pool_notes(per_env: dict[str, list[Group]], group_by: Sequence[str] | None) 
 
 
 def group_runs(
-    runs: Sequence[Run],
+    runs: Sequence[FinishedRun],
     group_by: Sequence[str] | None = None,
     labels: Sequence[str] = (),
 ) -> dict[str, list[Group]]:
