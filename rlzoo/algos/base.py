@@ -250,6 +250,14 @@ class Algorithm(nn.Module):
         CUDA graph is captured per distinct value. Default: an update without branches."""
         return None
 
+    def check_critic_factory(self, factory: Callable[..., Critic]) -> None:
+        """Refuse an unsupported critic class in one line before building it (the critic kinds
+        take different constructor arguments, so building first would fail less clearly)."""
+        cls = getattr(factory, "func", factory)  # hydra hands a functools.partial of the class
+        if isinstance(cls, type) and not issubclass(cls, self.supported_critics):
+            kinds = ", ".join(c.__name__ for c in self.supported_critics)
+            raise ValueError(f"{self.name} cannot train a {cls.__name__}; it supports: {kinds}")
+
     def check_critic(self, critic: Critic) -> None:
         """Refuse a critic kind this algorithm cannot train, in one line."""
         if not isinstance(critic, self.supported_critics):

@@ -96,12 +96,6 @@ class FlashSAC(SAC):
         noise_zeta_mu: float,
         noise_zeta_max: int,
     ) -> None:
-        kind = getattr(critic, "func", critic)  # hydra hands a functools.partial of the class
-        if isinstance(kind, type) and not issubclass(kind, CategoricalCritic):
-            raise ValueError(
-                f"{type(self).__name__} cannot train a {kind.__name__}: its TD target is a "
-                "categorical distribution; use critic=categorical (or algo=sac for that critic)"
-            )
         super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr,
                          policy_delay, n_step, 1)
         for name, value in (("lr_init_fraction", lr_init_fraction),

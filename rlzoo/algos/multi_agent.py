@@ -7,7 +7,6 @@ agents per step, summed over the n steps), ``agent_reward [B, N]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
 import torch
@@ -42,14 +41,6 @@ class MultiAgentAlgorithm(Algorithm):
         self.register_buffer("act_mask", mask)
         self.register_buffer("joint_index", mask.flatten().nonzero().squeeze(-1))
         self.joint_dim = sum(self.act_dims)
-
-    def check_critic_factory(self, factory: Callable[..., Critic]) -> None:
-        """Refuse an unsupported critic class in one line before building it (the critic kinds
-        take different constructor arguments, so building first would fail less clearly)."""
-        cls = getattr(factory, "func", factory)
-        if isinstance(cls, type) and not issubclass(cls, self.supported_critics):
-            kinds = ", ".join(c.__name__ for c in self.supported_critics)
-            raise ValueError(f"{self.name} cannot train a {cls.__name__}; it supports: {kinds}")
 
     def check_critic(self, critic: Critic) -> None:
         """As ``Algorithm.check_critic``; a multi-agent critic scores one joint action (H = 1)."""

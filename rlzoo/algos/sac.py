@@ -95,6 +95,7 @@ class SAC(Algorithm):
                 "tuner=none"
             )
         self.tau, self.policy_delay, self.target_delay = tau, policy_delay, target_delay
+        self.check_critic_factory(critic)
         self.critic = critic(spec.obs_dim, spec.act_dim)
         self.check_critic(self.critic)
         chunk_dim = spec.act_dim * self.critic.action_horizon
