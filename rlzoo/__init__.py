@@ -14,8 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rlzoo import threads as _threads  # noqa: F401 - sets OpenMP's spin-wait before torch loads
-
 
 def __getattr__(name: str) -> Any:
     if name == "train":  # the module rlzoo/train.py, which is callable as the function

@@ -1,86 +1,105 @@
-"""How many CPU threads torch uses for a run, and how its OpenMP threads wait.
+"""How many CPU threads torch uses for a run (``torch_threads``).
 
-torch's OpenMP threads (libgomp) spin for ~300k iterations before sleeping between ops. Two runs
-that together ask for more threads than there are cores then burn each other's cores spinning:
-two 2-thread SAC runs on a 2-core machine made 0.41x the steps of one run alone
-(docs/performance.md, "Sharing the machine"). Two defaults follow:
+torch's OpenMP threads (libgomp) spin for ~300k iterations between ops before they sleep. Alone,
+that spin is what makes a second thread pay: on a 2-core Intel Xeon, SAC on Hopper trains 155 env
+steps/s on 2 spinning threads, 114 on one, and 92 on 2 threads whose spin is cut to 1,000
+iterations (``GOMP_SPINCOUNT=1000``; docs/performance.md). Side by side it is ruinous: two runs
+of 2 spinning threads each on 2 cores made 23 steps/s each. So ``torch_threads=auto`` (the
+default) adapts, with libgomp's spin left as it is:
 
-- ``GOMP_SPINCOUNT=1000``: set when ``rlzoo`` is imported before torch (always so for
-  ``python -m rlzoo.train`` and its multirun jobs), unless the user set ``GOMP_SPINCOUNT`` or
-  ``OMP_WAIT_POLICY`` already; one 2-thread run alone loses ~3% to it.
-- ``torch_threads=auto``: for a single seed on CPU, the faster of one thread and torch's own count
-  (all cores) right now, measured as the run goes (:class:`ThreadTuner`; one thread when the
-  environment sets ``OMP_NUM_THREADS``): alone on an idle machine a run takes both cores, and
-  two runs side by side each fall back to one thread instead of spinning on each other's cores.
-  For a seed group, torch's own count, whose batched update uses them, when the spin-wait is
-  limited; otherwise one.
+- an off-policy run on CPU (one seed or a seed group) trains under a :class:`ThreadTuner` that
+  times its updates on 1 thread and on torch's own count (all cores), keeps the faster, and tries
+  the larger count only when the machine has a core to spare. Alone it settles on all cores;
+  beside another job it stays on one thread, where nothing spins.
+- every other CPU run (on-policy, or ``OMP_NUM_THREADS`` set by the user or the test suite):
+  one thread, or the environment's ``OMP_NUM_THREADS``.
 
-This module must not import torch: ``rlzoo/__init__.py`` runs it before torch loads.
+``torch_threads=N`` fixes the count at N (0: torch's own). Several fixed runs of N > 1 threads
+sharing cores spin on each other; set ``GOMP_SPINCOUNT=1000`` (or ``OMP_WAIT_POLICY=passive``)
+in their environment then.
+
+This module must not import torch: the tuner is plain Python and is tested without it.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 
-SPIN_COUNT = "1000"  # libgomp spin iterations before a waiting thread sleeps (its default: 300k)
 WINDOW = 250  # env steps per timed window of ThreadTuner (~2-3 s of SAC at batch 256 on CPU)
-HOLD = 8  # windows a ThreadTuner keeps its choice before trying the other count again
+HOLD = 8  # windows a ThreadTuner keeps its choice before it may try the other count again
+MAX_HOLD = 64  # HOLD doubles after every try that lost, up to this (~2-3 min of SAC)
 MARGIN = 1.03  # the other count must train this much faster to be taken
-DROP = 0.75  # a window this much slower than the choice's own rate tries the other count at once
+DROP = 0.75  # on the larger count, a window this much slower than its chosen rate tries 1 at once
+SPARE = 0.5  # the larger count is tried only after a window with this many idle cores on average
+
+Probe = Callable[[], "tuple[float, float] | None"]
 
 
-def limit_spin_wait() -> bool:
-    """Shorten libgomp's spin-wait to :data:`SPIN_COUNT` if torch has not loaded yet and the user
-    did not choose a wait policy. Returns whether waiting threads sleep soon: set here, or by the
-    user's ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY=passive``."""
-    if "GOMP_SPINCOUNT" in os.environ:
-        return True
-    if "OMP_WAIT_POLICY" in os.environ:
-        return os.environ["OMP_WAIT_POLICY"].strip().lower() == "passive"
-    if "torch" in sys.modules:  # libgomp read its settings when torch loaded
-        return False
-    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
-    return True
-
-
-SPIN_LIMITED = limit_spin_wait()
-
-
-def run_threads(setting: int | str, seeds: int) -> int | None:
-    """The torch thread count for a CPU run with ``torch_threads=setting`` training ``seeds``
-    seeds: ``auto`` -> 1 for one seed, None (torch's count) for a group when
-    :data:`SPIN_LIMITED`, else 1; ``0`` -> None; ``N`` -> N. None leaves torch's count as is."""
+def run_threads(setting: int | str) -> int | None:
+    """The torch thread count a CPU run starts with under ``torch_threads=setting``: ``auto`` ->
+    the environment's ``OMP_NUM_THREADS`` when set (None: torch already uses it), else 1 (a
+    :class:`ThreadTuner` may raise it); ``0`` -> None; ``N`` -> N. None leaves torch's count
+    as is."""
     if setting == "auto":
-        return None if seeds > 1 and SPIN_LIMITED else 1
+        return None if "OMP_NUM_THREADS" in os.environ else 1
     return int(setting) or None
 
 
-class ThreadTuner:
-    """The torch thread count that trains a single seed fastest right now, chosen from
-    ``choices`` (``(1, cores)``) by timing the updates of windows of :data:`WINDOW` env steps.
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
-    It starts on ``choices[0]``; after one window it tries the other count for one window and
-    keeps whichever trained more env steps per second (the other only when :data:`MARGIN`
-    faster). It keeps that choice for :data:`HOLD` windows, or until a window runs below
-    :data:`DROP` times the rate it was chosen at (another job took the cores), and tries the
-    other count again. Two runs side by side both settle on one thread: each run's spinning
-    second thread would slow both. ``history`` holds ``(step, threads, steps_per_s)`` of every
-    window. The thread count changes floating-point rounding only (docs/comparing.md); set
-    ``torch_threads=N`` for a fixed count. Only off-policy runs have one: an on-policy run's
-    update comes once per rollout, not in every window.
+
+def idle_probe() -> tuple[float, float] | None:
+    """``(idle, total)``: jiffies since boot summed over the CPUs this process may run on, from
+    Linux's /proc/stat (idle counts iowait); None where it cannot be read."""
+    try:
+        allowed = {f"cpu{i}" for i in os.sched_getaffinity(0)}
+        lines = open("/proc/stat").read().splitlines()
+    except (OSError, AttributeError):
+        return None
+    idle = total = 0.0
+    for line in lines:
+        name, *fields = line.split()
+        if name in allowed:
+            ticks = [float(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+            idle, total = idle + ticks[3] + ticks[4], total + sum(ticks)
+    return (idle, total) if total > 0 else None
+
+
+class ThreadTuner:
+    """The torch thread count that trains a run fastest right now, chosen from ``choices``
+    (``(1, cores)``) by timing the updates of windows of :data:`WINDOW` env steps.
+
+    It starts on ``choices[0]``. After :data:`HOLD` windows (one, the first time) it tries the
+    other count for one window, and keeps whichever trained more env steps per second (the other
+    only when :data:`MARGIN` faster). A try that lost doubles the hold, up to :data:`MAX_HOLD`;
+    a switch resets it. The larger count is tried only after a window in which ``probe`` saw
+    :data:`SPARE` idle cores: beside another job (two runs side by side, say) a run stays on one
+    thread and never spins on the other's core. On the larger count, a window below :data:`DROP`
+    times its chosen rate (a job arrived) tries one thread at once. Without a ``probe`` (or where
+    it reads None) the larger count is tried on the timing alone. ``history`` holds
+    ``(step, threads, steps_per_s)`` of every window. The count changes floating-point rounding
+    only (docs/comparing.md); set ``torch_threads=N`` for a fixed count.
     """
 
     def __init__(self, choices: tuple[int, int], set_threads: Callable[[int], None],
-                 window: int | None = None, hold: int | None = None) -> None:
-        self.choices, self.set_threads = choices, set_threads
-        self.window, self.hold = window or WINDOW, hold or HOLD  # read when built (tests)
+                 window: int | None = None, hold: int | None = None,
+                 probe: Probe | None = None) -> None:
+        self.choices, self.set_threads, self.probe = choices, set_threads, probe
+        self.window, self.base_hold = window or WINDOW, hold or HOLD  # read when built (tests)
+        self.hold = self.base_hold
         self.threads = choices[0]
         self.left = 1  # windows before the next try of the other count
         self.trying: float | None = None  # while trying: the rate of the window before
         self.chosen_rate = 0.0  # the rate the current count was chosen at
         self.steps, self.seconds = 0, 0.0  # of the window so far
+        self.last = probe() if probe else None  # the probe's reading when the window began
+        self.cpus = cpu_count()
         self.history: list[tuple[int, int, float]] = []
         set_threads(self.threads)
 
@@ -93,17 +112,31 @@ class ThreadTuner:
             return
         rate = self.steps / max(self.seconds, 1e-9)  # env steps of updates per second
         self.steps, self.seconds = 0, 0.0
+        spare = self.spare_cores()
         self.history.append((step, self.threads, rate))
         if self.trying is not None:  # this window ran on the other count
             before, self.trying = self.trying, None
-            if rate <= before * MARGIN:
+            won = rate > before * MARGIN
+            if not won:
                 self.switch()
+            self.hold = self.base_hold if won else min(2 * self.hold, MAX_HOLD)
             self.chosen_rate, self.left = max(rate, before), self.hold
-        else:
-            self.left -= 1
-            if self.left <= 0 or rate < DROP * self.chosen_rate:
-                self.trying = rate
-                self.switch()
+            return
+        self.left -= 1
+        larger = self.threads != self.choices[0]
+        if larger and rate < DROP * self.chosen_rate:
+            self.left = 0
+        if self.left <= 0 and (larger or spare is None or spare >= SPARE):
+            self.trying = rate
+            self.switch()
+
+    def spare_cores(self) -> float | None:
+        """Idle cores on average since the last call, by ``probe`` (None: unknown)."""
+        now = self.probe() if self.probe else None
+        last, self.last = self.last, now
+        if now is None or last is None or now[1] <= last[1]:
+            return None
+        return self.cpus * (now[0] - last[0]) / (now[1] - last[1])
 
     def switch(self) -> None:
         """Change to the other count."""
@@ -112,14 +145,12 @@ class ThreadTuner:
         self.set_threads(self.threads)
 
 
-def thread_tuner(setting: int | str, seeds: int, on_cpu: bool, cores: int,
+def thread_tuner(setting: int | str, on_cpu: bool, cores: int,
                  set_threads: Callable[[int], None]) -> ThreadTuner | None:
     """A :class:`ThreadTuner` between 1 and ``cores`` (torch's own count) for a run with
-    ``torch_threads=setting`` training ``seeds`` seeds, or None (a fixed count): only for
-    ``auto``, one seed, an off-policy run on CPU (``on_cpu``), more than one core, and no
-    ``OMP_NUM_THREADS`` in the environment (a user's, or the test suite's, fixed choice)."""
-    if setting != "auto" or seeds != 1 or not on_cpu or cores < 2:
+    ``torch_threads=setting``, or None (a fixed count): only for ``auto``, an off-policy run on
+    CPU (``on_cpu``), more than one core, and no ``OMP_NUM_THREADS`` in the environment (a
+    user's, or the test suite's, fixed choice). One seed or a seed group alike."""
+    if setting != "auto" or not on_cpu or cores < 2 or "OMP_NUM_THREADS" in os.environ:
         return None
-    if "OMP_NUM_THREADS" in os.environ:
-        return None
-    return ThreadTuner((1, cores), set_threads)
+    return ThreadTuner((1, cores), set_threads, probe=idle_probe)

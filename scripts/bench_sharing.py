@@ -28,6 +28,7 @@ SETTINGS = {
     "threads=1": (1, {}),
     "threads=2": (2, {}),
     "threads=2,passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "threads=2,spin=30k": (2, {"GOMP_SPINCOUNT": "30000"}),
     "threads=2,spin=10k": (2, {"GOMP_SPINCOUNT": "10000"}),
     "threads=2,spin=1k": (2, {"GOMP_SPINCOUNT": "1000"}),
 }

@@ -26,15 +26,15 @@ from rlzoo.threads import ThreadTuner, run_threads, thread_tuner
 
 def set_threads(s: Settings) -> None:
     """Apply ``torch_threads`` (CPU runs; ``rlzoo.threads.run_threads``)."""
-    threads = run_threads(s.torch_threads, s.seeds)
+    threads = run_threads(s.torch_threads)
     if s.device.type == "cpu" and threads:
         torch.set_num_threads(threads)
 
 
 def thread_tuner_for(s: Settings) -> ThreadTuner | None:
-    """``torch_threads=auto``, one seed, off-policy, on CPU: a tuner that keeps the faster of 1
-    thread and torch's own count as the run trains (``rlzoo.threads.ThreadTuner``); else None."""
-    return thread_tuner(s.torch_threads, s.seeds, s.device.type == "cpu" and not s.on_policy,
+    """``torch_threads=auto``, off-policy, on CPU: a tuner that keeps the faster of 1 thread and
+    torch's own count as the run trains (``rlzoo.threads.ThreadTuner``); else None."""
+    return thread_tuner(s.torch_threads, s.device.type == "cpu" and not s.on_policy,
                         torch.get_num_threads(), torch.set_num_threads)
 
 
