@@ -80,10 +80,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# before torch: rlzoo sets OpenMP's spin-wait as the CLI does (rlzoo/threads.py)
-import rlzoo  # noqa: F401, I001
-
-# isort: split
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
