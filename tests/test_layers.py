@@ -281,9 +281,7 @@ MAX_LINES = 400  # a module's lines (as wc -l counts them)
 MAX_FUNCTION_LINES = 80  # a function's or method's lines, from its def to its last line
 # What is still over, at its size when the rule came (helper "shape" splits these; the lead
 # empties the dicts after merging): a file or function here may shrink, never grow.
-ALLOWANCE = {
-    "rlzoo/run/loop.py": 410,  # the loop and its Trainer (845 before issue 26)
-}
+ALLOWANCE: dict[str, int] = {}
 FUNCTION_ALLOWANCE: dict[str, int] = {}
 
 

@@ -1,22 +1,20 @@
 """The training loop, one for every algorithm and env: collect -> store -> update -> evaluate ->
 log -> checkpoint.
 
-The loop owns everything that is not the algorithm: the env (``rlzoo.envs``, any kind, built by
-``rlzoo.run.build``), the storage, seeding, the schedule, logging and the run directory. What it
+The loop owns everything that is not the algorithm: the env (``rlzoo.envs``, built by
+``rlzoo.run.build``), storage, seeding, the schedule, logging and the run directory. What it
 stores and when it updates follows the algorithm's contract, not the number of agents:
 
 * **off-policy** (SAC, TD3, REDQ, DSAC-T, MADDPG, HASAC, ...): ``algo.learning_starts`` uniform
   random steps, then the policy's actions (an action chunk of ``H = algo.action_horizon`` steps
   runs open-loop); every step goes to the replay buffer, and ``algo.utd`` updates per env step
   after the warm-up draw batches as ``algo.sampling`` declares (n-step, horizon, discount);
-* **on-policy** (COMA, ``examples/ppo.py``): ``algo.explore`` acts, every step goes into a
-  rollout of ``algo.rollout_steps`` vector steps per env, and each full rollout is one
-  ``update`` and is then cleared. No warm-up, no replay.
+* **on-policy** (COMA, ``examples/ppo.py``): ``algo.explore`` acts into a rollout of
+  ``algo.rollout_steps`` vector steps per env; each full rollout is one ``update``, then cleared.
 
-Steps are env steps (transitions) summed over the ``num_envs`` parallel envs; the reset calls of
-next-step autoreset are not counted, they collect no transition. Returns are team returns (the
-env's reward for one agent, the mean over agents for several); multi-agent runs also log each
-agent's own return (``train/episode_return/agent_i``, ``eval/return/agent_i``).
+Steps are env steps summed over the ``num_envs`` envs (autoreset's reset calls collect nothing
+and are not counted). Returns are team returns (the mean over agents for several); multi-agent
+runs also log each agent's own (``train/episode_return/agent_i``, ``eval/return/agent_i``).
 
 The loop's parts, one job each: ``assemble`` builds the members and the algorithm,
 ``evaluation`` evaluates, ``finite`` guards against NaN/inf, ``saved_state`` is what a
@@ -45,7 +43,6 @@ from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is t
 )
 from rlzoo.run.checkpoint import (
     checkpoint_path,
-    list_checkpoints,
     prune_checkpoints,
     remove_stale_temps,
     save_checkpoint,
@@ -61,6 +58,7 @@ from rlzoo.run.saved_state import (
     Clock,
     check_budget,
     checked_state,
+    last_good_note,
     load_run_state,
     read_latest,
 )
@@ -110,11 +108,6 @@ class Trainer:
         self.warnings = schedule_warnings(s)
         self.logger: Logger | None = None  # the first member's, which writes train.log
 
-    @property
-    def updates(self) -> int:
-        """Gradient updates so far: the algorithm's own counter (its update phases use it)."""
-        return self.algo.updates
-
     def to_device(self, x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, dtype=torch.float32).to(self.settings.device, non_blocking=True)
 
@@ -130,7 +123,7 @@ class Trainer:
         next_log = self.next_multiple(s.log_every)
         next_eval = self.next_multiple(s.eval_every)
         next_ckpt = self.next_multiple(s.checkpoint_every)
-        window = (time.perf_counter(), clock.step, self.updates)
+        window = (time.perf_counter(), clock.step, self.algo.updates)
         with self.stop as stop:
             # updates a SIGTERM cut short are owed before the next env step
             metrics.update(self.learn(0))
@@ -185,10 +178,8 @@ class Trainer:
                                    learning_starts=0 if s.on_policy else s.learning_starts)
         logger = self.logger = self.members[0].logger
         assert logger is not None
-        if resume:
-            logger.announce(f"resuming {self.run_dir} from {path.name} at step {self.clock.step}")
-        else:
-            logger.announce(f"run dir {self.run_dir}")
+        logger.announce(f"resuming {self.run_dir} from {path.name} at step {self.clock.step}"
+                        if resume else f"run dir {self.run_dir}")
         if len(self.members) > 1:
             logger.announce(f"seeds {', '.join(str(m.seed) for m in self.members)} train together"
                             f"; their run dirs: {', '.join(m.run_dir.name for m in self.members)}")
@@ -206,8 +197,9 @@ class Trainer:
             write_policies(outputs_behind(self.members)[0], self.members, self.algo, self.axis,
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
-        summaries = [write_summary(m, self.members, self.cfg, self.clock.wall_time, self.updates,
-                                   self.stop_requested, self.warnings) for m in self.members]
+        summaries = [write_summary(m, self.members, self.cfg, self.clock.wall_time,
+                                   self.algo.updates, self.stop_requested, self.warnings)
+                     for m in self.members]
         for member, summary in zip(self.members, summaries):
             assert member.logger is not None
             member.logger.hparams(hparams(member.cfg),
@@ -224,11 +216,11 @@ class Trainer:
         now = time.perf_counter()
         seconds = now - window[0]
         perf = {"perf/sps": (self.clock.step - window[1]) / seconds,
-                "perf/updates_per_sec": (self.updates - window[2]) / seconds}
+                "perf/updates_per_sec": (self.algo.updates - window[2]) / seconds}
         log_scalars(self.members, metrics, perf, self.clock.step)
         assert self.logger is not None
         self.logger.postfix()  # its sps: the recent window, as the progress lines
-        return now, self.clock.step, self.updates
+        return now, self.clock.step, self.algo.updates
 
     def next_multiple(self, every: int) -> int:
         """The next step at which a schedule with period ``every`` fires (0 = only at the end)."""
@@ -404,7 +396,5 @@ class Trainer:
                      outputs_behind(self.members) == ([], []))
 
     def last_good_checkpoint_note(self) -> str:
-        """Where a stopped run can go back to, for a NaN/inf message (every checkpoint written
-        is finite, so the newest one is good)."""
-        found = list_checkpoints(self.checkpoint_dir)
-        return f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was saved"
+        """Where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``)."""
+        return last_good_note(self.checkpoint_dir)

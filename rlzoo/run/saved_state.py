@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import CheckpointError, load_latest_valid
+from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_latest_valid
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.signals import AlreadyFinished, NonFiniteError
@@ -183,3 +183,10 @@ def check_budget(total_steps: int, step: int, restored: Path | None, run_dir: Pa
             f"was changed. To train further: python -m rlzoo.train resume={run_dir} "
             f"total_steps=N with N > {step}"
         )
+
+
+def last_good_note(checkpoint_dir: Path) -> str:
+    """Where a stopped run can go back to, for a NaN/inf message (every checkpoint written is
+    finite, so the newest one in ``checkpoint_dir`` is good)."""
+    found = list_checkpoints(checkpoint_dir)
+    return f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was saved"
