@@ -1,22 +1,23 @@
 """How many CPU threads torch uses for a run (``torch_threads``).
 
 torch's OpenMP threads (libgomp) spin for ~300k iterations between ops before they sleep. Alone,
-that spin is what makes a second thread pay: on a 2-core Intel Xeon, SAC on Hopper trains 155 env
-steps/s on 2 spinning threads, 114 on one, and 92 on 2 threads whose spin is cut to 1,000
-iterations (``GOMP_SPINCOUNT=1000``; docs/performance.md). Side by side it is ruinous: two runs
-of 2 spinning threads each on 2 cores made 23 steps/s each. So ``torch_threads=auto`` (the
-default) adapts, with libgomp's spin left as it is:
+that spin is what makes a second thread pay: on a 2-core Intel Xeon, SAC on Hopper trains 168 env
+steps/s on 2 spinning threads, 126 on one, and 93 on 2 threads whose spin is cut to 1,000
+iterations (``GOMP_SPINCOUNT=1000``). Side by side it is ruinous: two such runs of 2 spinning
+threads made 91 steps/s together, two 2-seed groups 23 (docs/performance.md, "The spin limit
+goes; the tuner shares"). So ``torch_threads=auto`` (the default) adapts, with libgomp's spin
+left as it is:
 
 - an off-policy run on CPU (one seed or a seed group) trains under a :class:`ThreadTuner` that
   times its updates on 1 thread and on torch's own count (all cores), keeps the faster, and tries
-  the larger count only when the machine has a core to spare. Alone it settles on all cores;
-  beside another job it stays on one thread, where nothing spins.
+  all cores only when about as many cores as it would add sat idle. Alone it settles on all
+  cores; beside jobs already running it stays on one thread, where nothing spins.
 - every other CPU run (on-policy, or ``OMP_NUM_THREADS`` set by the user or the test suite):
   one thread, or the environment's ``OMP_NUM_THREADS``.
 
 ``torch_threads=N`` fixes the count at N (0: torch's own). Several fixed runs of N > 1 threads
 sharing cores spin on each other; set ``GOMP_SPINCOUNT=1000`` (or ``OMP_WAIT_POLICY=passive``)
-in their environment then.
+in their environment then. The tuner was measured on 2 cores only.
 
 This module must not import torch: the tuner is plain Python and is tested without it.
 """
@@ -26,14 +27,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-WINDOW = 250  # env steps per timed window of ThreadTuner (~2-3 s of SAC at batch 256 on CPU)
+WINDOW = 250  # loop steps per timed window of ThreadTuner (~2-3 s of one SAC seed on 2 cores)
 HOLD = 8  # windows a ThreadTuner keeps its choice before it may try the other count again
-MAX_HOLD = 64  # HOLD doubles after every try that lost, up to this (~2-3 min of SAC)
+MAX_HOLD = 64  # HOLD doubles after every try that lost, up to this (~2-3 min of one SAC seed)
 MARGIN = 1.03  # the other count must train this much faster to be taken
 DROP = 0.75  # on the larger count, a window this much slower than its chosen rate tries 1 at once
-SPARE = 0.5  # the larger count is tried only after a window with this many idle cores on average
+SLACK = 0.5  # the larger count is tried after a window with (its extra threads - SLACK) idle cores
 
-Probe = Callable[[], "tuple[float, float] | None"]
+Probe = Callable[[], "tuple[float, float, int] | None"]
 
 
 def run_threads(setting: int | str) -> int | None:
@@ -46,29 +47,27 @@ def run_threads(setting: int | str) -> int | None:
     return int(setting) or None
 
 
-def cpu_count() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def idle_probe() -> tuple[float, float] | None:
-    """``(idle, total)``: jiffies since boot summed over the CPUs this process may run on, from
-    Linux's /proc/stat (idle counts iowait); None where it cannot be read."""
+def idle_probe() -> tuple[float, float, int] | None:
+    """``(idle, total, cpus)``: jiffies since boot summed over the CPUs this process may run on,
+    from Linux's /proc/stat (idle counts iowait; guest time is inside user), and how many such
+    CPUs it found; None where it cannot be read or lists none of them (a container whose
+    /proc/stat numbers its CPUs otherwise). Under a CFS quota (``docker --cpus``) rather than a
+    cpuset, /proc/stat shows the host's idle cores: the gate then sees them."""
     try:
         allowed = {f"cpu{i}" for i in os.sched_getaffinity(0)}
-        lines = open("/proc/stat").read().splitlines()
-    except (OSError, AttributeError):
+        with open("/proc/stat") as stat:
+            lines = stat.read().splitlines()
+        idle = total = 0.0
+        cpus = 0
+        for line in lines:
+            name, *fields = line.split()
+            if name in allowed:
+                # user nice system idle iowait irq softirq steal
+                ticks = [float(f) for f in fields[:8]]
+                idle, total, cpus = idle + ticks[3] + ticks[4], total + sum(ticks), cpus + 1
+    except (OSError, AttributeError, ValueError, IndexError):
         return None
-    idle = total = 0.0
-    for line in lines:
-        name, *fields = line.split()
-        if name in allowed:
-            ticks = [float(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
-            idle, total = idle + ticks[3] + ticks[4], total + sum(ticks)
-    return (idle, total) if total > 0 else None
+    return (idle, total, cpus) if total > 0 else None
 
 
 class ThreadTuner:
@@ -78,11 +77,14 @@ class ThreadTuner:
     It starts on ``choices[0]``. After :data:`HOLD` windows (one, the first time) it tries the
     other count for one window, and keeps whichever trained more env steps per second (the other
     only when :data:`MARGIN` faster). A try that lost doubles the hold, up to :data:`MAX_HOLD`;
-    a switch resets it. The larger count is tried only after a window in which ``probe`` saw
-    :data:`SPARE` idle cores: beside another job (two runs side by side, say) a run stays on one
-    thread and never spins on the other's core. On the larger count, a window below :data:`DROP`
-    times its chosen rate (a job arrived) tries one thread at once. Without a ``probe`` (or where
-    it reads None) the larger count is tried on the timing alone. ``history`` holds
+    a switch resets it. The larger count is tried only after a window in which ``probe`` saw as
+    many idle cores as it adds threads, less :data:`SLACK` (on 2 cores: half a core): beside jobs
+    already running (two runs side by side, say) a run stays on one thread and does not spin on
+    their cores. On the larger count, a window below :data:`DROP` times its chosen rate (a job
+    arrived, and cost this run a quarter) tries one thread at once; a lighter newcomer goes
+    unnoticed until the next try of one thread. The first window's idle reading starts at its
+    first step (not during the warm-up). Without a ``probe`` (or where it reads None) the larger
+    count is tried on the timing alone. ``history`` holds
     ``(step, threads, steps_per_s)`` of every window. The count changes floating-point rounding
     only (docs/comparing.md); set ``torch_threads=N`` for a fixed count.
     """
@@ -98,8 +100,7 @@ class ThreadTuner:
         self.trying: float | None = None  # while trying: the rate of the window before
         self.chosen_rate = 0.0  # the rate the current count was chosen at
         self.steps, self.seconds = 0, 0.0  # of the window so far
-        self.last = probe() if probe else None  # the probe's reading when the window began
-        self.cpus = cpu_count()
+        self.last: tuple[float, float, int] | None = None  # the probe's reading at window start
         self.history: list[tuple[int, int, float]] = []
         set_threads(self.threads)
 
@@ -107,6 +108,8 @@ class ThreadTuner:
         """Call once per env step of training with the run's env step and the wall seconds its
         updates took (only the updates are timed: evaluations, checkpoints and env steps do
         not depend on the thread count much, and would blur the comparison)."""
+        if self.steps == 0 and not self.history and self.probe:
+            self.last = self.probe()  # the first window's idle time starts with its first step
         self.steps, self.seconds = self.steps + 1, self.seconds + seconds
         if self.steps < self.window:
             return
@@ -126,17 +129,18 @@ class ThreadTuner:
         larger = self.threads != self.choices[0]
         if larger and rate < DROP * self.chosen_rate:
             self.left = 0
-        if self.left <= 0 and (larger or spare is None or spare >= SPARE):
+        extra = self.choices[1] - self.choices[0]  # the threads the larger count adds
+        if self.left <= 0 and (larger or spare is None or spare >= extra - SLACK):
             self.trying = rate
             self.switch()
 
     def spare_cores(self) -> float | None:
-        """Idle cores on average since the last call, by ``probe`` (None: unknown)."""
+        """Idle cores on average since the last reading, by ``probe`` (None: unknown)."""
         now = self.probe() if self.probe else None
         last, self.last = self.last, now
-        if now is None or last is None or now[1] <= last[1]:
+        if now is None or last is None or now[1] <= last[1] or now[2] != last[2]:
             return None
-        return self.cpus * (now[0] - last[0]) / (now[1] - last[1])
+        return now[2] * (now[0] - last[0]) / (now[1] - last[1])
 
     def switch(self) -> None:
         """Change to the other count."""

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from rlzoo import threads
 from rlzoo.threads import MAX_HOLD, ThreadTuner, idle_probe, run_threads, thread_tuner
 
 CLEAN = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")  # the suite's OpenMP variables
@@ -69,32 +70,30 @@ def test_runs_train_on_the_count_they_were_given(tmp_path: os.PathLike[str], env
 
 
 class FakeMachine:
-    """A probe whose idle cores per window are ``spare(step)``, for a tuner on 2 CPUs."""
+    """A probe of a machine of ``cpus`` CPUs whose idle cores at each reading are ``spare(step)``
+    (a number, a function of the step, or None: the probe reads nothing)."""
 
-    def __init__(self, spare: float | None) -> None:
-        self.spare, self.step, self.idle, self.total = spare, 0, 0.0, 0.0
+    def __init__(self, spare: object, cpus: int = 2) -> None:
+        self.spare, self.cpus, self.step, self.idle, self.total = spare, cpus, 0, 0.0, 0.0
 
-    def __call__(self) -> tuple[float, float] | None:
+    def __call__(self) -> tuple[float, float, int] | None:
         if self.spare is None:
             return None
-        self.idle, self.total = self.idle + self.spare_at(self.step) / 2, self.total + 1.0
-        return self.idle, self.total
-
-    def spare_at(self, step: int) -> float:
-        return self.spare if isinstance(self.spare, float) else self.spare(step)
+        spare = self.spare(self.step) if callable(self.spare) else self.spare
+        self.idle, self.total = self.idle + spare, self.total + self.cpus
+        return self.idle, self.total, self.cpus
 
 
 def simulate(rates: dict[int, float], steps: int, window: int = 10, hold: int = 3,
              change: tuple[int, dict[int, float]] | None = None,
-             spare: object = 1.0) -> tuple[ThreadTuner, list[int]]:
-    """Drive a ThreadTuner between 1 and 2 threads: each env step's updates take
+             spare: object = 1.0, cores: int = 2) -> tuple[ThreadTuner, list[int]]:
+    """Drive a ThreadTuner between 1 and ``cores`` threads: each env step's updates take
     ``1 / rates[threads]`` seconds (``change = (step, new rates)`` from that step on), with
     ``spare`` idle cores (a number, a function of the step, or None: no probe reading). Returns
     the tuner and the thread count torch was set to, in order."""
     calls: list[int] = []
-    machine = FakeMachine(spare)  # type: ignore[arg-type]
-    tuner = ThreadTuner((1, 2), calls.append, window=window, hold=hold, probe=machine)
-    tuner.cpus = 2
+    machine = FakeMachine(spare, cores)
+    tuner = ThreadTuner((1, cores), calls.append, window=window, hold=hold, probe=machine)
     for step in range(1, steps + 1):
         machine.step = step
         if change and step == change[0]:
@@ -133,10 +132,17 @@ def test_the_back_off_is_capped() -> None:
     assert tries[-1] - tries[-2] == MAX_HOLD + 1  # a try, then MAX_HOLD windows on 1 thread
 
 
-def test_no_idle_core_no_try_of_the_larger_count() -> None:
-    # beside another job (both cores busy) a run never spins on the other's core
-    tuner, calls = simulate({1: 100.0, 2: 150.0}, steps=100, spare=0.2)
-    assert threads_of(tuner) == [1] * 10 and calls == [1]
+@pytest.mark.parametrize(("cores", "spare", "tries"), [
+    (2, 0.2, False), (2, 0.4, False), (2, 0.6, True),  # 1 extra thread wants 0.5 idle cores
+    (4, 2.0, False), (4, 2.6, True),  # 3 extra threads want 2.5: one neighbour's core is taken
+])
+def test_all_cores_are_tried_only_with_as_many_idle_cores(cores: int, spare: float,
+                                                            tries: bool) -> None:
+    # beside jobs already running, a run does not spin on their cores
+    rates = {1: 100.0, cores: 150.0}
+    tuner, calls = simulate(rates, steps=100, spare=spare, cores=cores)
+    assert (cores in threads_of(tuner)) == tries
+    assert calls[:2] == ([1, cores] if tries else [1])
 
 
 def test_a_core_that_frees_up_is_tried_at_the_next_window() -> None:
@@ -155,8 +161,8 @@ def test_without_a_probe_reading_the_timing_alone_decides() -> None:
 
 def test_a_slower_window_on_all_cores_tries_one_thread_at_once() -> None:
     # 2 threads win alone; from step 35 a neighbour makes them collapse (spinning), 1 holds up,
-    # and with the neighbour's core busy the tuner does not try 2 again
-    tuner, calls = simulate({1: 100.0, 2: 150.0}, steps=100, hold=100,
+    # and with the neighbour's core busy the tuner does not try 2 again once the hold is over
+    tuner, calls = simulate({1: 100.0, 2: 150.0}, steps=100, hold=3,
                             change=(35, {1: 90.0, 2: 40.0}),
                             spare=lambda step: 1.0 if step < 35 else 0.0)
     assert threads_of(tuner) == [1, 2, 2, 2, 1, 1, 1, 1, 1, 1]
@@ -164,7 +170,8 @@ def test_a_slower_window_on_all_cores_tries_one_thread_at_once() -> None:
 
 
 def test_a_slower_window_on_one_thread_does_not_try_more() -> None:
-    # a neighbour slows the one-thread run: more threads would only spin on its core
+    # a slower window on one thread is no reason to try all cores (only the hold is): more
+    # threads would not make up for a busier machine
     tuner, calls = simulate({1: 100.0, 2: 90.0}, steps=60, hold=100,
                             change=(25, {1: 50.0, 2: 20.0}))
     assert threads_of(tuner) == [1, 2, 1, 1, 1, 1] and calls == [1, 2, 1]
@@ -174,8 +181,31 @@ def test_the_idle_probe_reads_this_machine() -> None:
     reading = idle_probe()
     if reading is None:
         pytest.skip("no /proc/stat here")
-    idle, total = reading
-    assert 0 <= idle <= total and total > 0
+    idle, total, cpus = reading
+    assert 0 <= idle <= total and cpus == len(os.sched_getaffinity(0))
+
+
+STAT = """cpu  900 0 0 9000 0 0 0 0 0 0
+cpu0 10 1 2 80 5 0 1 1 0 0
+cpu1 50 0 0 50 0 0 0 0 0 0
+cpu2 20 0 5 60 10 0 0 5 7 0
+intr 12345 0 0
+"""
+
+
+def test_the_idle_probe_sums_idle_and_iowait_of_the_allowed_cpus(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str],
+) -> None:
+    stat = os.path.join(tmp_path, "stat")
+    with open(stat, "w") as f:
+        f.write(STAT)
+    real_open = open
+    monkeypatch.setattr(threads, "open", lambda path, *a: real_open(stat, *a), raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2})
+    # cpu0: idle 80 + iowait 5 of 100 (guest time is inside user); cpu2: 60 + 10 of 100
+    assert idle_probe() == (155.0, 200.0, 2)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {7})  # numbered otherwise
+    assert idle_probe() is None
 
 
 def test_the_tuner_runs_for_auto_on_cpu_without_omp_num_threads(
