@@ -549,3 +549,30 @@ def test_without_matplotlib_the_tables_are_written_and_one_line_says_why(
     md = (out / "comparison.md").read_text()
     assert "| sac | 5 (0, 1, 2, 3, 4) |" in md
     assert "No learning-curve figure for Pendulum-v1: matplotlib cannot be imported" in md
+
+
+def _drop_key(run_dir: Path, key: str) -> None:
+    """Remove ``key`` (a top-level config node) from a run's saved config: a run made before
+    that setting existed."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    del cfg[key]
+    OmegaConf.save(OmegaConf.create(cfg), path)
+
+
+@pytest.mark.parametrize(("newer", "label"), [
+    ([], "sac critic=ensemble"),  # the new setting at its default: not a difference
+    (["normalize.obs=true"], "sac critic=ensemble normalize.obs=true"),  # set: it is one
+])
+def test_a_setting_older_runs_lack_is_no_difference_at_its_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], newer: list[str], label: str,
+) -> None:
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        write_composed_run(runs / f"old{seed}", PLAIN, seed, -100.0)
+        _drop_key(runs / f"old{seed}", "normalize")
+    write_composed_run(runs / "new", [*PLAIN, "critic=ensemble", *newer], 0, -90.0)
+    data, _ = _compare(capsys, tmp_path, tmp_path / "out")
+    assert list(data["results"]["Pendulum"]) == ["sac", label]

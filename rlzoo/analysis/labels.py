@@ -99,6 +99,16 @@ def label_env(groups: list[Group]) -> None:
     )
 
 
+def _added_later(configured: list[Group], key: str) -> bool:
+    """``key`` is absent from some groups' configs, and every group that has it holds the same
+    value without setting it on its command line: a setting that came into the config after
+    the older runs were made, at its default, not a difference between the groups."""
+    having = [g for g in configured if key in g.values]
+    return (len(having) < len(configured)
+            and len({canon(g.values[key]) for g in having}) == 1
+            and all(g.untouched(key, False) for g in having))
+
+
 def _candidate_terms(configured: list[Group],
                      position: dict[str, float]) -> tuple[list[str], list[str]]:
     """The candidate terms of one algo's configured groups, in config order: the config groups
@@ -110,6 +120,7 @@ def _candidate_terms(configured: list[Group],
         k for k in keys
         if not is_measurement(k)
         and len({canon(g.values.get(k, MISSING)) for g in configured}) > 1
+        and not _added_later(configured, k)
     }
     choices = [g.choices for g in configured]
     compressed = []
