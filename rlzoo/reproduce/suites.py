@@ -146,8 +146,8 @@ SUITES: dict[str, Suite] = {
                 "`flashsac` each cost about 30x SAC per update on this CPU "
                 "(docs/performance.md), about a day per 5-seed cell: their cells belong to the "
                 "`gpu` suite; the `stac` and "
-                "`sac-categorical` rows were added later (issue 24): `stac` ran on Hopper at "
-                "50k (1.1 h), `sac-categorical` has not been run",
+                "`sac-categorical` rows were added later (issue 24): `stac` ran on Hopper and "
+                "HalfCheetah at 50k (about 1.1 h each), `sac-categorical` has not been run",
     ),
     "marl": Suite(
         name="marl",
