@@ -193,8 +193,8 @@ SUITES: dict[str, Suite] = {
                    "so the untrained policy; COMA, on-policy, has made about 12 updates by then",
         not_run="not run yet: the distributional-critic rows were added after the other cells "
                 "ran; each is a 5-seed cell of MADDPG's or HASAC's cost or more (the critic's "
-                "loss is heavier), about 0.5-2 h on 2 shared cores; the first of them, "
-                "mpe-simple_spread maddpg-distributional, took 0.94 h",
+                "loss is heavier), about 0.5-2 h on 2 shared cores; on mpe-simple_spread "
+                "maddpg-distributional took 0.94 h and maddpg-categorical 0.64 h",
     ),
     "gpu": Suite(
         name="gpu",
