@@ -27,11 +27,11 @@ from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, pair_tests
 from rlzoo.reproduce.page.figures import plot_published, published_figure
-from rlzoo.reproduce.page.headline import headline_lines
+from rlzoo.reproduce.page.headline import headline_lines, seed_lines
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.page.runs import first_columns, updates_by
 from rlzoo.reproduce.page.scale import scale_line, scale_returns
-from rlzoo.reproduce.page.section import pair_lines, suite_section
+from rlzoo.reproduce.page.section import pair_lines, status_lines, suite_section
 from rlzoo.reproduce.peer import peer_settings
 from rlzoo.reproduce.processes import FileLock
 from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, published_data
@@ -825,3 +825,42 @@ def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Pat
     assert (kind, a, b) == ("peer", "base", "sb3_base (both at 50k)")
     assert final.poi[0] == pytest.approx(0.0)  # at 50k base (10-14) is below sb3_base (20-24)
     assert curve is not None and curve.poi[0] == pytest.approx(0.0)  # means 5.5-9.5 vs 11-15
+
+
+def test_a_cell_of_one_seed_is_shown_but_never_tested(tmp_path: Path) -> None:
+    """A cell that ran what fitted (`--seeds 1`): the headline gives its one value as such, its
+    published reference and where its seed falls among the published seeds, but no test; no
+    test of it enters Holm's family, its pair with the row it builds on says `not tested`, its
+    per-seed line names its seed and the status table counts it against the suite's K."""
+    suite = Suite(
+        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
+        seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(Row("sac", ()), Row("td3", (), against=("sac",))), headline_steps=(50_000,))
+    for label, level, seeds in (("sac", 500.0, 5), ("td3", 300.0, 1)):
+        steps = np.arange(5_000, 50_001, 5_000)
+        for seed in range(seeds):
+            run = tmp_path / "x" / "Hopper" / f"{label}-s{seed}"
+            run.mkdir(parents=True)
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": level + seed, "total_steps": 50_000}))
+    data = SuiteData.read(suite, tmp_path)
+    tests = verdicts.Tests()
+    lines = headline_lines(data, tests, Path("x"))
+    td3 = next(line for line in lines if line.startswith("| Hopper | td3 |"))
+    paper = next(r for r in REFERENCES if r.task == "Hopper" and r.algo == "TD3 (paper)")
+    below = int((paper.window(50_000, 10_000) < 300.0).sum())
+    assert 0 < below < 10  # the TD3 paper's 10 seeds straddle 300 at 40k-50k
+    assert td3 == ("| Hopper | td3 | 300 (1 seed) | TD3 (paper): 285 (10) | not tested: 1 seed, "
+                   f"above {below} of 10 |")
+    assert tests.count("ref") == 2  # sac against Tianshou's and SimbaV2's SAC; td3 untested
+    seeds = "\n".join(seed_lines(data))
+    assert "- Hopper `td3` (seed 0): 50k: 300" in seeds and "(seeds 0-4)" in seeds
+    pairs = pair_lines(data, tests, "Hopper")
+    assert "| td3 | sac (not tested: 1 seed) | — | — | — | — |" in pairs
+    assert not any("td3" in key for key in tests.items)  # td3 entered no test of the family
+    status = "\n".join(status_lines(data))
+    assert "| Hopper | td3 | 1 seed (of the suite's 5) x 50,000 steps | — |" in status
+    assert "| Hopper | sac | 5 seeds x 50,000 steps |" in status
+    _, scores = aggregate_scores(data, 50_000)
+    assert "td3" not in scores and scores["sac"].shape == (5, 1)

@@ -130,7 +130,8 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
                 return Outcome(task.name, row.label, "locked", str(err))
     if what == "started":
         cmd += [*rlzoo_overrides(plan, task, row), f"hydra.run.dir={home}"]
-    say(f"{task.name}/{row.label}: {what} ({plan.seeds} seeds to {steps} steps; log {log})")
+    seeds = f"{plan.seeds} seed" + ("s" if plan.seeds != 1 else "")
+    say(f"{task.name}/{row.label}: {what} ({seeds} to {steps} steps; log {log})")
     env = child_env()
     append_record(cell_provenance(plan, task, row), {"launch": what, **launch_record(env, cmd)})
     status = run_child(cmd, log, env)

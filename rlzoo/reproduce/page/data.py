@@ -19,7 +19,7 @@ from rlzoo.reproduce.page.runs import (
     value_at,
     window_mean,
 )
-from rlzoo.reproduce.page.verdicts import Test, Tests
+from rlzoo.reproduce.page.verdicts import MIN_TESTED_SEEDS, Test, Tests
 from rlzoo.reproduce.references import REFERENCES, Reference, normalizer
 from rlzoo.reproduce.schema import Suite
 
@@ -65,33 +65,41 @@ def references_of(task: str, row: str) -> list[Reference]:
 
 
 def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
-                    steps: int) -> list[tuple[Reference, np.ndarray, Test]]:
+                    steps: int) -> list[tuple[Reference, np.ndarray, Test | None]]:
     """``row``'s seeds against each published curve's seeds at ``steps`` (windows on both
-    sides): (reference, its seeds' windows, the test); [] when either side lacks the window."""
+    sides): (reference, its seeds' windows, the test, None when the row has fewer than
+    :data:`MIN_TESTED_SEEDS` seeds); [] when either side lacks the window."""
     ours = data.windows(task, row, steps)
     out = []
     for ref in references_of(task, row) if ours else []:
         theirs = ref.window(steps, WINDOW)
         if theirs is not None:
-            test = tests.run(("ref", data.suite.name, task, row, ref.algo, str(steps)), ours,
-                             theirs.tolist())
+            test = None if len(ours) < MIN_TESTED_SEEDS else tests.run(
+                ("ref", data.suite.name, task, row, ref.algo, str(steps)), ours, theirs.tolist())
             out.append((ref, theirs, test))
     return out
 
 
-def pair_tests(data: SuiteData, tests: Tests, task: str) -> list[tuple[str, str, str, Test,
-                                                                       Test | None]]:
+def pair_tests(data: SuiteData, tests: Tests, task: str
+               ) -> list[tuple[str, str, str, Test | None, Test | None]]:
     """The rows of one task set against each other: (kind, A, B, test on the final returns,
     test on the means over evaluations or None when the rows were evaluated at other steps);
     each rlzoo row against its peer, and each row against the rows of ``Row.against``. Rows
     trained to different budgets are compared at the smaller one (B's label then says at which
-    step): each seed's evaluation there, and its mean over the evaluations up to it."""
+    step): each seed's evaluation there, and its mean over the evaluations up to it. A pair
+    where a side has fewer than :data:`MIN_TESTED_SEEDS` seeds is not tested: both tests are
+    None (B's label says why)."""
     rows = data.runs.get(task, {})
     peers = [("peer", str(r.peer), r.label) for r in data.suite.rows if r.peer]
     against = [("against", r.label, other) for r in data.suite.rows for other in r.against]
-    out = []
+    out: list[tuple[str, str, str, Test | None, Test | None]] = []
     for kind, a, b in peers + against:
         if not (rows.get(a) and rows.get(b)):
+            continue
+        few = min(len(rows[a]), len(rows[b]))
+        if few < MIN_TESTED_SEEDS:
+            out.append((kind, a, f"{b} (not tested: {few} seed{'s' if few != 1 else ''})",
+                        None, None))
             continue
         budgets = {name: max(summary_steps(d) or 0 for d in rows[name]) for name in (a, b)}
         common = min(budgets.values())
@@ -133,7 +141,8 @@ def aggregate_scores(data: SuiteData, steps: int) -> tuple[list[str], dict[str, 
 
     for row in data.suite.rows:
         columns = [data.windows(task, row.label, steps) for task in tasks]
-        if all(c is not None for c in columns) and len({len(c) for c in columns}) == 1:
+        if (all(c is not None and len(c) >= MIN_TESTED_SEEDS for c in columns)
+                and len({len(c) for c in columns}) == 1):
             scores[row.label] = np.stack([norm(t, c) for t, c in zip(tasks, columns)], axis=1)
     for algo in dict.fromkeys(r.algo for r in REFERENCES if r.data_algo):
         refs = {r.task: r for r in REFERENCES if r.algo == algo and r.data_algo}

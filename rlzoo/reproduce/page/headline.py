@@ -11,14 +11,15 @@ from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, reference_tests
 from rlzoo.reproduce.page.figures import published_figure
 from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
-from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text
+from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text, untested_text
 from rlzoo.reproduce.references import Reference
 
 
 def best_reference(data: SuiteData, tests: Tests, task: str, row: str,
-                   steps: int) -> tuple[Reference, np.ndarray, Test] | None:
+                   steps: int) -> tuple[Reference, np.ndarray, Test | None] | None:
     """The published curve of ``row`` on ``task`` whose seeds' windows at ``steps`` have the
-    highest IQM (the hardest to match), with the test against it; None without one."""
+    highest IQM (the hardest to match), with the test against it (None for a row with too few
+    seeds to test); None without one."""
     from rlzoo.analysis import stats
 
     found = reference_tests(data, tests, task, row, steps)
@@ -53,15 +54,21 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             if values is None:
                 cells += ["not run yet", "—", "—"]
                 continue
+            ours = iqm_text(values) + (f" ({len(values)} seeds)"
+                                       if 1 < len(values) != suite.seeds else "")
             best = best_reference(data, tests, task.name, row.label, s)
             if best is None:
-                cells += [iqm_text(values), "no reference", "—"]
+                cells += [ours, "no reference", "—"]
                 continue
             ref, theirs, test = best
+            published = f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})"
+            if test is None:
+                cells += [ours, published, untested_text(
+                    data.windows(task.name, row.label, s) or [], theirs)]
+                continue
             verdicts[s].append((f"{task.name} {row.label}", test))
             point, lo, hi = test.poi
-            cells += [iqm_text(values), f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})",
-                      f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
+            cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
     lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s]) for s in budgets), ""]
     for task in suite.tasks:
@@ -150,6 +157,6 @@ def seed_lines(data: SuiteData) -> list[str]:
             parts.append(f"{kilo(s)}: " + (", ".join(fmt(v) for v in values) if values
                                            else "not run yet"))
         seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
-        lines.append(f"- {task.name} `{row.label}` (seeds {min(seeds)}-{max(seeds)}): "
-                     + "; ".join(parts))
+        which = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {min(seeds)}-{max(seeds)}")
+        lines.append(f"- {task.name} `{row.label}` ({which}): " + "; ".join(parts))
     return lines

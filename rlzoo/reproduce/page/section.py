@@ -19,7 +19,7 @@ from rlzoo.reproduce.page.runs import (
     updates_by,
 )
 from rlzoo.reproduce.page.scale import MULTI_AGENT_PREFIXES, scale_line
-from rlzoo.reproduce.page.verdicts import Tests, iqm_text
+from rlzoo.reproduce.page.verdicts import Tests, iqm_text, untested_text
 from rlzoo.reproduce.references import UNPUBLISHED
 from rlzoo.reproduce.schema import Suite
 
@@ -35,7 +35,9 @@ def status_lines(data: SuiteData) -> list[str]:
         budget = task.steps or suite.steps
         if runs:
             steps = sorted({summary_steps(d) or 0 for d in runs})
-            state = f"{len(runs)} seeds x {', '.join(f'{s:,}' for s in steps)} steps"
+            seeds = f"{len(runs)} seed{'s' if len(runs) != 1 else ''}" + (
+                f" (of the suite's {suite.seeds})" if len(runs) < suite.seeds else "")
+            state = f"{seeds} x {', '.join(f'{s:,}' for s in steps)} steps"
             if max(steps) < budget:
                 state += f"; {budget:,} not run yet"
             wall = cell_wall_time(runs)
@@ -92,9 +94,10 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any]) -> list[str]:
         names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
         row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
-        lines.append(f"| {row} | {g['n_runs']} | {steps} | {fmt(g['iqm'])} "
-                     f"[{fmt(lo)}, {fmt(hi)}] | {fmt(g['mean'])} ± {fmt(g['std'])} "
-                     f"| {first} | {better} |")
+        iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
+               else f"{fmt(g['iqm'])} (1 seed)")
+        lines.append(f"| {row} | {g['n_runs']} | {steps} | {iqm} | {fmt(g['mean'])} ± "
+                     f"{fmt(g['std'])} | {first} | {better} |")
     return lines + [""]
 
 
@@ -106,10 +109,11 @@ def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
                 ours = data.windows(env, row.label, s) or []
                 runs = data.cell(env, row.label)
                 mine = updates_by(runs[0], s)
+                verdict = test.cells() if test else f"— | {untested_text(ours, theirs)}"
                 shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)} ({len(ours)}) | "
                              f"{ref.algo}: {iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
                              f"| {'?' if mine is None else f'{mine:,}'} / {ref.updates(s)} | "
-                             f"{test.cells()} |")
+                             f"{verdict} |")
     if not shown:
         return []
     return [f"Against the published seeds ({kilo(WINDOW)} windows, IQM [95% CI] (seeds) on "
@@ -126,7 +130,8 @@ def pair_lines(data: SuiteData, tests: Tests, env: str) -> list[str]:
     for kind, intro, names in (("peer", "Against the peer", "| rlzoo row (A) | peer row (B) |"),
                                ("against", "Variants and controls against the rows they build "
                                 "on", "| row (A) | row (B) |")):
-        shown = [f"| {a} | {b} | {final.cells()} | {curve.cells() if curve else '— | —'} |"
+        shown = [f"| {a} | {b} | {final.cells() if final else '— | —'} | "
+                 f"{curve.cells() if curve else '— | —'} |"
                  for k, a, b, final, curve in found if k == kind]
         if shown:
             lines += [f"{intro}:", "",

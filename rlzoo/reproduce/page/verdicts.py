@@ -13,6 +13,9 @@ import numpy as np
 from rlzoo.reproduce.page.runs import fmt
 
 ALPHA = 0.05     # the tests' level, after Holm's correction over the page's tests
+# A row with fewer seeds is shown but never tested, nor counted in Holm's family: one seed
+# against 5 or 10 cannot reach p < 0.05 in a two-sided rank test (its smallest p is 2/6 or 2/11)
+MIN_TESTED_SEEDS = 2
 
 
 def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
@@ -23,9 +26,21 @@ def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
 
 
 def iqm_text(values: list[float] | np.ndarray) -> str:
-    """``IQM [low, high]`` of ``values``."""
+    """``IQM [low, high]`` of ``values``; a single value is ``value (1 seed)``, with no CI."""
+    if len(values) == 1:
+        return f"{fmt(float(values[0]))} (1 seed)"
     point, lo, hi = iqm_ci(values)
     return f"{fmt(point)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+def untested_text(ours: list[float] | np.ndarray, theirs: list[float] | np.ndarray) -> str:
+    """The verdict of a row with fewer than :data:`MIN_TESTED_SEEDS` seeds: not tested, and
+    where its seed falls among the published ones, e.g. ``not tested: 1 seed, above 3 of 5``."""
+    seeds = f"{len(ours)} seed" + ("s" if len(ours) != 1 else "")
+    if len(ours) != 1:
+        return f"not tested: {seeds}"
+    above = sum(1 for x in theirs if float(ours[0]) > float(x))
+    return f"not tested: {seeds}, above {above} of {len(theirs)}"
 
 
 @dataclass
