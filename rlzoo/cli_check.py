@@ -246,8 +246,33 @@ class _Checker:
                 message = None
             raise UserError(message or one_line(err)) from None
         self.resolve(cfg, job)
+        self.check_switches(cfg, job)
         check_buildable(cfg)  # every _target_ imports and is a class of its kind
         return cfg
+
+    def check_switches(self, cfg: DictConfig, job: list[str]) -> None:
+        """A key whose default is ``true``/``false`` takes only a truth value: a word such as
+        ``normalize.obs=maybe`` or ``=off`` would be read as on by Python's truth test. Only
+        overrides whose value is a word are looked at (one more composition, without them, gives
+        their defaults)."""
+        groups = set(self.groups.all())
+        words = [(text, o) for text in job if (o := reparse(text)) is not None
+                 and not o.is_delete() and o.key_or_group not in groups
+                 and not o.key_or_group.startswith("hydra")
+                 and isinstance(OmegaConf.select(cfg, o.key_or_group, default=None), str)]
+        if not words:
+            return
+        others = [text for text in job if text not in {t for t, _ in words}]
+        try:
+            defaults = self.compose(others)
+        except Exception:  # noqa: BLE001 - the other overrides were composed with these above
+            return
+        for _, o in words:
+            key = o.key_or_group
+            if isinstance(OmegaConf.select(defaults, key, default=None), bool):
+                value = OmegaConf.select(cfg, key)
+                raise UserError(f"{key} is a switch, true or false, not {value!r}; write "
+                                f"{key}=true or {key}=false")
 
     # ------------------------------------------------------------------ interpolations
     def resolve(self, cfg: DictConfig, job: list[str]) -> None:

@@ -195,7 +195,7 @@ def test_unsupported_critic_is_refused_in_one_line() -> None:
     class PickySAC(SAC):
         supported_critics = (TwinCritic,)
 
-    with pytest.raises(ValueError, match="cannot train a OtherCritic; it supports: TwinCritic"):
+    with pytest.raises(ValueError, match="cannot train an OtherCritic; it trains: TwinCritic"):
         PickySAC(
             SPEC,
             actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),

@@ -146,7 +146,8 @@ def test_sac_and_td3_update_with_it_and_the_support_is_not_saved() -> None:
 
 @pytest.mark.parametrize(("kwargs", "fragment"), [
     ({"v_min": 1.0, "v_max": 1.0}, "critic.v_min must be below critic.v_max"),
-    ({"atoms": 1}, "critic.atoms must be >= 2"),
+    ({"atoms": 1}, "critic.atoms must be a whole number >= 2"),
+    ({"atoms": 11.5}, "critic.atoms must be a whole number >= 2, got 11.5"),
     ({"pessimism": -0.1}, "critic.pessimism must be >= 0"),
     ({"n": 0}, "critic.n must be >= 1"),
 ])

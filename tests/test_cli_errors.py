@@ -145,6 +145,22 @@ def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
+    (["normalize.obs=maybe"], "normalize.obs is a switch, true or false, not 'maybe'; write "
+                              "normalize.obs=true or normalize.obs=false"),
+    (["critic.layer_norm=off"], "critic.layer_norm is a switch, true or false, not 'off'"),
+    (["algo=hasac", "env=mpe/simple_spread", "algo.share_actor=yes"],
+     "algo.share_actor is a switch"),
+    (["compile=no"], "compile is a switch"),
+])
+def test_a_switch_takes_only_true_or_false(args: list[str], fragment: str) -> None:
+    """A word for a true/false key would read as on (Python's truth test): refused in one line,
+    and a word where the default is a word (log.progress=auto) or a path still passes."""
+    assert fragment in error_of(args)
+    assert check_overrides(["log.progress=auto", "env=gym", "env.id=Pendulum-v1",
+                            "normalize.obs=true", "hydra.run.dir=/tmp/x"]) is not None
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
     (["algo=sacc"], "did you mean algo=sac?"),
     (["algo.bacth_size=64"], "did you mean algo.batch_size=64?"),
     (["seed=${oc.env:RLZOO_SURELY_UNSET_VARIABLE}"], "RLZOO_SURELY_UNSET_VARIABLE"),

@@ -77,9 +77,9 @@ def test_presets_configure_their_papers_settings(tmp_path: Path) -> None:
 
 CRITICS = ["twin", "ensemble", "distributional", "action_sequence", "categorical", "gaussian"]
 SUPPORTED = {
-    "sac": set(CRITICS), "redq": set(CRITICS), "stac": set(CRITICS),
+    "sac": set(CRITICS), "redq": set(CRITICS), "stac": set(CRITICS), "simbav2": set(CRITICS),
     "td3": {"twin", "ensemble", "action_sequence", "categorical"},
-    "dsac_t": {"distributional"},
+    "dsac_t": {"distributional"}, "flashsac": {"categorical"},
 }
 
 
@@ -96,7 +96,7 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
         cfg = compose("config", overrides=[f"algo={algo}", f"critic={critic}", *TINY])
     spec = EnvSpec(obs_dim=3, act_dim=2)
     if critic not in SUPPORTED[algo]:
-        with pytest.raises(UserError, match=f"cannot build algo={algo}: .* it supports: "):
+        with pytest.raises(UserError, match=f"cannot build algo={algo}: .* it trains: "):
             build_algorithm(cfg, spec, torch.device("cpu"))
         return
     built = build_algorithm(cfg, spec, torch.device("cpu"))
@@ -105,20 +105,73 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
     assert built.act(torch.zeros(5, 3)).shape == (5, 2 * horizon)
 
 
+@pytest.mark.parametrize("algo", ["simbav2", "flashsac"])
+def test_an_algorithms_critic_settings_follow_only_its_own_critic_kind(algo: str) -> None:
+    """SimbaV2's and FlashSAC's categorical support (conf/algo_critic/) applies to the
+    categorical critic only: with another kind the critic is that kind's own defaults, exactly
+    as under algo=sac with the same network; their temperature settings (conf/algo_tuner/)
+    apply to tuner=auto only."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        own = compose("config", overrides=[f"algo={algo}"])
+        twin = compose("config", overrides=[f"algo={algo}", "critic=twin"])
+        plain = compose("config", overrides=["algo=sac", "critic=twin", f"net={algo}"])
+        fixed = compose("config", overrides=[f"algo={algo}", "tuner=fixed"])
+        fixed_sac = compose("config", overrides=["algo=sac", "tuner=fixed"])
+    assert (own.critic.v_min, own.critic.v_max, own.critic.atoms, own.critic.n) == (-5, 5, 101, 2)
+    assert own.tuner.init_alpha == 0.01 and own.tuner.loss_form == "alpha"
+    assert twin.critic == plain.critic
+    assert set(fixed.tuner) == set(fixed_sac.tuner) and fixed.tuner.alpha == 0.2
+    assert fixed.tuner.entropy_units == "normalized"  # the algorithm's units for any tuner
+
+
+@pytest.mark.parametrize("algo", ["sac", "redq", "stac", "simbav2", "flashsac", "dsac_t"])
+@pytest.mark.parametrize("tuner", ["auto", "fixed", "none"])
+def test_every_entropy_algo_tuner_pair_builds_or_is_refused(algo: str, tuner: str) -> None:
+    from hydra import compose, initialize_config_module
+
+    from rlzoo.algos import EnvSpec
+    from rlzoo.errors import UserError
+    from rlzoo.run.build import build_algorithm
+    from rlzoo.tuners import AutoAlpha, FixedAlpha
+
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        cfg = compose("config", overrides=[f"algo={algo}", f"tuner={tuner}", *TINY])
+    spec = EnvSpec(obs_dim=3, act_dim=2)
+    if tuner == "none":
+        with pytest.raises(UserError, match="needs an entropy temperature: use tuner=auto or "
+                                            "tuner=fixed, not tuner=none"):
+            build_algorithm(cfg, spec, torch.device("cpu"))
+        return
+    built = build_algorithm(cfg, spec, torch.device("cpu"))
+    assert isinstance(built.tuner, AutoAlpha if tuner == "auto" else FixedAlpha)
+    if tuner == "fixed":
+        assert float(built.alpha) == pytest.approx(0.2)
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
+        (["algo=td3", "critic=agents"],
+         ["TD3 cannot train an AgentCritics", "(choose the critic=<kind>"]),
+        (["algo=sac", "critic=categorical", "critic.atoms=11.5"],
+         ["critic.atoms must be a whole number >= 2, got 11.5"]),
+        (["algo=sac", "critic.dropout=1.0"], ["critic.dropout must be in [0, 1), got 1.0"]),
+        (["algo=sac", "algo.actor.dropout=-0.1"],
+         ["algo.actor.dropout must be in [0, 1), got -0.1"]),
         (["algo=td3", "critic=distributional"],
          ["TD3 cannot train a DistributionalCritic", "TwinCritic, EnsembleCritic, "
           "ActionSequenceCritic, CategoricalCritic"]),
         (["algo=td3", "critic=gaussian"], ["TD3 cannot train a GaussianCritic"]),
         (["algo=dsac_t", "critic=categorical"],
-         ["DSACT cannot train a CategoricalCritic", "supports: DistributionalCritic"]),
+         ["DSACT cannot train a CategoricalCritic", "trains: DistributionalCritic"]),
         (["algo=sac", "critic=categorical", "critic.v_min=3", "critic.v_max=-3"],
          ["critic.v_min must be below critic.v_max"]),
-        (["algo=sac", "critic=categorical", "critic.atoms=1"], ["critic.atoms must be >= 2"]),
+        (["algo=sac", "critic=categorical", "critic.atoms=1"],
+         ["critic.atoms must be a whole number >= 2"]),
         (["algo=dsac_t", "critic=ensemble"],
-         ["cannot train a EnsembleCritic", "supports: DistributionalCritic"]),
+         ["cannot train an EnsembleCritic", "trains: DistributionalCritic"]),
         (["algo=sac", "critic=action_sequence", "critic.horizon=0"], ["critic.horizon"]),
     ],
 )

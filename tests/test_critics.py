@@ -301,8 +301,8 @@ def test_redq_schedule_actor_once_per_policy_delay_targets_every_update() -> Non
 
 def test_td3_refuses_the_distributional_critic_naming_what_it_supports() -> None:
     spec = EnvSpec(obs_dim=3, act_dim=1)
-    with pytest.raises(ValueError, match="it supports: TwinCritic, EnsembleCritic, "
-                                         "ActionSequenceCritic, CategoricalCritic$"):
+    with pytest.raises(ValueError, match="it trains: TwinCritic, EnsembleCritic, "
+                                         "ActionSequenceCritic, CategoricalCritic \\(choose"):
         TD3(spec, lambda o, a: DeterministicActor(o, a, **actor_args("td3", hidden=[8])), lambda o,
             a: DistributionalCritic(o, a,
                                     **critic_args("distributional",

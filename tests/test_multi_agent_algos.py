@@ -261,7 +261,7 @@ def test_wrong_critics_actors_and_specs_are_refused_in_one_line() -> None:
             **algo_args("maddpg"),
         )
     assert "\n" not in str(err.value)
-    with pytest.raises(ValueError, match="HASAC cannot train a AgentCritics"):
+    with pytest.raises(ValueError, match="HASAC cannot train an AgentCritics"):
         HASAC(
             SPEC,
             actor=partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)),

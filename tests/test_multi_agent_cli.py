@@ -215,10 +215,10 @@ def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
     (["algo=hasac", "env=mpe/simple_speaker_listener", "algo.share_actor=true"],
      ["share_actor=true needs agents with equal action sizes"]),
     (["algo=hasac", "env=mpe/simple_spread", "critic=agents"],
-     ["HASAC cannot train a AgentCritics; it supports: EnsembleCritic, DistributionalCritic, "
+     ["HASAC cannot train an AgentCritics; it trains: EnsembleCritic, DistributionalCritic, "
       "CategoricalCritic"]),
     (["algo=maddpg", "env=mpe/simple_spread", "critic=twin"],
-     ["MADDPG cannot train a TwinCritic; it supports: AgentCritics, DistributionalCritic, "
+     ["MADDPG cannot train a TwinCritic; it trains: AgentCritics, DistributionalCritic, "
       "CategoricalCritic"]),
     (["algo=coma", "env=mpe/simple_spread", "critic=distributional"],
      ["COMA cannot train a DistributionalCritic"]),

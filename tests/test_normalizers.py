@@ -475,3 +475,19 @@ def test_observations_that_are_not_a_box_are_refused() -> None:
     assert "normalize.obs=false" in str(info.value)
     env.obs_spaces.pop("agent b")
     check_observations(env, cfg)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["off", "maybe", 1, None])
+def test_a_normalizer_switch_that_is_not_true_or_false_is_refused(value: object) -> None:
+    """A config handed to the loop directly (the Python API) gets the CLI's check too: "off"
+    would otherwise read as on."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.errors import UserError
+    from rlzoo.run.normalize import settings
+
+    cfg = OmegaConf.create({"normalize": {"obs": value, "reward": False}})
+    with pytest.raises(UserError, match="normalize.obs is a switch, true or false"):
+        settings(cfg)
+    assert settings(OmegaConf.create({"normalize": {"obs": True}}))["obs"] is True
+    assert settings(OmegaConf.create({}))["obs"] is False  # configs from before the section

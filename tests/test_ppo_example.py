@@ -213,7 +213,7 @@ def test_invalid_values_and_critic_kind_are_refused() -> None:
         make_ppo(num_minibatches=0)
     with pytest.raises(ValueError, match="exceeds the rollout's 16 rows"):
         make_ppo(num_minibatches=17).update(synthetic_rollout())
-    with pytest.raises(ValueError, match="supports: EnsembleCritic"):
+    with pytest.raises(ValueError, match="trains: EnsembleCritic"):
         PPO(SPEC, actor=partial(TanhGaussianActor, **actor_args("sac", hidden=[8])),
             critic=partial(DistributionalCritic, **critic_args("distributional", hidden=[8])),
             **algo_args("ppo"))

@@ -255,16 +255,20 @@ class Algorithm(nn.Module):
         take different constructor arguments, so building first would fail less clearly)."""
         cls = getattr(factory, "func", factory)  # hydra hands a functools.partial of the class
         if isinstance(cls, type) and not issubclass(cls, self.supported_critics):
-            kinds = ", ".join(c.__name__ for c in self.supported_critics)
-            raise ValueError(f"{self.name} cannot train a {cls.__name__}; it supports: {kinds}")
+            raise ValueError(self.unsupported_critic(cls))
 
     def check_critic(self, critic: Critic) -> None:
         """Refuse a critic kind this algorithm cannot train, in one line."""
         if not isinstance(critic, self.supported_critics):
-            kinds = ", ".join(c.__name__ for c in self.supported_critics)
-            raise ValueError(
-                f"{self.name} cannot train a {type(critic).__name__}; it supports: {kinds}"
-            )
+            raise ValueError(self.unsupported_critic(type(critic)))
+
+    @classmethod
+    def unsupported_critic(cls, critic: type) -> str:
+        """The one line refusing critic class ``critic``: what this algorithm trains instead."""
+        kinds = ", ".join(c.__name__ for c in cls.supported_critics)
+        article = "an" if critic.__name__[:1] in "AEIOU" else "a"
+        return (f"{cls.__name__} cannot train {article} {critic.__name__}; it trains: {kinds} "
+                "(choose the critic=<kind> that builds one; docs/critics.md)")
 
     def forward(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)``: how ``per_seed`` calls a method with one seed's weights swapped in

@@ -62,7 +62,7 @@ class _EnsembleActorBase(nn.Module):
         self.obs_dim, self.act_dim, self.members = obs_dim, act_dim, members
         self.net = make_network(
             network, members, obs_dim, out_features, heads, hidden, activation, layer_norm,
-            dropout,
+            dropout, key="algo.actor",
         )
 
     def _trunk(self, obs: torch.Tensor) -> torch.Tensor:

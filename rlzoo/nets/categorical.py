@@ -100,10 +100,12 @@ def check_support(v_min: float, v_max: float, atoms: int) -> None:
     if not v_min < v_max:
         raise ValueError(
             f"critic.v_min must be below critic.v_max, got v_min={v_min}, v_max={v_max}; set "
-            "them around the env's discounted returns, e.g. critic.v_min=-100 critic.v_max=100"
+            "them around the env's discounted returns, e.g. critic.v_min=-100 critic.v_max=100 "
+            "(with normalize.reward=true, around the scaled ones: +-normalize.reward_g_max)"
         )
-    if atoms < 2:
-        raise ValueError(f"critic.atoms must be >= 2, got {atoms}; SimbaV2 and FlashSAC use 101")
+    if isinstance(atoms, bool) or not isinstance(atoms, int) or atoms < 2:
+        raise ValueError(f"critic.atoms must be a whole number >= 2, got {atoms!r}; SimbaV2 and "
+                         "FlashSAC use 101")
 
 
 class CategoricalCritic(Critic):

@@ -78,11 +78,12 @@ class EnsembleLinear(nn.Module):
         return f"members={self.members}, in={self.in_features}, out={self.out_features}"
 
 
-def check_dropout(dropout: float) -> float:
-    """``dropout`` if it is a usable drop probability, ``0 <= p < 1``."""
+def check_dropout(dropout: float, key: str = "dropout") -> float:
+    """``dropout`` if it is a usable drop probability, ``0 <= p < 1``; ``key`` names the setting
+    in the message (``critic.dropout``, ``algo.actor.dropout``)."""
     if not 0.0 <= dropout < 1.0:
         raise ValueError(
-            f"dropout must be in [0, 1), got {dropout}; set it to 0 (off) or a probability below 1"
+            f"{key} must be in [0, 1), got {dropout}; set it to 0 (off) or a probability below 1"
         )
     return dropout
 
@@ -162,12 +163,14 @@ def make_network(
     activation: str = "relu",
     layer_norm: bool = False,
     dropout: float = 0.0,
+    key: str = "critic",
 ) -> nn.Module:
     """The trunk of an actor or critic: ``network(members, in_features, out_features,
     heads=heads)`` when a network is configured (``critic.network``, ``algo.actor.network``,
     e.g. ``net=simbav2``), else an ``EnsembleMLP`` of ``hidden``/``activation``/``layer_norm``/
-    ``dropout`` (which then configure nothing else)."""
-    check_dropout(dropout)
+    ``dropout`` (which then configure nothing else). ``key``: where its settings live in the
+    config (``critic``, ``algo.actor``), for the messages."""
+    check_dropout(dropout, f"{key}.dropout")
     if network is None:
         return EnsembleMLP(
             members, in_features, hidden, out_features, activation, layer_norm, dropout, heads

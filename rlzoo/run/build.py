@@ -171,14 +171,19 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
     # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs})
     resolved = OmegaConf.create(OmegaConf.to_container(cfg.algo, resolve=True))
     algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in LOOP_KEYS])
+    check_critic_kind(cfg, cls)
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
+    tuner = inspect.signature(cls).parameters.get("tuner")
     if cfg.get("tuner"):
-        if "tuner" not in inspect.signature(cls).parameters:
+        if tuner is None:
             raise UserError(
                 f"algo={cfg.algo.name} has no entropy temperature to tune; drop the tuner "
                 "override (or pass tuner=none)"
             )
         extra["tuner"] = cfg.tuner
+    elif tuner is not None and tuner.default is inspect.Parameter.empty:
+        raise UserError(f"algo={cfg.algo.name} needs an entropy temperature: use tuner=auto or "
+                        "tuner=fixed, not tuner=none")
     try:
         with torch.device(device):
             algo = instantiate(algo_cfg, **extra)
@@ -207,6 +212,18 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         raise
     attach_normalizers(algo, cfg, spec)  # normalize.*: nothing unless asked for
     return algo.to(device)
+
+
+def check_critic_kind(cfg: DictConfig, cls: type[Algorithm]) -> None:
+    """Refuse, before anything is built, a ``critic=`` kind the algorithm class cannot train (the
+    kinds take different constructor arguments, so building first would fail less clearly)."""
+    target = (cfg.get("critic") or {}).get("_target_")
+    try:
+        critic = get_class(target) if target else None
+    except Exception:  # noqa: BLE001 - an unimportable target is reported where it is built
+        return
+    if isinstance(critic, type) and not issubclass(critic, cls.supported_critics):
+        raise UserError(f"cannot build algo={cfg.algo.name}: {cls.unsupported_critic(critic)}")
 
 
 def check_env_config(cfg: DictConfig) -> None:

@@ -43,7 +43,13 @@ def settings(cfg: DictConfig) -> dict[str, Any]:
     """The ``normalize`` section of ``cfg`` as plain values (all off when it is absent, as in
     configs written before it existed); one line for a value of the wrong kind."""
     section = cfg.get("normalize") or {}
-    out = {"obs": bool(section.get("obs", False)), "reward": bool(section.get("reward", False))}
+    out: dict[str, Any] = {}
+    for key in ("obs", "reward"):
+        value = section.get(key, False)
+        if not isinstance(value, bool):  # a word such as "off" would read as on
+            raise UserError(f"normalize.{key} is a switch, true or false, not {value!r}; write "
+                            f"normalize.{key}=true or normalize.{key}=false")
+        out[key] = value
     for key, default in (("epsilon", 1e-8), ("reward_g_max", 5.0)):
         value = section.get(key, default)
         try:
