@@ -163,3 +163,28 @@ def test_impossible_values_are_user_errors(override: str, fragment: str) -> None
     cfg = compose_cfg("algo=sac", override, *extra)
     with pytest.raises(UserError, match=fragment):
         read_settings(cfg)
+
+
+@pytest.mark.parametrize(("overrides", "fragments"), [
+    (["algo=simbav2"], []),
+    (["algo=sac", "critic=categorical"], []),
+    (["algo=sac", "critic.dropout=0.1"], []),  # the MLP trunk takes it
+    (["algo=simbav2", "critic.dropout=0.5", "critic.layer_norm=true"],
+     ["critic.dropout=0.5 and critic.layer_norm=True configure the MLP trunk only; "
+      "critic.network (rlzoo.nets.HypersphericalMLP) builds this one"]),
+    (["algo=flashsac", "algo.actor.dropout=0.2"], ["algo.actor.dropout=0.2 configure the MLP"]),
+    (["algo=simbav2", "normalize.reward=false"],
+     ["critic support [-5.0, 5.0] is sized for scaled returns"]),
+])
+def test_settings_that_take_effect_nowhere_are_warned(overrides: list[str],
+                                                      fragments: list[str]) -> None:
+    from hydra import compose, initialize_config_module
+
+    from rlzoo.run.settings import config_warnings
+
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    found = config_warnings(cfg)
+    assert len(found) == len(fragments), found
+    for line, fragment in zip(found, fragments):
+        assert fragment in line and "\n" not in line

@@ -105,7 +105,7 @@ class Trainer:
         self.restored: Path | None = None  # the checkpoint restore() loaded
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
-        self.warnings = schedule_warnings(s)
+        self.warnings = schedule_warnings(s, cfg)
         self.logger: Logger | None = None  # the first member's, which writes train.log
 
     def to_device(self, x: np.ndarray) -> torch.Tensor:
