@@ -19,9 +19,11 @@ Arguments that replace the config or print help (``--config-path``, ``--config-n
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,10 @@ def check_overrides(overrides: list[str]) -> DictConfig | None:
             checker = _Checker(items, multirun)
             for o in items:
                 checker.check_value_present(o)
-            composed = [checker.check(job) for job in checker.jobs()]
+            jobs = list(checker.jobs())
+            composed = [checker.check(job) for job in jobs]
+            if multirun and jobs:
+                checker.check_swept_switches(jobs[0])
         finally:
             if GlobalHydra.instance().is_initialized():
                 GlobalHydra.instance().clear()
@@ -153,6 +158,16 @@ def _parse_override(parser: OverridesParser, text: str) -> Override:
             f"the override {text!r} has no key before '='; write key=value, e.g. seed=1"
         )
     return override
+
+
+@functools.cache
+def switch_names() -> frozenset[str]:
+    """The last names of the keys that default to true/false in rlzoo's own YAML (``obs``,
+    ``layer_norm``, ``share_actor``, ``compile``, ...), read once."""
+    root = Path(__file__).parent / "conf"
+    pattern = re.compile(r"^\s*([A-Za-z_]\w*):\s*(?:true|false)\b", re.M)
+    return frozenset(name for path in root.rglob("*.yaml")
+                     for name in pattern.findall(path.read_text()))
 
 
 class _Checker:
@@ -251,28 +266,53 @@ class _Checker:
         return cfg
 
     def check_switches(self, cfg: DictConfig, job: list[str]) -> None:
-        """A key whose default is ``true``/``false`` takes only a truth value: a word such as
-        ``normalize.obs=maybe`` or ``=off`` would be read as on by Python's truth test. Only
-        overrides whose value is a word are looked at (one more composition, without them, gives
-        their defaults)."""
-        groups = set(self.groups.all())
-        words = [(text, o) for text in job if (o := reparse(text)) is not None
-                 and not o.is_delete() and o.key_or_group not in groups
-                 and not o.key_or_group.startswith("hydra")
-                 and isinstance(OmegaConf.select(cfg, o.key_or_group, default=None), str)]
-        if not words:
+        """A key whose default is ``true``/``false`` takes only a truth value: a word or a
+        number such as ``normalize.obs=maybe``, ``=off`` or ``=0.5`` would be read as on by
+        Python's truth test. Only overrides of a key named like one of rlzoo's switches
+        (:func:`switch_names`) whose value is not a truth value are looked at; one more
+        composition, without them, gives their defaults."""
+        suspects = [(text, o) for text in job if (o := reparse(text)) is not None
+                    and self.may_be_switch(o)
+                    and not isinstance(OmegaConf.select(cfg, o.key_or_group, default=None),
+                                       bool)]
+        self.refuse_switch_values(job, [(t, o, OmegaConf.select(cfg, o.key_or_group))
+                                        for t, o in suspects])
+
+    def check_swept_switches(self, job: list[str]) -> None:
+        """:meth:`check_switches` for the values of a multirun's swept keys beyond the first
+        (``jobs`` composes a plain key's first value only)."""
+        suspects = []
+        for o in self.items:
+            if o.is_discrete_sweep() and self.may_be_switch(o):
+                wrong = [v for v in o.sweep_iterator() if not isinstance(v, bool)]
+                if wrong:
+                    suspects.append((o.input_line or "", o, wrong[0]))
+        self.refuse_switch_values(job, suspects)
+
+    def may_be_switch(self, o: Override) -> bool:
+        key = o.key_or_group
+        return (not o.is_delete() and not key.startswith("hydra")
+                and key.rsplit(".", 1)[-1] in switch_names()
+                and key not in set(self.groups.all()))
+
+    def refuse_switch_values(self, job: list[str],
+                             suspects: list[tuple[str, Override, Any]]) -> None:
+        """``UserError`` for the first suspect whose key defaults to true/false without it."""
+        if not suspects:
             return
-        others = [text for text in job if text not in {t for t, _ in words}]
+        keys = {o.key_or_group for _, o, _ in suspects}
+        others = [text for text in job
+                  if (o := reparse(text)) is None or o.key_or_group not in keys]
         try:
             defaults = self.compose(others)
         except Exception:  # noqa: BLE001 - the other overrides were composed with these above
             return
-        for _, o in words:
+        for _, o, value in suspects:
             key = o.key_or_group
             if isinstance(OmegaConf.select(defaults, key, default=None), bool):
-                value = OmegaConf.select(cfg, key)
                 raise UserError(f"{key} is a switch, true or false, not {value!r}; write "
                                 f"{key}=true or {key}=false")
+
 
     # ------------------------------------------------------------------ interpolations
     def resolve(self, cfg: DictConfig, job: list[str]) -> None:

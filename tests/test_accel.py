@@ -176,7 +176,7 @@ def test_cudagraphs_on_cpu_is_one_line(tmp_path: Path) -> None:
 
 def test_accel_flags_must_be_booleans(tmp_path: Path) -> None:
     proc = run_cli(["algo=sac", "env=Pendulum", "compile=maybe"], tmp_path)
-    assert_user_error(proc, "compile must be true or false")
+    assert_user_error(proc, "compile is a switch, true or false, not 'maybe'")
 
 
 def test_cudagraphs_refuses_algorithms_with_host_side_state() -> None:

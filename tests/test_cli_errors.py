@@ -151,13 +151,18 @@ def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
     (["algo=hasac", "env=mpe/simple_spread", "algo.share_actor=yes"],
      "algo.share_actor is a switch"),
     (["compile=no"], "compile is a switch"),
+    (["critic.layer_norm=0.5"], "critic.layer_norm is a switch, true or false, not 0.5"),
+    (["-m", "critic.layer_norm=false,off", "seed=0,1"],
+     "critic.layer_norm is a switch, true or false, not 'off'"),
 ])
 def test_a_switch_takes_only_true_or_false(args: list[str], fragment: str) -> None:
     """A word for a true/false key would read as on (Python's truth test): refused in one line,
     and a word where the default is a word (log.progress=auto) or a path still passes."""
     assert fragment in error_of(args)
     assert check_overrides(["log.progress=auto", "env=gym", "env.id=Pendulum-v1",
-                            "normalize.obs=true", "hydra.run.dir=/tmp/x"]) is not None
+                            "normalize.obs=true", "hydra.run.dir=/tmp/x",
+                            "critic._target_=rlzoo.nets.TwinCritic"]) is not None
+    assert check_overrides(["-m", "critic.layer_norm=true,false", "seed=0,1"]) is None
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

@@ -126,6 +126,25 @@ def test_an_algorithms_critic_settings_follow_only_its_own_critic_kind(algo: str
     assert fixed.tuner.entropy_units == "normalized"  # the algorithm's units for any tuner
 
 
+def test_an_algo_file_that_inherits_keeps_its_familys_per_kind_settings(tmp_path: Path) -> None:
+    """A user's algo file listing rlzoo's simbav2 first (docs/extending.md's pattern) inherits
+    its family, so SimbaV2's categorical support and temperature start still apply; with
+    critic=twin they do not."""
+    from rlzoo.cli_check import check_overrides
+
+    (tmp_path / "algo").mkdir()
+    (tmp_path / "algo" / "simbav2_quick.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - simbav2\n  - _self_\n\nalgo:\n"
+        "  name: simbav2_quick\n")
+    path = f"hydra.searchpath=[file://{tmp_path}]"
+    quick = check_overrides([path, "algo=simbav2_quick"])
+    assert quick is not None and quick.algo.name == "simbav2_quick"
+    assert (quick.critic.v_min, quick.critic.v_max) == (-5.0, 5.0)
+    assert (quick.tuner.init_alpha, quick.tuner.loss_form) == (0.01, "alpha")
+    twin = check_overrides([path, "algo=simbav2_quick", "critic=twin"])
+    assert twin is not None and "v_min" not in twin.critic
+
+
 @pytest.mark.parametrize("algo", ["sac", "redq", "stac", "simbav2", "flashsac", "dsac_t"])
 @pytest.mark.parametrize("tuner", ["auto", "fixed", "none"])
 def test_every_entropy_algo_tuner_pair_builds_or_is_refused(algo: str, tuner: str) -> None:
@@ -140,8 +159,9 @@ def test_every_entropy_algo_tuner_pair_builds_or_is_refused(algo: str, tuner: st
         cfg = compose("config", overrides=[f"algo={algo}", f"tuner={tuner}", *TINY])
     spec = EnvSpec(obs_dim=3, act_dim=2)
     if tuner == "none":
-        with pytest.raises(UserError, match="needs an entropy temperature: use tuner=auto or "
-                                            "tuner=fixed, not tuner=none"):
+        with pytest.raises(UserError, match="needs an entropy temperature: leave tuner out \\(the "
+                                            "algorithm's own\\) or pass tuner=fixed, not "
+                                            "tuner=none"):
             build_algorithm(cfg, spec, torch.device("cpu"))
         return
     built = build_algorithm(cfg, spec, torch.device("cpu"))

@@ -27,7 +27,7 @@ from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, pair_tests
 from rlzoo.reproduce.page.figures import plot_published, published_figure
-from rlzoo.reproduce.page.headline import headline_lines, seed_lines
+from rlzoo.reproduce.page.headline import headline_lines, seed_lines, verdict_summary
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.page.runs import first_columns, updates_by
 from rlzoo.reproduce.page.scale import scale_line, scale_returns
@@ -151,7 +151,10 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     assert "![Pendulum learning curves](results/smoke/report/Pendulum.png)" in page, page
     assert "## `mujoco`" not in page and "## `gpu`" not in page  # a page of its own
     assert ("`sb3_sac`: Stable-Baselines3's SAC (the peer)" in page) == HAS_SB3
-    assert ("| sac | sb3_sac | " in page) == HAS_SB3  # rlzoo against the peer, seed pairs
+    # rlzoo against the peer: 2 seeds against 2 cannot reach p < 0.05, so the pair is not tested
+    pair = (f"| sac | sb3_sac (not tested: sac has {SMOKE_SEEDS} seeds; sb3_sac has "
+            f"{SMOKE_SEEDS} seeds) | — |")
+    assert (pair in page) == HAS_SB3, page
     assert f"| {SMOKE_SEEDS} seeds x {SMOKE_STEPS} steps |" in page
     assert " (at 100) | " in page  # the first evaluation, at step 100
     assert not (REPO / "docs" / "results.md").exists() or "smoke" not in (
@@ -857,8 +860,13 @@ def test_a_cell_of_one_seed_is_shown_but_never_tested(tmp_path: Path) -> None:
     seeds = "\n".join(seed_lines(data))
     assert "- Hopper `td3` (seed 0): 50k: 300" in seeds and "(seeds 0-4)" in seeds
     pairs = pair_lines(data, tests, "Hopper")
-    assert "| td3 | sac (not tested: 1 seed) | — | — | — | — |" in pairs
+    assert "| td3 | sac (not tested: td3 has 1 seed; sac has 5 seeds) | — | — | — | — |" in pairs
+    assert ("At 50k, 1 cell has a published reference; it shows no difference from the best one, "
+            "before or after Holm. 1 more cell at 50k (Hopper td3) has a reference but too few "
+            "seeds to test.") in "\n".join(lines)
     assert not any("td3" in key for key in tests.items)  # td3 entered no test of the family
+    assert verdict_summary(50_000, [], ["Hopper td3", "Walker2d td3"]) == (
+        "At 50k, 2 cells (Hopper td3, Walker2d td3) have a reference but too few seeds to test.")
     status = "\n".join(status_lines(data))
     assert "| Hopper | td3 | 1 seed (of the suite's 5) x 50,000 steps | — |" in status
     assert "| Hopper | sac | 5 seeds x 50,000 steps |" in status

@@ -91,8 +91,8 @@ class SAC(Algorithm):
             )
         if not callable(tuner):  # tuner=none leaves a bare node (or nothing) where a tuner goes
             raise ValueError(
-                f"{self.name} needs an entropy temperature: use tuner=auto or tuner=fixed, not "
-                "tuner=none"
+                f"{self.name} needs an entropy temperature: leave tuner out (the algorithm's own) "
+                "or pass tuner=fixed, not tuner=none"
             )
         self.tau, self.policy_delay, self.target_delay = tau, policy_delay, target_delay
         self.check_critic_factory(critic)

@@ -182,8 +182,8 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
             )
         extra["tuner"] = cfg.tuner
     elif tuner is not None and tuner.default is inspect.Parameter.empty:
-        raise UserError(f"algo={cfg.algo.name} needs an entropy temperature: use tuner=auto or "
-                        "tuner=fixed, not tuner=none")
+        raise UserError(f"algo={cfg.algo.name} needs an entropy temperature: leave tuner out "
+                        "(the algorithm's own) or pass tuner=fixed, not tuner=none")
     try:
         with torch.device(device):
             algo = instantiate(algo_cfg, **extra)

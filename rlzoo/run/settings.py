@@ -156,7 +156,8 @@ def read_settings(cfg: DictConfig) -> Settings:
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)
         if not isinstance(value, bool):
-            raise UserError(f"{key} must be true or false, got {value!r}; e.g. {key}=true")
+            raise UserError(f"{key} is a switch, true or false, not {value!r}; write "
+                            f"{key}=true or {key}=false")
         accel[key] = value
     threads = cfg.get("torch_threads", "auto")
     if isinstance(threads, str) and threads != "auto":
@@ -261,10 +262,10 @@ def config_warnings(cfg: DictConfig) -> list[str]:
                        "use net=mlp or leave them out")
     critic = cfg.get("critic") or {}
     normalize = cfg.get("normalize") or {}
+    if not str(critic.get("_target_", "")).endswith("CategoricalCritic"):
+        return out
     bound = max(abs(float(critic.get("v_min", 0.0))), abs(float(critic.get("v_max", 0.0))))
-    if (str(critic.get("_target_", "")).endswith("CategoricalCritic")
-            and not normalize.get("reward", False)
-            and bound <= float(normalize.get("reward_g_max", 5.0))):
+    if not normalize.get("reward", False) and bound <= float(normalize.get("reward_g_max", 5.0)):
         out.append(f"critic support [{critic.v_min}, {critic.v_max}] is sized for scaled returns "
                    "(normalize.reward_g_max), but normalize.reward=false: discounted returns "
                    "outside it are clipped; set critic.v_min/v_max around the env's returns or "

@@ -19,7 +19,7 @@ from rlzoo.reproduce.page.runs import (
     value_at,
     window_mean,
 )
-from rlzoo.reproduce.page.verdicts import MIN_TESTED_SEEDS, Test, Tests
+from rlzoo.reproduce.page.verdicts import Test, Tests, testable
 from rlzoo.reproduce.references import REFERENCES, Reference, normalizer
 from rlzoo.reproduce.schema import Suite
 
@@ -67,14 +67,14 @@ def references_of(task: str, row: str) -> list[Reference]:
 def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
                     steps: int) -> list[tuple[Reference, np.ndarray, Test | None]]:
     """``row``'s seeds against each published curve's seeds at ``steps`` (windows on both
-    sides): (reference, its seeds' windows, the test, None when the row has fewer than
-    :data:`MIN_TESTED_SEEDS` seeds); [] when either side lacks the window."""
+    sides): (reference, its seeds' windows, the test, None when the two sides are too few to
+    test, :func:`testable`); [] when either side lacks the window."""
     ours = data.windows(task, row, steps)
     out = []
     for ref in references_of(task, row) if ours else []:
         theirs = ref.window(steps, WINDOW)
         if theirs is not None:
-            test = None if len(ours) < MIN_TESTED_SEEDS else tests.run(
+            test = None if not testable(len(ours), len(theirs)) else tests.run(
                 ("ref", data.suite.name, task, row, ref.algo, str(steps)), ours, theirs.tolist())
             out.append((ref, theirs, test))
     return out
@@ -87,8 +87,7 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
     each rlzoo row against its peer, and each row against the rows of ``Row.against``. Rows
     trained to different budgets are compared at the smaller one (B's label then says at which
     step): each seed's evaluation there, and its mean over the evaluations up to it. A pair
-    where a side has fewer than :data:`MIN_TESTED_SEEDS` seeds is not tested: both tests are
-    None (B's label says why)."""
+    too small to test (:func:`testable`) has both tests None, and B's label says why."""
     rows = data.runs.get(task, {})
     peers = [("peer", str(r.peer), r.label) for r in data.suite.rows if r.peer]
     against = [("against", r.label, other) for r in data.suite.rows for other in r.against]
@@ -96,10 +95,10 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
     for kind, a, b in peers + against:
         if not (rows.get(a) and rows.get(b)):
             continue
-        few = min(len(rows[a]), len(rows[b]))
-        if few < MIN_TESTED_SEEDS:
-            out.append((kind, a, f"{b} (not tested: {few} seed{'s' if few != 1 else ''})",
-                        None, None))
+        if not testable(len(rows[a]), len(rows[b])):
+            counts = "; ".join(f"{name} has {len(rows[name])} seed"
+                               + ("s" if len(rows[name]) != 1 else "") for name in (a, b))
+            out.append((kind, a, f"{b} (not tested: {counts})", None, None))
             continue
         budgets = {name: max(summary_steps(d) or 0 for d in rows[name]) for name in (a, b)}
         common = min(budgets.values())
@@ -141,7 +140,7 @@ def aggregate_scores(data: SuiteData, steps: int) -> tuple[list[str], dict[str, 
 
     for row in data.suite.rows:
         columns = [data.windows(task, row.label, steps) for task in tasks]
-        if (all(c is not None and len(c) >= MIN_TESTED_SEEDS for c in columns)
+        if (all(c is not None and len(c) >= 2 for c in columns)
                 and len({len(c) for c in columns}) == 1):
             scores[row.label] = np.stack([norm(t, c) for t, c in zip(tasks, columns)], axis=1)
     for algo in dict.fromkeys(r.algo for r in REFERENCES if r.data_algo):

@@ -47,6 +47,7 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
              "([method](#method)). `not run yet`: no result at that budget (the cells' status "
              f"is at the end of the `{suite.name}` section).", "", head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
+    untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
     for task, row in suite.cells():
         cells = []
         for s in budgets:
@@ -63,6 +64,7 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             ref, theirs, test = best
             published = f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})"
             if test is None:
+                untested[s].append(f"{task.name} {row.label}")
                 cells += [ours, published, untested_text(
                     data.windows(task.name, row.label, s) or [], theirs)]
                 continue
@@ -70,7 +72,8 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             point, lo, hi = test.poi
             cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
-    lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s]) for s in budgets), ""]
+    lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
+                                              for s in budgets), ""]
     for task in suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""
@@ -85,9 +88,23 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     return lines
 
 
-def verdict_summary(steps: int, found: list[tuple[str, Test]]) -> str:
+def verdict_summary(steps: int, found: list[tuple[str, Test]],
+                    untested: list[str] | None = None) -> str:
     """One sentence on the headline's verdicts at ``steps``: how many cells have a reference,
-    how many differ after Holm, and which differ only before it."""
+    how many differ after Holm, and which differ only before it; then the cells with a
+    reference but too few seeds to test (``untested``), by name."""
+    if not untested:
+        return _tested_summary(steps, found)
+    cells = f"{len(untested)} {'cells' if len(untested) != 1 else 'cell'}"
+    few = (f"({', '.join(untested)}) {'have' if len(untested) != 1 else 'has'} a reference but "
+           "too few seeds to test.")
+    if not found:
+        return f"At {kilo(steps)}, {cells} {few}"
+    more = cells.replace(" ", " more ", 1)
+    return f"{_tested_summary(steps, found)} {more} at {kilo(steps)} {few}"
+
+
+def _tested_summary(steps: int, found: list[tuple[str, Test]]) -> str:
     if not found:
         return f"At {kilo(steps)}, no cell with a published reference has run yet."
     after = [(name, t) for name, t in found if t.adjusted < ALPHA]

@@ -110,7 +110,8 @@ def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
                 runs = data.cell(env, row.label)
                 mine = updates_by(runs[0], s)
                 verdict = test.cells() if test else f"— | {untested_text(ours, theirs)}"
-                shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)} ({len(ours)}) | "
+                count = "" if len(ours) == 1 else f" ({len(ours)})"  # "(1 seed)" says it
+                shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)}{count} | "
                              f"{ref.algo}: {iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
                              f"| {'?' if mine is None else f'{mine:,}'} / {ref.updates(s)} | "
                              f"{verdict} |")
