@@ -141,13 +141,13 @@ SUITES: dict[str, Suite] = {
         not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
                 "steps/s, about 3.5 h) and an ensemble-critic cell about 4 h, and none of these "
-                "rows has a published reference; the hours went to the rows that have one, to "
-                "the peer and to the action-sequence critic with its control; `simbav2` and "
-                "`flashsac` each cost about 30x SAC per update on this CPU "
-                "(docs/performance.md), about a day per 5-seed cell: their cells belong to the "
-                "`gpu` suite; the `stac` and "
-                "`sac-categorical` rows were added later (issue 24): `stac` ran on Hopper and "
-                "HalfCheetah at 50k (about 1.1 h each), `sac-categorical` has not been run",
+                "rows has a published reference; `simbav2` and `flashsac` each cost about 30x "
+                "SAC per env step on this CPU (docs/performance.md; one SimbaV2 seed ran 2.0 "
+                "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
+                "their full cells belong to the `gpu` suite; the hours went to the rows with a "
+                "published reference, the peer, the action-sequence critic with its control and "
+                "the `stac` and `sac-categorical` rows, so the 100k extensions and Walker2d "
+                "(2-3 h per cell at 100k) wait for more machine time",
     ),
     "marl": Suite(
         name="marl",
@@ -194,7 +194,9 @@ SUITES: dict[str, Suite] = {
         not_run="not run yet: the distributional-critic rows were added after the other cells "
                 "ran; each is a 5-seed cell of MADDPG's or HASAC's cost or more (the critic's "
                 "loss is heavier), about 0.5-2 h on 2 shared cores; on mpe-simple_spread "
-                "maddpg-distributional took 0.94 h and maddpg-categorical 0.64 h",
+                "maddpg-distributional took 0.94 h and maddpg-categorical 0.64 h, on "
+                "mamujoco-HalfCheetah-2x3 maddpg-distributional 0.57 h and "
+                "hasac-distributional 0.96 h",
     ),
     "gpu": Suite(
         name="gpu",
