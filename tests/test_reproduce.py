@@ -767,8 +767,10 @@ def test_rank_test_power_is_the_exact_tests() -> None:
 
 def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path) -> None:
     """A suite row that has not run, and one that ran but has no published curve: the headline
-    says `not run yet` and `no reference`; a row with a curve gets the best one and a verdict;
-    the aggregate keeps only rows with every task."""
+    says `not run yet` and `no reference`, and how far a cell got short of a budget; a row with
+    a curve gets the best one and a verdict with its own window's IQM (here 10 below its
+    evaluation at the step), and "In short" also names a non-best reference that differs after
+    Holm; the aggregate keeps only rows with every task."""
     suite = Suite(
         name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
         seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
@@ -779,7 +781,8 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
         for seed in range(5):
             run = tmp_path / "x" / "Hopper" / f"{label}-s{seed}"
             run.mkdir(parents=True)
-            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + 0 * steps)})
+            bump = 30.0 * (steps % 50_000 == 0)  # the evaluation at 50k and 100k: +30
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, level + seed + bump)})
             (run / "summary.json").write_text(json.dumps(
                 {"final_eval_return": level + seed, "total_steps": int(last)}))
     data = SuiteData.read(suite, tmp_path)
@@ -789,16 +792,20 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     lines = headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
-    assert rows["new_algo"].startswith("| Hopper | new_algo | 102 [101, 104] | no reference | — |")
-    # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336)
+    assert rows["new_algo"] == ("| Hopper | new_algo | 132 [131, 134] | no reference | — | "
+                                "5 seeds to 50k only | — | — |")
+    # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336);
+    # the verdict is on the window, (300 + 300 + 330) / 3 + seed, not on the point at the step
     assert rows["td3"] == (
-        "| Hopper | td3 | 302 [301, 304] | TD3 (paper): 285 (10) | no difference found (P = 0.60 "
-        "[0.30, 0.90]) | 302 [301, 304] | TD3 (paper): 559 (10) | below (P = 0.10 [0.00, "
-        "0.30]) |")
+        "| Hopper | td3 | 332 [331, 334] | TD3 (paper): 285 (10) | no difference found (rlzoo's "
+        "window: 312; P = 0.66 [0.38, 0.90]) | 332 [331, 334] | TD3 (paper): 559 (10) | below "
+        "(rlzoo's window: 312; P = 0.10 [0.00, 0.30]) |")
     assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
     assert "**In short.** At 50k, 1 cell has a published reference; it shows no difference from " \
-           "the best one, before or after Holm. At 100k, 1 cell has a published reference; 1 " \
-           "differs from the best one after Holm (Hopper td3 below)." in lines
+           "the best one, before or after Holm. Against the other published curves of these " \
+           "cells at 50k, 1 comparison differs after Holm: Hopper td3 above TD3 (Tianshou). At " \
+           "100k, 1 cell has a published reference; 1 differs from the best one after Holm " \
+           "(Hopper td3 below)." in lines
     tasks, scores = aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)

@@ -187,9 +187,11 @@ UNPUBLISHED = {
               "with lr 3e-4, and 10,000 random steps (SAC: 5,000). On Hopper seed 0 its "
               "temperature was 2.34 at 11k steps, 0.29 at 26k and 0.065 at 46k: the policy is "
               "pushed towards high entropy for about half of the 50k steps. The control "
-              "`dsac_t-sac_start` would test this explanation; it has not been run.",
+              "`dsac_t-sac_start` would test this explanation; it was timed (3.7 env steps/s, "
+              "about 3.5 h a cell), not run.",
     "Hopper/sac-action_sequence": (
-        "On Hopper at 50k it is ahead of SAC on every seed pair's mean over evaluations (a "
+        "On Hopper at 50k `sac-action_sequence` is ahead of SAC on every seed pair's mean over "
+        "evaluations (a "
         "measure chosen after this cell had been seen, so not a fresh test; the control cells "
         "below are); its IQM is above SAC's at every evaluation from the second (10k steps: its "
         "seeds at 404-1,108, SAC's at 224-306) on, though not on every seed pair (at 45k its "
@@ -206,7 +208,8 @@ UNPUBLISHED = {
         "evaluations, which points to the chunked actions and critic; none of these p survives "
         "Holm's correction (see the method)."),
     "HalfCheetah/sac-action_sequence": (
-        "On HalfCheetah at 50k it is behind SAC on every seed pair's mean over evaluations (on "
+        "On HalfCheetah at 50k `sac-action_sequence` is behind SAC on every seed pair's mean over "
+        "evaluations (on "
         "the final return no difference was found), and learns unevenly: seed 0 fell from 2,758 "
         "at 30k steps to -165 at 35k, stayed below 200 (185, 12) and was at 3,056 at 50k; "
         "without seed 0 the gap remains (the other seeds' means over evaluations 935-1,466, "
@@ -232,7 +235,7 @@ UNPUBLISHED = {
                  "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
                  "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
                  "drop to an IQM of -542 at 7,500 steps (full torque on all six joints costs "
-                 "about -600 an episode) and end at 25k at 331, 43, 12.5, -9.6 and -125: one "
+                 "about -600 an episode) and end at 25k at 332, 42.8, 12.5, -9.6 and -125: one "
                  "seed runs forward, the others are around standing still or below it. HASAC's "
                  "seeds end at 241, -44.6, -58.8, -97.6 and -100; the single-agent SAC row of "
                  "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 86.9, "

@@ -45,8 +45,9 @@ MUJOCO_ROWS = (
              "update per env step"),
     Row("stac", ("algo=stac",), against=("sac",),
         note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
-             "mu' - 0.25 sigma' (the paper's best beta per task, its Table 4: Hopper 0.5, "
-             "HalfCheetah 0), LayerNorm and dropout 0.01 in actor and critic (the paper's best "
+             "mu' - 0.25 sigma' (beta 0.25, the paper's setting for Ant and Humanoid; its best per "
+             "task, Table 4, is 0.5 on Hopper and 0 on HalfCheetah), LayerNorm and dropout 0.01 in "
+             "actor and critic (the paper's best "
              "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
     Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
         note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
@@ -133,10 +134,11 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
         why="100k env steps, where every published source has a point (the headline also "
-            "reads each curve at 50k): measured on 2 shared cores, a 5-seed cell of 50k took "
-            "TD3 20-34 min, SAC about an hour, DSAC-T about 2 h and the ensemble critic's 10 "
-            "members about 4 h (estimated), an SB3 cell 1-3 h of one core per seed "
-            "(docs/reproducing.md); 100k takes about twice that, Walker2d about Hopper's",
+            "reads each curve at 50k): on 2 shared cores a 5-seed rlzoo cell of 50k took "
+            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes) and a "
+            "TD3 cell of 100k 2.2-3.1 h (each cell's time is in the table at the end of this "
+            "section); the ensemble critic's 10 members would take about 4 h at 50k "
+            "(estimated), and Walker2d about Hopper's",
         first_eval=WARM_UP_FIRST_EVAL,
         not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "

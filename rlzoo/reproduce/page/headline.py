@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR
+from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR, read_json
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, reference_tests
 from rlzoo.reproduce.page.figures import published_figure
 from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
@@ -29,6 +29,8 @@ def best_reference(data: SuiteData, tests: Tests, task: str, row: str,
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     """The headline of a suite: every cell at each headline budget against the best published
     reference, then one figure per task."""
+    from rlzoo.analysis import stats
+
     suite = data.suite
     budgets = suite.headline_steps
     head = "| task | row |"
@@ -40,20 +42,24 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
         rule += "---|---|---|"
     lines = [f"## Headline: {suite.title} ({suite.seeds} seeds)", "",
              f"Every cell of the `{suite.name}` suite: rlzoo's IQM over seeds of the evaluation at "
-             "that env step; the published curve of the same algorithm whose seeds' means over "
-             f"the last {kilo(WINDOW)} (three evaluations) have the highest IQM, and that IQM; "
-             "the verdict of rlzoo's seeds' means over the same window against the published "
-             "seeds', with P(rlzoo > published) [95% CI], after Holm's correction "
-             "([method](#method)). `not run yet`: no result at that budget (the cells' status "
-             f"is at the end of the `{suite.name}` section).", "", head, rule]
+             "that env step; the published curve of the same algorithm (for the modern family, "
+             "`simbav2`, `stac` and `sac-categorical`, also CrossQ's) whose seeds' means over "
+             f"the last {kilo(WINDOW)} have the highest IQM, and that IQM; the verdict of rlzoo's "
+             "seeds' means over the same window against the published seeds', with rlzoo's IQM "
+             "of those means (it can differ from the evaluation at the step: single evaluations "
+             "are uneven) and P(rlzoo > published) [95% CI], after Holm's correction "
+             "([method](#method) says how many evaluations each window holds). `not run yet`: "
+             "no result at that budget; `N seeds to Xk only`: a cell that stopped short of it "
+             f"(the cells' status is at the end of the `{suite.name}` section).", "", head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
+    others: dict[int, list[str]] = {s: [] for s in budgets}  # differ from a non-best reference
     for task, row in suite.cells():
         cells = []
         for s in budgets:
             values = data.values_at(task.name, row.label, s)
             if values is None:
-                cells += ["not run yet", "—", "—"]
+                cells += [short_of(data.cell(task.name, row.label)), "—", "—"]
                 continue
             ours = iqm_text(values) + (f" ({len(values)} seeds)"
                                        if 1 < len(values) != suite.seeds else "")
@@ -70,9 +76,16 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                 continue
             verdicts[s].append((f"{task.name} {row.label}", test))
             point, lo, hi = test.poi
-            cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
+            window = fmt(stats.iqm(np.asarray(data.windows(task.name, row.label, s) or [])))
+            others[s] += [f"{task.name} {row.label} {'above' if t.poi[0] > 0.5 else 'below'} "
+                          f"{r.algo}" for r, _, t in reference_tests(data, tests, task.name,
+                                                                     row.label, s)
+                          if r is not ref and t is not None and t.adjusted < ALPHA]
+            cells += [ours, published, f"{test.verdict()} (rlzoo's window: {window}; "
+                                       f"P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
     lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
+                                              + others_summary(s, others[s])
                                               for s in budgets), ""]
     for task in suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
@@ -86,6 +99,26 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
     lines += aggregate_lines(data, rel)
     return lines
+
+
+def short_of(runs: list[Path]) -> str:
+    """The headline's cell for a budget no seed reached: ``not run yet``, or how far the cell's
+    seeds got (``1 seed to 30k only``), read from their summaries."""
+    reached = [(read_json(d / "summary.json") or {}).get("total_steps") for d in runs]
+    if not runs or None in reached:
+        return "not run yet"
+    seeds = f"{len(runs)} seed{'s' if len(runs) != 1 else ''}"
+    return f"{seeds} to {kilo(min(reached))} only"
+
+
+def others_summary(steps: int, found: list[str]) -> str:
+    """The comparisons at ``steps`` with published curves other than the best one that differ
+    after Holm (the sections' tables), by name; empty without any."""
+    if not found:
+        return ""
+    n = f"{len(found)} comparison{'s' if len(found) != 1 else ''}"
+    return (f" Against the other published curves of these cells at {kilo(steps)}, {n} "
+            f"{'differ' if len(found) != 1 else 'differs'} after Holm: {', '.join(found)}.")
 
 
 def verdict_summary(steps: int, found: list[tuple[str, Test]],
