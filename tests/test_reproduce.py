@@ -879,3 +879,42 @@ def test_a_cell_of_one_seed_is_shown_but_never_tested(tmp_path: Path) -> None:
     assert "| Hopper | sac | 5 seeds x 50,000 steps |" in status
     _, scores = aggregate_scores(data, 50_000)
     assert "td3" not in scores and scores["sac"].shape == (5, 1)
+
+
+def test_cells_from_two_machines_each_name_theirs(tmp_path: Path) -> None:
+    """The status table's wall times: on one machine the header names it once; when cells ran on
+    different machines, each timed cell names the machine of its last launch (provenance.json),
+    and a cell without a wall time or without runs stays `—`."""
+    suite = Suite(
+        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
+        seeds=2, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(Row("sac", ()), Row("td3", ()), Row("untimed", ()), Row("never_run", ())))
+
+    def cell(label: str, cpus: list[str], wall: float | None) -> None:
+        for seed in range(2):
+            run = tmp_path / "x" / "Hopper" / f"{label}-s{seed}"
+            run.mkdir(parents=True)
+            summary = {"final_eval_return": 1.0, "total_steps": 50_000}
+            if wall is not None:
+                summary["wall_time_s"] = wall
+            (run / "summary.json").write_text(json.dumps(summary))
+            (run / "provenance.json").write_text(json.dumps(
+                [{"cpu": cpu, "cores": 2} for cpu in cpus]))
+
+    cell("sac", ["AMD EPYC"], 3600.0)
+    cell("untimed", ["AMD EPYC"], None)
+    cell("td3", ["AMD EPYC", "Intel Xeon"], 7200.0)  # resumed on another machine: its last launch
+    status = status_lines(SuiteData.read(suite, tmp_path))
+    assert status[0] == ("Cells (wall time on the machine of each cell's last launch; shared "
+                         "with other jobs):")
+    assert "| Hopper | sac | 2 seeds x 50,000 steps | 1.00 h (one process; AMD EPYC, 2 cores) |" \
+        in status
+    assert ("| Hopper | td3 | 2 seeds x 50,000 steps | 2.00 h (one process; Intel Xeon, 2 "
+            "cores) |") in status
+    assert "| Hopper | untimed | 2 seeds x 50,000 steps | — |" in status
+    assert "| Hopper | never_run | not run (a) | — |" in status
+    shutil.rmtree(tmp_path / "x" / "Hopper" / "td3-s0")
+    shutil.rmtree(tmp_path / "x" / "Hopper" / "td3-s1")
+    status = status_lines(SuiteData.read(suite, tmp_path))
+    assert status[0] == "Cells (wall time on: AMD EPYC, 2 cores; shared with other jobs):"
+    assert "| Hopper | sac | 2 seeds x 50,000 steps | 1.00 h (one process) |" in status
