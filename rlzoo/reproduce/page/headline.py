@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR, read_json
+from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR, summary_steps
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, reference_tests
 from rlzoo.reproduce.page.figures import published_figure
 from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
@@ -15,14 +15,12 @@ from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text, 
 from rlzoo.reproduce.references import Reference
 
 
-def best_reference(data: SuiteData, tests: Tests, task: str, row: str,
-                   steps: int) -> tuple[Reference, np.ndarray, Test | None] | None:
-    """The published curve of ``row`` on ``task`` whose seeds' windows at ``steps`` have the
-    highest IQM (the hardest to match), with the test against it (None for a row with too few
-    seeds to test); None without one."""
+def best_reference(found: list[tuple[Reference, np.ndarray, Test | None]]
+                   ) -> tuple[Reference, np.ndarray, Test | None] | None:
+    """Of a cell's published curves with their tests (``reference_tests``), the one whose seeds'
+    windows have the highest IQM (the hardest to match); None without one."""
     from rlzoo.analysis import stats
 
-    found = reference_tests(data, tests, task, row, steps)
     return max(found, key=lambda item: stats.iqm(item[1])) if found else None
 
 
@@ -63,7 +61,8 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                 continue
             ours = iqm_text(values) + (f" ({len(values)} seeds)"
                                        if 1 < len(values) != suite.seeds else "")
-            best = best_reference(data, tests, task.name, row.label, s)
+            found = reference_tests(data, tests, task.name, row.label, s)
+            best = best_reference(found)
             if best is None:
                 cells += [ours, "no reference", "—"]
                 continue
@@ -78,8 +77,7 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             point, lo, hi = test.poi
             window = fmt(stats.iqm(np.asarray(data.windows(task.name, row.label, s) or [])))
             others[s] += [f"{task.name} {row.label} {'above' if t.poi[0] > 0.5 else 'below'} "
-                          f"{r.algo}" for r, _, t in reference_tests(data, tests, task.name,
-                                                                     row.label, s)
+                          f"{r.algo}" for r, _, t in found
                           if r is not ref and t is not None and t.adjusted < ALPHA]
             cells += [ours, published, f"{test.verdict()} (rlzoo's window: {window}; "
                                        f"P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
@@ -104,7 +102,7 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
 def short_of(runs: list[Path]) -> str:
     """The headline's cell for a budget no seed reached: ``not run yet``, or how far the cell's
     seeds got (``1 seed to 30k only``), read from their summaries."""
-    reached = [(read_json(d / "summary.json") or {}).get("total_steps") for d in runs]
+    reached = [summary_steps(d) for d in runs]
     if not runs or None in reached:
         return "not run yet"
     seeds = f"{len(runs)} seed{'s' if len(runs) != 1 else ''}"

@@ -28,7 +28,8 @@ def status_lines(data: SuiteData) -> list[str]:
     """Every cell's state and, for a finished one, its wall time on the machine it ran on; the
     reason a cell has not run is said once, below the table."""
     suite = data.suite
-    rows: list[tuple[str, str | None, str | None]] = []  # (row, wall time, the cell's machine)
+    # (the row up to its wall time, (hours, how measured) or None, the cell's machine or None)
+    rows: list[tuple[str, tuple[float, str] | None, str | None]] = []
     reasons = []
     for task, row in suite.cells():
         runs = data.cell(task.name, row.label)
@@ -41,22 +42,21 @@ def status_lines(data: SuiteData) -> list[str]:
             if max(steps) < budget:
                 state += f"; {budget:,} not run yet"
             wall = cell_wall_time(runs)
-            time_text = f"{wall[0]:.2f} h ({wall[1]}" if wall else None
             where = machine(runs) or "?"
         else:
             note = data.status.get(f"{task.name}/{row.label}") or suite.not_run
             if note not in reasons:
                 reasons.append(note)
             state = f"not run ({chr(ord('a') + reasons.index(note))})"
-            time_text, where = None, None
-        rows.append((f"| {task.name} | {row.label} | {state} |", time_text, where))
+            wall, where = None, None
+        rows.append((f"| {task.name} | {row.label} | {state} |", wall, where))
     machines = sorted({where for _, _, where in rows if where})
     each = len(machines) > 1  # then each cell says which machine its last launch ran on
     head = ("Cells (wall time on the machine of each cell's last launch; shared with other jobs):"
             if each else f"Cells (wall time on: {machines[0] if machines else '—'}; shared with "
             "other jobs):")
-    table = [f"{text} {wall}{f'; {where}' if each else ''}) |" if wall else f"{text} — |"
-             for text, wall, where in rows]
+    table = [f"{text} {wall[0]:.2f} h ({wall[1]}{f'; {where}' if each else ''}) |" if wall
+             else f"{text} — |" for text, wall, where in rows]
     lines = [head, "", "| task | row | state | wall time |", "|---|---|---|---|", *table, ""]
     lines += [f"({chr(ord('a') + i)}) {reason}." for i, reason in enumerate(reasons)]
     return lines + ([""] if reasons else [])
