@@ -25,9 +25,19 @@ from rlzoo.reproduce.files import REPO as REPRODUCE_REPO
 from rlzoo.reproduce.files import repo_relative
 from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts
-from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, pair_tests
+from rlzoo.reproduce.page.data import (
+    SuiteData,
+    aggregate_scores,
+    aggregate_task_sets,
+    pair_tests,
+)
 from rlzoo.reproduce.page.figures import plot_published, published_figure
-from rlzoo.reproduce.page.headline import headline_lines, seed_lines, verdict_summary
+from rlzoo.reproduce.page.headline import (
+    aggregate_lines,
+    headline_lines,
+    seed_lines,
+    verdict_summary,
+)
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.page.runs import first_columns, updates_by
 from rlzoo.reproduce.page.scale import scale_line, scale_returns
@@ -809,6 +819,43 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     tasks, scores = aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)
+
+
+def test_a_row_on_fewer_tasks_keeps_its_place_in_the_aggregate(tmp_path: Path) -> None:
+    """Rows run on every task are aggregated over all of them; a row run on two of three tasks
+    is not dropped from the aggregate but gets a second table over those two, beside every row
+    that has them (rlzoo's and the published), each labelled with its tasks; a row on one task
+    gets no table of its own (that is its headline row)."""
+    suite = Suite(
+        name="x", title="x", tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah"),
+                                    Task("Walker2d", "Walker2d")), steps=50_000,
+        seeds=3, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(Row("sac", ()), Row("stac", ()), Row("one_seed", ()), Row("one_task", ())),
+        headline_steps=(50_000,))
+    cells = [("sac", t, 3) for t in ("Hopper", "HalfCheetah", "Walker2d")]
+    cells += [("stac", t, 3) for t in ("Hopper", "HalfCheetah")]
+    cells += [("one_seed", "Hopper", 1), ("one_task", "Hopper", 3)]
+    for label, task, seeds in cells:
+        steps = np.arange(5_000, 50_001, 5_000)
+        for seed in range(seeds):
+            run = tmp_path / "x" / task / f"{label}-s{seed}"
+            run.mkdir(parents=True)
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, 100.0 * seed + 0 * steps)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": 100.0 * seed, "total_steps": 50_000}))
+    data = SuiteData.read(suite, tmp_path)
+    assert aggregate_task_sets(data, 50_000) == [["Hopper", "HalfCheetah", "Walker2d"],
+                                                 ["Hopper", "HalfCheetah"]]
+    tasks, full = aggregate_scores(data, 50_000)
+    assert tasks == ["Hopper", "HalfCheetah", "Walker2d"] and full["sac"].shape == (3, 3)
+    assert "stac" not in full and "TD3 (paper)" in full
+    _, two = aggregate_scores(data, 50_000, ["Hopper", "HalfCheetah"])
+    assert two["stac"].shape == (3, 2) and two["sac"].shape == (3, 2) and "TD3 (paper)" in two
+    assert "one_seed" not in two and "one_task" not in two
+    text = "\n".join(aggregate_lines(data, Path("x")))
+    assert "At 50k (Hopper, HalfCheetah, Walker2d):" in text
+    assert "At 50k (Hopper, HalfCheetah):" in text and "At 50k (Hopper):" not in text
+    assert text.count("| stac | 3 x 2 |") == 1 and text.count("| sac | 3 x") == 2
 
 
 def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Path) -> None:

@@ -123,13 +123,36 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
     return out
 
 
-def aggregate_scores(data: SuiteData, steps: int) -> tuple[list[str], dict[str, np.ndarray]]:
-    """The cross-task scores at ``steps``: the tasks (those where an rlzoo row of the suite has
-    its window at ``steps`` and the normalizer has the task) and, for each rlzoo row and each
-    published curve with seeds on every one of them, the seeds' windows normalized
-    (:func:`published_references.normalizer`), ``[seeds, tasks]``."""
+def aggregate_task_sets(data: SuiteData, steps: int) -> list[list[str]]:
+    """The task sets the aggregate at ``steps`` is taken over, largest first: every task where
+    an rlzoo row of the suite has its window at ``steps`` (and the normalizer has the task), then
+    each smaller set of two tasks or more that is exactly the tasks of some row missing from a
+    larger one (a row run on Hopper and HalfCheetah only is aggregated there, beside every row
+    that has those two; a row on one task only is in that task's headline, not here)."""
+    def has(task: str, label: str) -> bool:
+        windows = data.windows(task, label, steps)
+        return windows is not None and len(windows) >= 2
+
     tasks = [t.name for t in data.suite.tasks if normalizer(t.name) is not None and any(
         data.windows(t.name, r.label, steps) for r in data.suite.rows)]
+    sets = [tasks] if tasks else []
+    for row in data.suite.rows:
+        own = [t for t in tasks if has(t, row.label)]
+        if len(own) >= 2 and own not in sets:
+            sets.append(own)
+    return sorted(sets, key=lambda s: (-len(s), [tasks.index(t) for t in s]))
+
+
+def aggregate_scores(data: SuiteData, steps: int, tasks: Sequence[str] | None = None
+                     ) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The cross-task scores at ``steps`` over ``tasks`` (default the first, largest set of
+    :func:`aggregate_task_sets`): the tasks and, for each rlzoo row and each published curve with
+    seeds on every one of them, the seeds' windows normalized
+    (:func:`published_references.normalizer`), ``[seeds, tasks]``."""
+    if tasks is None:
+        sets = aggregate_task_sets(data, steps)
+        tasks = sets[0] if sets else []
+    tasks = list(tasks)
     scores: dict[str, np.ndarray] = {}
     if not tasks:
         return tasks, scores

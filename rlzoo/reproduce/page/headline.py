@@ -8,7 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR, summary_steps
-from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, reference_tests
+from rlzoo.reproduce.page.data import (
+    SuiteData,
+    aggregate_scores,
+    aggregate_task_sets,
+    reference_tests,
+)
 from rlzoo.reproduce.page.figures import published_figure
 from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text, untested_text
@@ -167,26 +172,30 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     low, high = "its evaluation at step 0 (the untrained policy)", "its mean at 1M env steps"
     lines = []
     for s in data.suite.headline_steps:
-        tasks, scores = aggregate_scores(data, s)
-        if not scores:
-            continue
-        if not lines:
-            lines += [f"**Across tasks** (as rliable does): each seed's {kilo(WINDOW)} window "
-                      f"normalized per task by the TD3 paper's 10 seeds, 0 = {low}, 1 = {high}; "
-                      "IQM over every task's seeds pooled, 95% CI by a task-stratified bootstrap "
-                      "(each task's seeds resampled on their own, 2,000 resamples). A row is "
-                      "aggregated only where it has every task; published rows are capitalized.",
-                      ""]
-        lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
-                  "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
-        for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
-            point, lo, hi = stats.stratified_bootstrap_ci(x)
-            lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
-                         f"[{lo:.2f}, {hi:.2f}] |")
-        lines.append("")
-        profile = PROFILE_FIGURE.format(k=s // 1000)
-        if (data.root / REPORT_DIR / profile).is_file():
-            lines += [f"![Performance profile at {kilo(s)}]({rel / REPORT_DIR / profile})", ""]
+        for i, tasks in enumerate(aggregate_task_sets(data, s)):
+            tasks, scores = aggregate_scores(data, s, tasks)
+            if not scores:
+                continue
+            if not lines:
+                lines += [f"**Across tasks** (as rliable does): each seed's {kilo(WINDOW)} "
+                          f"window normalized per task by the TD3 paper's 10 seeds, 0 = {low}, "
+                          f"1 = {high}; IQM over every task's seeds pooled, 95% CI by a "
+                          "task-stratified bootstrap (each task's seeds resampled on their own, "
+                          "2,000 resamples). A row is aggregated only over tasks it has every "
+                          "one of; where rows ran on fewer tasks, a second table takes those "
+                          "tasks, with every row that has them; published rows are capitalized.",
+                          ""]
+            lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
+                      "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
+            for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
+                point, lo, hi = stats.stratified_bootstrap_ci(x)
+                lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
+                             f"[{lo:.2f}, {hi:.2f}] |")
+            lines.append("")
+            profile = PROFILE_FIGURE.format(k=s // 1000)
+            if i == 0 and (data.root / REPORT_DIR / profile).is_file():
+                lines += [f"![Performance profile at {kilo(s)} ({', '.join(tasks)})]"
+                          f"({rel / REPORT_DIR / profile})", ""]
     return lines
 
 
