@@ -131,6 +131,9 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
             assert run["total_steps"] == SMOKE_STEPS and run["seed"] == seed, (row, run)
             assert run["env"] == "Pendulum"
     assert (task / "sac-s0" / "checkpoints").is_dir()  # an rlzoo cell: one seed group
+    if HAS_SB3:  # each SB3 worker logs a line per evaluation, so a long cell shows its progress
+        log = (task / "sb3_sac-s1.log").read_text()
+        assert "sb3: step 100/300 (33%) | eval return " in log and "sb3: step 300/300" in log, log
     assert json.loads((task / "sac-s1" / "group.json").read_text())["home"] == "sac-s0"
     # raw results: summary, config and the curve as CSV, nothing else
     results = out / "results" / "smoke" / "Pendulum"

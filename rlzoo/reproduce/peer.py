@@ -186,11 +186,14 @@ def peer_algorithm(job: PeerJob, settings: PeerSettings, env: Any) -> tuple[Any,
 class PeerEvaluation:
     """rlzoo's evaluation of an SB3 model: ``eval_episodes`` deterministic episodes, all at once,
     episode i from env seed ``seed + 10000 + i``; ``points`` holds ``eval/return`` and
-    ``eval/return_std`` by env step."""
+    ``eval/return_std`` by env step. Each evaluation prints one progress line (the worker's log,
+    ``<row>-s<seed>.log``): step, return, elapsed wall time and an estimate of the time left."""
 
     def __init__(self, job: PeerJob) -> None:
         self.seed0 = job.seed + 10_000
         self.every = job.suite.eval_every
+        self.steps = job.steps
+        self.start = time.perf_counter()
         self.envs = [job.make_env() for _ in range(job.suite.eval_episodes)]
         self.points: dict[str, dict[int, float]] = {"eval/return": {}, "eval/return_std": {}}
 
@@ -209,6 +212,11 @@ class PeerEvaluation:
             live = still
         self.points["eval/return"][step] = float(returns.mean())
         self.points["eval/return_std"][step] = float(returns.std())
+        elapsed = time.perf_counter() - self.start
+        left = elapsed * (self.steps - step) / step if step > 0 else 0.0
+        print(f"sb3: step {step}/{self.steps} ({100 * step // max(self.steps, 1)}%) | eval return "
+              f"{returns.mean():.1f} ± {returns.std():.1f} | elapsed {elapsed / 60:.1f} min, eta "
+              f"{left / 60:.1f} min", flush=True)
 
     def callback(self) -> Any:
         """An SB3 callback that evaluates after the update of every ``eval_every``-th env step
