@@ -781,8 +781,9 @@ def test_rank_test_power_is_the_exact_tests() -> None:
 def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path) -> None:
     """A suite row that has not run, and one that ran but has no published curve: the headline
     says `not run yet` and `no reference`, and how far a cell got short of a budget; a row with
-    a curve gets the best one and a verdict with its own window's IQM (here 10 below its
-    evaluation at the step), and "In short" also names a non-best reference that differs after
+    a curve gets the best one and a verdict; every IQM in the table is of the seeds' window means
+    (here 20 below the evaluation at the step, which the per-seed lines give, with how far a
+    cell got short of a budget); "In short" also names a non-best reference that differs after
     Holm; the aggregate keeps only rows with every task."""
     suite = Suite(
         name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
@@ -805,14 +806,20 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     lines = headline_lines(data, tests, Path("x"))
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     assert rows["never_run"] == "| Hopper | never_run | not run yet | — | — | not run yet | — | — |"
-    assert rows["new_algo"] == ("| Hopper | new_algo | 132 [131, 134] | no reference | — | "
+    # rlzoo's cells read the window as the published ones do: (100 + 100 + 130) / 3 + seed,
+    # not the evaluation at the step (130 + seed, under Per-seed returns)
+    assert rows["new_algo"] == ("| Hopper | new_algo | 112 [111, 114] | no reference | — | "
                                 "5 seeds to 50k only | — | — |")
     # the TD3 paper's windows have the higher IQM at both budgets (Tianshou's TD3: 225, 336);
-    # the verdict is on the window, (300 + 300 + 330) / 3 + seed, not on the point at the step
+    # the verdict is on the window, (300 + 300 + 330) / 3 + seed, as is the IQM beside it
     assert rows["td3"] == (
-        "| Hopper | td3 | 332 [331, 334] | TD3 (paper): 285 (10) | no difference found (rlzoo's "
-        "window: 312; P = 0.66 [0.38, 0.90]) | 332 [331, 334] | TD3 (paper): 559 (10) | below "
-        "(rlzoo's window: 312; P = 0.10 [0.00, 0.30]) |")
+        "| Hopper | td3 | 312 [311, 314] | TD3 (paper): 285 (10) | no difference found "
+        "(P = 0.66 [0.38, 0.90]) | 312 [311, 314] | TD3 (paper): 559 (10) | below "
+        "(P = 0.10 [0.00, 0.30]) |")
+    assert ("- Hopper `td3` (seeds 0-4): 50k: 330, 331, 332, 333, 334 (means over 40k-50k: "
+            "310, 311, 312, 313, 314); 100k: 330") in "\n".join(seed_lines(data))
+    assert ("- Hopper `new_algo` (seeds 0-4): 50k: 130, 131, 132, 133, 134 (means over 40k-50k: "
+            "110, 111, 112, 113, 114); 100k: not reached (50k only)") in "\n".join(seed_lines(data))
     assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
     assert "**In short.** At 50k, 1 cell has a published reference; it shows no difference from " \
            "the best one, before or after Holm. Against the other published curves of these " \

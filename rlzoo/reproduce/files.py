@@ -16,9 +16,16 @@ REPORT_DIR = "report"
 STATUS_FILE = "status.json"
 PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
 PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-published.png
-PROFILE_FIGURE = "profile-{k}k.png"  # RESULTS/<suite>/report/: the performance profile at k x 1,000
+PROFILE_GLOB = "profile-*.png"  # RESULTS/<suite>/report/: the performance profiles (profile_figure)
 CELL_LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
+
+
+def profile_figure(steps: int, tasks: list[str] | None = None) -> str:
+    """The file name of the performance profile at ``steps`` in RESULTS/<suite>/report/:
+    ``profile-50k.png`` over every task of the aggregate, ``profile-50k-Hopper-HalfCheetah.png``
+    over a smaller set of ``tasks`` (a second aggregate table)."""
+    return f"profile-{steps // 1000}k" + "".join(f"-{t}" for t in tasks or ()) + ".png"
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

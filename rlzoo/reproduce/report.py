@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING
 
 from rlzoo.reproduce.console import say
 from rlzoo.reproduce.files import (
-    PROFILE_FIGURE,
+    PROFILE_GLOB,
     PROVENANCE_FILE,
     PUBLISHED_SUFFIX,
     REPORT_DIR,
     STATUS_FILE,
+    profile_figure,
     read_json,
     replace_dir,
     repo_relative,
     write_text_atomic,
 )
-from rlzoo.reproduce.page.data import SuiteData, aggregate_scores
+from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, aggregate_task_sets
 from rlzoo.reproduce.page.figures import plot_profile, plot_published, published_figure
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.plan import Outcome, Plan
@@ -149,11 +150,12 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
             path.unlink()
         for env, by_label in kept.get("curves", {}).items():
             plot_published(env, by_label, report_dir / published_figure(kept["figures"][env]))
-        for path in report_dir.glob(PROFILE_FIGURE.format(k="*")):
+        for path in report_dir.glob(PROFILE_GLOB):
             path.unlink()
         data = SuiteData.read(plan.suite, plan.results)
         for steps in plan.suite.headline_steps:
-            plot_profile(*aggregate_scores(data, steps), steps,
-                         report_dir / PROFILE_FIGURE.format(k=steps // 1000))
+            for i, tasks in enumerate(aggregate_task_sets(data, steps)):
+                plot_profile(*aggregate_scores(data, steps, tasks), steps,
+                             report_dir / profile_figure(steps, tasks if i else None))
     except CompareError as err:
         say(f"rlzoo.compare failed: {err}")

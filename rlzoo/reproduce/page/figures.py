@@ -76,7 +76,7 @@ def plot_profile(tasks: list[str], scores: dict[str, np.ndarray], steps: int, pa
 
     pooled = np.concatenate([s.ravel() for s in scores.values()])
     taus = np.linspace(min(0.0, pooled.min()), 1.05 * max(pooled.max(), 0.1), 201)
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
     for label, s in scores.items():
         flat = s.ravel()
         ax.plot(taus, [(flat > t).mean() for t in taus],
@@ -84,10 +84,11 @@ def plot_profile(tasks: list[str], scores: dict[str, np.ndarray], steps: int, pa
                 label=f"{label} ({s.shape[0]} seeds x {s.shape[1]} tasks)")
     ax.set_xlabel(f"normalized score tau (0: {NORMALIZER}'s untrained policy, 1: its mean at 1M)")
     ax.set_ylabel("fraction of runs with score > tau")
-    ax.set_title(f"Performance profile at {kilo(steps)} env steps ({', '.join(tasks)}; "
-                 f"{kilo(WINDOW)} windows)")
+    ax.set_title(f"Performance profile at {kilo(steps)} env steps\n({', '.join(tasks)}; "
+                 f"{kilo(WINDOW)} windows)", fontsize="medium")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
+    # beside the axes, not on them: with a dozen rows an inside legend covers the curves
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)

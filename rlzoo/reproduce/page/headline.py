@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlzoo.reproduce.files import PROFILE_FIGURE, REPORT_DIR, summary_steps
+from rlzoo.reproduce.files import REPORT_DIR, profile_figure, summary_steps
 from rlzoo.reproduce.page.data import (
     SuiteData,
     aggregate_scores,
@@ -32,7 +32,6 @@ def best_reference(found: list[tuple[Reference, np.ndarray, Test | None]]
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     """The headline of a suite: every cell at each headline budget against the best published
     reference, then one figure per task."""
-    from rlzoo.analysis import stats
 
     suite = data.suite
     budgets = suite.headline_steps
@@ -40,28 +39,32 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     rule = "|---|---|"
     for s in budgets:
         span = f"{kilo(s - WINDOW)}-{kilo(s)}"
-        head += (f" rlzoo at {kilo(s)}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
-                 f"verdict on {span} |")
+        head += (f" rlzoo, {span}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
+                 f"verdict at {kilo(s)} |")
         rule += "---|---|---|"
-    lines = [f"## Headline: {suite.title} ({suite.seeds} seeds)", "",
-             f"Every cell of the `{suite.name}` suite: rlzoo's IQM over seeds of the evaluation at "
-             "that env step; the published curve of the same algorithm (for the modern family, "
-             "`simbav2`, `stac` and `sac-categorical`, also CrossQ's) whose seeds' means over "
-             f"the last {kilo(WINDOW)} have the highest IQM, and that IQM; the verdict of rlzoo's "
-             "seeds' means over the same window against the published seeds', with rlzoo's IQM "
-             "of those means (it can differ from the evaluation at the step: single evaluations "
-             "are uneven) and P(rlzoo > published) [95% CI], after Holm's correction "
-             "([method](#method) says how many evaluations each window holds). `not run yet`: "
-             "no result at that budget; `N seeds to Xk only`: a cell that stopped short of it "
-             f"(the cells' status is at the end of the `{suite.name}` section).", "", head, rule]
+    span = f"{kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}" if budgets else "the window"
+    lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
+             f"Every cell of the `{suite.name}` suite, rlzoo's and the published alike read on the "
+             f"same window: each seed's mean over its evaluations in the last {kilo(WINDOW)} env "
+             f"steps up to the budget (at 50k: {span}; [method](#method) says how many evaluations "
+             "each source's window holds), because single evaluations are uneven. rlzoo's IQM "
+             "over seeds of those means; the published curve of the same algorithm (for the "
+             "modern family, `simbav2`, `stac` and `sac-categorical`, also CrossQ's) whose seeds' "
+             "means have the highest IQM, and that IQM; the verdict of rlzoo's seeds against the "
+             "published seeds, P(rlzoo > published) [95% CI], after Holm's correction. Each "
+             "seed's single evaluation at the budget is under "
+             "[Per-seed returns](#per-seed-returns). `not run yet`: no result at that budget; "
+             "`N seeds to Xk only`: a cell that stopped "
+             f"short of it (the end of the `{suite.name}` section gives each cell's state and why "
+             "cells did not run).", "", head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
     others: dict[int, list[str]] = {s: [] for s in budgets}  # differ from a non-best reference
     for task, row in suite.cells():
         cells = []
         for s in budgets:
-            values = data.values_at(task.name, row.label, s)
-            if values is None:
+            values = data.windows(task.name, row.label, s)
+            if data.values_at(task.name, row.label, s) is None or not values:
                 cells += [short_of(data.cell(task.name, row.label)), "—", "—"]
                 continue
             ours = iqm_text(values) + (f" ({len(values)} seeds)"
@@ -80,12 +83,11 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                 continue
             verdicts[s].append((f"{task.name} {row.label}", test))
             point, lo, hi = test.poi
-            window = fmt(stats.iqm(np.asarray(data.windows(task.name, row.label, s) or [])))
             others[s] += [f"{task.name} {row.label} {'above' if t.poi[0] > 0.5 else 'below'} "
                           f"{r.algo}" for r, _, t in found
                           if r is not ref and t is not None and t.adjusted < ALPHA]
-            cells += [ours, published, f"{test.verdict()} (rlzoo's window: {window}; "
-                                       f"P = {point:.2f} [{lo:.2f}, {hi:.2f}])"]
+            cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, "
+                                       f"{hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
     lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
                                               + others_summary(s, others[s])
@@ -169,7 +171,8 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     task-stratified bootstrap CI, and the performance profile's figure."""
     from rlzoo.analysis import stats
 
-    low, high = "its evaluation at step 0 (the untrained policy)", "its mean at 1M env steps"
+    low, high = ("their mean evaluation at step 0 (the untrained policy)",
+                 "their mean at 1M env steps")
     lines = []
     for s in data.suite.headline_steps:
         for i, tasks in enumerate(aggregate_task_sets(data, s)):
@@ -177,14 +180,17 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             if not scores:
                 continue
             if not lines:
-                lines += [f"**Across tasks** (as rliable does): each seed's {kilo(WINDOW)} "
-                          f"window normalized per task by the TD3 paper's 10 seeds, 0 = {low}, "
-                          f"1 = {high}; IQM over every task's seeds pooled, 95% CI by a "
-                          "task-stratified bootstrap (each task's seeds resampled on their own, "
-                          "2,000 resamples). A row is aggregated only over tasks it has every "
-                          "one of; where rows ran on fewer tasks, a second table takes those "
-                          "tasks, with every row that has them; published rows are capitalized.",
-                          ""]
+                lines += [f"**Across tasks** (as rliable does): each seed's mean over its "
+                          f"{kilo(WINDOW)} window, normalized per task by the TD3 paper's 10 "
+                          f"seeds: 0 = {low}, 1 = {high}; IQM over every task's seeds pooled, "
+                          "95% CI by a task-stratified bootstrap (each task's seeds resampled on "
+                          "their own, 2,000 resamples); published rows are capitalized. A table "
+                          "pools only tasks that every row in it has run: the first takes every "
+                          "task that has run, with the rows run on all of them; where rows ran "
+                          "on fewer tasks, a further table takes those tasks, with every row "
+                          "that has them, so a row can appear in two tables with different "
+                          "scores (the tasks differ in how far 50k or 100k steps get). Compare "
+                          "rows within one table only.", ""]
             lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
                       "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
             for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
@@ -192,8 +198,8 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
                 lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
                              f"[{lo:.2f}, {hi:.2f}] |")
             lines.append("")
-            profile = PROFILE_FIGURE.format(k=s // 1000)
-            if i == 0 and (data.root / REPORT_DIR / profile).is_file():
+            profile = profile_figure(s, tasks if i else None)
+            if (data.root / REPORT_DIR / profile).is_file():
                 lines += [f"![Performance profile at {kilo(s)} ({', '.join(tasks)})]"
                           f"({rel / REPORT_DIR / profile})", ""]
     return lines
@@ -201,7 +207,8 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
 
 def seed_lines(data: SuiteData) -> list[str]:
     """One line per cell with results: each seed's evaluation at each headline budget (or the
-    final return where the suite has none), seeds in order."""
+    final return where the suite has none) and its mean over the window the headline reads,
+    seeds in order."""
     suite = data.suite
     lines = []
     for task, row in suite.cells():
@@ -211,8 +218,17 @@ def seed_lines(data: SuiteData) -> list[str]:
         parts = []
         for s in suite.headline_steps or (suite.steps,):
             values = data.values_at(task.name, row.label, s)
-            parts.append(f"{kilo(s)}: " + (", ".join(fmt(v) for v in values) if values
-                                           else "not run yet"))
+            reached = [summary_steps(d) or 0 for d in runs]
+            if not values:
+                parts.append(f"{kilo(s)}: " + (f"not reached ({kilo(min(reached))} only)"
+                                               if min(reached) > 0 else "not run yet"))
+                continue
+            text = f"{kilo(s)}: " + ", ".join(fmt(v) for v in values)
+            windows = data.windows(task.name, row.label, s) if suite.headline_steps else None
+            if windows:
+                text += (f" (means over {kilo(s - WINDOW)}-{kilo(s)}: "
+                         + ", ".join(fmt(v) for v in windows) + ")")
+            parts.append(text)
         seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
         which = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {min(seeds)}-{max(seeds)}")
         lines.append(f"- {task.name} `{row.label}` ({which}): " + "; ".join(parts))

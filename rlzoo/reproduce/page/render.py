@@ -73,7 +73,9 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     if seeds:
         lines += ["## Per-seed returns", "",
                   "Each seed's evaluation return at the headline budgets (the final return "
-                  "where a suite has none), seeds in order:", "", *seeds, ""]
+                  "where a suite has none) and, in brackets, its mean over the window the "
+                  "headline reads (the IQM of these is the headline's), seeds in order:", "",
+                  *seeds, ""]
     lines += method_lines(tests)
     shown: set[str] = set()
     for d in data:
