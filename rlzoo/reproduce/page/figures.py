@@ -77,9 +77,10 @@ def plot_profile(tasks: list[str], scores: dict[str, np.ndarray], steps: int, pa
     pooled = np.concatenate([s.ravel() for s in scores.values()])
     taus = np.linspace(min(0.0, pooled.min()), 1.05 * max(pooled.max(), 0.1), 201)
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
-    for label, s in scores.items():
+    colors = plt.get_cmap("tab20").colors  # 20 distinct colours: a dozen rows and more
+    for i, (label, s) in enumerate(scores.items()):
         flat = s.ravel()
-        ax.plot(taus, [(flat > t).mean() for t in taus],
+        ax.plot(taus, [(flat > t).mean() for t in taus], color=colors[i % len(colors)],
                 linestyle="--" if label[0].isupper() else "-",
                 label=f"{label} ({s.shape[0]} seeds x {s.shape[1]} tasks)")
     ax.set_xlabel(f"normalized score tau (0: {NORMALIZER}'s untrained policy, 1: its mean at 1M)")
