@@ -187,13 +187,15 @@ class PeerEvaluation:
     """rlzoo's evaluation of an SB3 model: ``eval_episodes`` deterministic episodes, all at once,
     episode i from env seed ``seed + 10000 + i``; ``points`` holds ``eval/return`` and
     ``eval/return_std`` by env step. Each evaluation prints one progress line (the worker's log,
-    ``<row>-s<seed>.log``): step, return, elapsed wall time and an estimate of the time left."""
+    ``<row>-s<seed>.log``): step, return, elapsed wall time and the time left at the pace since
+    the previous evaluation."""
 
     def __init__(self, job: PeerJob) -> None:
         self.seed0 = job.seed + 10_000
         self.every = job.suite.eval_every
         self.steps = job.steps
         self.start = time.perf_counter()
+        self.last = (0, 0.0)  # the step and elapsed seconds of the last evaluation
         self.envs = [job.make_env() for _ in range(job.suite.eval_episodes)]
         self.points: dict[str, dict[int, float]] = {"eval/return": {}, "eval/return_std": {}}
 
@@ -213,7 +215,11 @@ class PeerEvaluation:
         self.points["eval/return"][step] = float(returns.mean())
         self.points["eval/return_std"][step] = float(returns.std())
         elapsed = time.perf_counter() - self.start
-        left = elapsed * (self.steps - step) / step if step > 0 else 0.0
+        # eta from the pace since the last evaluation: the random warm-up's steps are fast
+        last_step, last_time = self.last
+        left = ((elapsed - last_time) * (self.steps - step) / (step - last_step)
+                if step > last_step else 0.0)
+        self.last = (step, elapsed)
         print(f"sb3: step {step}/{self.steps} ({100 * step // max(self.steps, 1)}%) | eval return "
               f"{returns.mean():.1f} ± {returns.std():.1f} | elapsed {elapsed / 60:.1f} min, eta "
               f"{left / 60:.1f} min", flush=True)
