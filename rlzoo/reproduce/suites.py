@@ -135,10 +135,10 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="100k env steps, where every published source has a point (the headline also "
             "reads each curve at 50k): on 2 shared cores a 5-seed rlzoo cell of 50k took "
-            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes) and a "
-            "TD3 cell of 100k 2.2-3.1 h (each cell's time is in the table at the end of this "
-            "section); the ensemble critic's 10 members would take about 4 h at 50k "
-            "(estimated), and Walker2d about Hopper's",
+            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes), a "
+            "TD3 cell of 100k 2.2-3.1 h and Walker2d's SAC cell of 100k 3.5 h (each cell's time "
+            "is in the table at the end of this section); the ensemble critic's 10 members "
+            "would take about 4 h at 50k (estimated)",
         first_eval=WARM_UP_FIRST_EVAL,
         not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
@@ -147,9 +147,12 @@ SUITES: dict[str, Suite] = {
                 "SAC per env step on this CPU (docs/performance.md; one SimbaV2 seed ran 2.0 "
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
-                "published reference, the peer, the action-sequence critic with its control and "
-                "the `stac` and `sac-categorical` rows, so the 100k extensions and Walker2d "
-                "(2-3 h per cell at 100k) wait for more machine time",
+                "published reference, the peer, the action-sequence critic with its control, "
+                "the `stac` and `sac-categorical` rows and Walker2d's SAC and TD3 at 100k; "
+                "Walker2d's SB3 rows (an SB3 TD3 seed of 100k took 0.8 h beside other jobs, so a "
+                "5-seed cell about 4 h, and SAC's about twice that) and the 100k extensions of "
+                "the other Hopper and HalfCheetah cells (about 2-4 h each) wait for more "
+                "machine time",
     ),
     "marl": Suite(
         name="marl",
