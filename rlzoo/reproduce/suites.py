@@ -148,11 +148,10 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "the `stac` and `sac-categorical` rows and Walker2d's SAC and TD3 at 100k; "
-                "Walker2d's SB3 rows (an SB3 TD3 seed of 100k took 0.8 h beside other jobs, so a "
-                "5-seed cell about 4 h, and SAC's about twice that) and the 100k extensions of "
-                "the other Hopper and HalfCheetah cells (about 2-4 h each) wait for more "
-                "machine time",
+                "the `stac` and `sac-categorical` rows and Walker2d's SAC, TD3 and SB3 TD3 at "
+                "100k; Walker2d's SB3 SAC row (its TD3 cell took 3.7 h of one-seed processes, "
+                "SB3's SAC about twice TD3's) and the 100k extensions of the other Hopper and "
+                "HalfCheetah cells (about 2-4 h each) wait for more machine time",
     ),
     "marl": Suite(
         name="marl",
