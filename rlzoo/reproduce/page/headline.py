@@ -32,7 +32,6 @@ def best_reference(found: list[tuple[Reference, np.ndarray, Test | None]]
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     """The headline of a suite: every cell at each headline budget against the best published
     reference, then one figure per task."""
-
     suite = data.suite
     budgets = suite.headline_steps
     head = "| task | row |"
@@ -42,11 +41,12 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
         head += (f" rlzoo, {span}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
                  f"verdict at {kilo(s)} |")
         rule += "---|---|---|"
-    span = f"{kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}" if budgets else "the window"
+    first = (f"at {kilo(budgets[0])}: {kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}"
+             if budgets else "the window")
     lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
              f"Every cell of the `{suite.name}` suite, rlzoo's and the published alike read on the "
              f"same window: each seed's mean over its evaluations in the last {kilo(WINDOW)} env "
-             f"steps up to the budget (at 50k: {span}; [method](#method) says how many evaluations "
+             f"steps up to the budget ({first}; [method](#method) says how many evaluations "
              "each source's window holds), because single evaluations are uneven. rlzoo's IQM "
              "over seeds of those means; the published curve of the same algorithm (for the "
              "modern family, `simbav2`, `stac` and `sac-categorical`, also CrossQ's) whose seeds' "
@@ -63,8 +63,8 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     for task, row in suite.cells():
         cells = []
         for s in budgets:
-            values = data.windows(task.name, row.label, s)
-            if data.values_at(task.name, row.label, s) is None or not values:
+            values = data.windows(task.name, row.label, s)  # None unless every seed reached s
+            if not values:
                 cells += [short_of(data.cell(task.name, row.label)), "—", "—"]
                 continue
             ours = iqm_text(values) + (f" ({len(values)} seeds)"
@@ -216,12 +216,12 @@ def seed_lines(data: SuiteData) -> list[str]:
         if not runs:
             continue
         parts = []
+        reached = min(summary_steps(d) or 0 for d in runs)
         for s in suite.headline_steps or (suite.steps,):
             values = data.values_at(task.name, row.label, s)
-            reached = [summary_steps(d) or 0 for d in runs]
             if not values:
-                parts.append(f"{kilo(s)}: " + (f"not reached ({kilo(min(reached))} only)"
-                                               if min(reached) > 0 else "not run yet"))
+                parts.append(f"{kilo(s)}: " + (f"not reached ({kilo(reached)} only)"
+                                               if reached > 0 else "not run yet"))
                 continue
             text = f"{kilo(s)}: " + ", ".join(fmt(v) for v in values)
             windows = data.windows(task.name, row.label, s) if suite.headline_steps else None
