@@ -53,14 +53,18 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
              "means have the highest IQM, and that IQM; the verdict of rlzoo's seeds against the "
              "published seeds, P(rlzoo > published) [95% CI], after Holm's correction. Each "
              "seed's single evaluation at the budget is under "
-             "[Per-seed returns](#per-seed-returns). `not run yet`: no result at that budget; "
-             "`N seeds to Xk only`: a cell that stopped "
-             f"short of it (the end of the `{suite.name}` section gives each cell's state and why "
-             "cells did not run).", "", head, rule]
+             "[Per-seed returns](#per-seed-returns). `N seeds to Xk only`: a cell that stopped "
+             "short of that budget; cells with no result at all are named once, under the table "
+             f"(the end of the `{suite.name}` section gives each cell's state and why cells did "
+             "not run).", "", head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
     others: dict[int, list[str]] = {s: [] for s in budgets}  # differ from a non-best reference
+    never: dict[str, list[str]] = {}  # task -> rows with no result at any budget
     for task, row in suite.cells():
+        if not data.cell(task.name, row.label):
+            never.setdefault(task.name, []).append(f"`{row.label}`")
+            continue
         cells = []
         for s in budgets:
             values = data.windows(task.name, row.label, s)  # None unless every seed reached s
@@ -89,6 +93,9 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, "
                                        f"{hi:.2f}])"]
         lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
+    if never:
+        lines += ["", "Not run yet, so not in the table: " + "; ".join(
+            f"{task} {', '.join(rows)}" for task, rows in never.items()) + "."]
     lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
                                               + others_summary(s, others[s])
                                               for s in budgets), ""]
