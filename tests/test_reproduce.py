@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import shutil
 import signal
@@ -586,8 +587,8 @@ def test_pair_tables_on_final_returns_and_on_the_mean_over_evaluations(tmp_path:
 
     lines = lines_of(rows)
     # two tests, each at p = 0.008 (the least of 5 against 5): Holm doubles them, 0.016
-    assert "| ctl | base | 1.00 [1.00, 1.00] | above (p = 0.008, Holm = 0.02) | 0.00 [0.00, " \
-           "0.00] | below (p = 0.008, Holm = 0.02) |" in lines
+    assert "| ctl | base | 1.00 [1.00, 1.00] | above (p = 0.008, Holm = 0.016) | 0.00 [0.00, " \
+           "0.00] | below (p = 0.008, Holm = 0.016) |" in lines
     assert not any("gone" in line or "sb3_base" in line for line in lines)  # no runs: no row
     assert not any(line.startswith("Against the peer") for line in lines)
     rows["sb3_base"] = runs("sb3_base", early, steps=(1, 2, 4))  # evaluated elsewhere
@@ -762,6 +763,29 @@ def test_holm_and_the_verdicts() -> None:
     assert tests.count("ref") == 4 and tests.count("pair") == 0
 
 
+def test_a_complete_separation_clears_holm_only_while_the_page_makes_few_tests() -> None:
+    """5 against 10 seeds can give p = 2 / C(15, 5) = 0.000666 at the least, which clears Holm's
+    first step up to 75 tests: the method says so while the page has at most 75, and says a
+    complete separation reads `not after Holm` past that; an adjusted p of 0.0493 prints as
+    0.049, not as the 0.05 it is under."""
+    from rlzoo.reproduce.page.method import method_lines
+
+    least = 2 / math.comb(15, 5)
+    for m, passes in ((75, True), (76, False)):
+        tests = verdicts.Tests()
+        tests.items[("ref", "0")] = verdicts.Test((1.0, 1.0, 1.0), least)
+        for i in range(1, m):
+            tests.items[("pair", str(i))] = verdicts.Test((0.5, 0.2, 0.8), 0.9)
+        tests.holm()
+        assert (tests.items[("ref", "0")].verdict() == "above") is passes
+        text = " ".join(method_lines(tests))
+        assert f"The page makes {m} rank tests" in text
+        assert ("clears Holm only while the page makes at most 75 tests: each cell added"
+                in text) is passes
+        assert ("so a complete separation here reads `not after Holm`" in text) is not passes
+    assert verdicts.pval(74 * least) == "= 0.049" and verdicts.pval(0.37) == "= 0.37"
+
+
 def test_rank_test_power_is_the_exact_tests() -> None:
     """The page's power statement: under no difference the exact test of 5 against 10 seeds
     rejects at most alpha of the time; at a gap of 1.75 std its rate is scipy's exact
@@ -808,7 +832,8 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     rows = {line.split(" | ")[1]: line for line in lines if line.startswith("| Hopper |")}
     # a row with no result at any budget is named once under the table, not given a row of dashes
     assert "never_run" not in rows
-    assert "Not run yet, so not in the table: Hopper `never_run`." in lines
+    assert ("Not run yet, so not in the table: Hopper `never_run` (the end of the `x` section "
+            "gives each cell's state and why these did not run).") in lines
     # rlzoo's cells read the window as the published ones do: (100 + 100 + 130) / 3 + seed,
     # not the evaluation at the step (130 + seed, under Per-seed returns)
     assert rows["new_algo"] == ("| Hopper | new_algo | 112 [111, 114] | no reference | — | "
@@ -828,7 +853,8 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
            "the best one, before or after Holm. Against the other published curves of these " \
            "cells at 50k, 1 comparison differs after Holm: Hopper td3 above TD3 (Tianshou). At " \
            "100k, 1 cell has a published reference; 1 differs from the best one after Holm " \
-           "(Hopper td3 below)." in lines
+           "(Hopper td3 below). Other published curves may have made fewer gradient updates by " \
+           "their step than rlzoo (the sections' `updates` columns)." in lines
     tasks, scores = aggregate_scores(data, 50_000)
     assert tasks == ["Hopper"] and scores["td3"].shape == (5, 1) and "never_run" not in scores
     assert scores["TD3 (paper)"].shape == (10, 1)

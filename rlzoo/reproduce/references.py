@@ -190,7 +190,7 @@ UNPUBLISHED = {
               "temperature was 2.34 at 11k steps, 0.29 at 26k and 0.065 at 46k: the policy is "
               "pushed towards high entropy for about half of the 50k steps. The control "
               "`dsac_t-sac_start` would test this explanation; it was timed (3.7 env steps/s, "
-              "about 3.5 h a cell), not run.",
+              "about 3.8 h a cell), not run.",
     "Hopper/sac-action_sequence": (
         "On Hopper at 50k `sac-action_sequence` is ahead of SAC on every seed pair's mean over "
         "evaluations (a "

@@ -30,8 +30,9 @@ def best_reference(found: list[tuple[Reference, np.ndarray, Test | None]]
 
 
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
-    """The headline of a suite: every cell at each headline budget against the best published
-    reference, then one figure per task."""
+    """The headline of a suite: what it reads, the verdicts in short, every cell that has run
+    at each headline budget against the best published reference (the rows with no result are
+    named in one line under it), then one figure per task and the aggregate across tasks."""
     suite = data.suite
     budgets = suite.headline_steps
     head = "| task | row |"
@@ -44,19 +45,14 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     first = (f"at {kilo(budgets[0])}: {kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}"
              if budgets else "the window")
     lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
-             f"Every cell of the `{suite.name}` suite, rlzoo's and the published alike read on the "
-             f"same window: each seed's mean over its evaluations in the last {kilo(WINDOW)} env "
-             f"steps up to the budget ({first}; [method](#method) says how many evaluations "
-             "each source's window holds), because single evaluations are uneven. rlzoo's IQM "
-             "over seeds of those means; the published curve of the same algorithm (for the "
-             "modern family, `simbav2`, `stac` and `sac-categorical`, also CrossQ's) whose seeds' "
-             "means have the highest IQM, and that IQM; the verdict of rlzoo's seeds against the "
-             "published seeds, P(rlzoo > published) [95% CI], after Holm's correction. Each "
-             "seed's single evaluation at the budget is under "
-             "[Per-seed returns](#per-seed-returns). `N seeds to Xk only`: a cell that stopped "
-             "short of that budget; cells with no result at all are named once, under the table "
-             f"(the end of the `{suite.name}` section gives each cell's state and why cells did "
-             "not run).", "", head, rule]
+             f"Each cell reads every seed's mean return over its evaluations in the last "
+             f"{kilo(WINDOW)} env steps ({first}), rlzoo's and the published alike: rlzoo's IQM "
+             "over seeds [95% CI]; the published curve of the same algorithm (for `simbav2`, "
+             "`stac` and `sac-categorical` also CrossQ's) with the highest IQM; and the verdict, "
+             "P(rlzoo > published) [95% CI] with a rank test after Holm's correction "
+             "([Method](#method)). `N seeds to Xk only`: a cell that stopped short of that "
+             "budget; every seed's values are under [Per-seed returns](#per-seed-returns).", ""]
+    table = [head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
     others: dict[int, list[str]] = {s: [] for s in budgets}  # differ from a non-best reference
@@ -92,13 +88,17 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                           if r is not ref and t is not None and t.adjusted < ALPHA]
             cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, "
                                        f"{hi:.2f}])"]
-        lines.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
+        table.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
+    caveat = (" Other published curves may have made fewer gradient updates by their step than "
+              "rlzoo (the sections' `updates` columns)." if any(others.values()) else "")
+    lines += ["**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
+                                          + others_summary(s, others[s])
+                                          for s in budgets) + caveat, "", *table]
     if never:
         lines += ["", "Not run yet, so not in the table: " + "; ".join(
-            f"{task} {', '.join(rows)}" for task, rows in never.items()) + "."]
-    lines += ["", "**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
-                                              + others_summary(s, others[s])
-                                              for s in budgets), ""]
+            f"{task} {', '.join(rows)}" for task, rows in never.items()) + f" (the end of the "
+            f"`{suite.name}` section gives each cell's state and why these did not run)."]
+    lines.append("")
     for task in suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""

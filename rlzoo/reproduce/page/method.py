@@ -13,7 +13,21 @@ def method_lines(tests: Tests) -> list[str]:
     n_ref, n_pair = tests.count("ref"), tests.count("pair")
     total = n_ref + n_pair
     smallest_pair = 2 / math.comb(10, 5)
+    smallest_ref = 2 / math.comb(15, 5)  # 5 seeds against 10, every seed on one side
     strictest = ALPHA / max(total, 1)
+    most = math.floor(ALPHA / smallest_ref)  # the most tests at which that p passes Holm
+    if total <= most:
+        ref_reach = (
+            f"5 against 10 seeds can reach {smallest_ref:.5f}, only when every seed of one side "
+            f"is above every seed of the other (a complete separation, their only way past Holm "
+            f"here), and that clears Holm only while the page makes at most {most} tests: each "
+            f"cell added to the page adds tests and can turn such an `above`/`below` into `not "
+            f"after Holm`.")
+    else:
+        ref_reach = (
+            f"5 against 10 seeds cannot either: their smallest p, {smallest_ref:.5f} (every seed "
+            f"of one side above every seed of the other), clears Holm only while the page makes "
+            f"at most {most} tests, so a complete separation here reads `not after Holm`.")
 
     def power(shift: float, alpha: float) -> str:
         return f"{rank_test_power(5, 10, shift, alpha):.0%}"
@@ -52,13 +66,13 @@ def method_lines(tests: Tests) -> list[str]:
         f"uncorrected p is under {ALPHA:g} the verdict says `not after Holm`. Two rows of 5 "
         f"seeds cannot be told apart after this correction: the smallest two-sided p of 5 "
         f"against 5 seeds is {smallest_pair:.3f}, and Holm asks at least {ALPHA:g} / {total} "
-        f"= {ALPHA / max(total, 1):.4f} of the smallest p; 5 against 10 seeds can reach "
-        f"{2 / math.comb(15, 5):.4f}. So every difference between rlzoo rows on this page is "
-        "a lead to follow with more seeds, not a finding. `no difference found` is not "
+        f"= {ALPHA / max(total, 1):.5f} of the smallest p; {ref_reach} So every difference "
+        "between rlzoo rows on this page is a lead to follow with more seeds, not a finding. "
+        "`no difference found` is not "
         "evidence of a match: with 5 seeds against 10, the rank test finds a true gap of one "
         f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
         f"{power(1.75, ALPHA)} at p < {ALPHA:g}, and {power(1.0, strictest)} and "
-        f"{power(1.75, strictest)} at Holm's strictest step, p < {strictest:.4f} (simulated: "
+        f"{power(1.75, strictest)} at Holm's strictest step, p < {strictest:.5f} (simulated: "
         "normal returns, 4,000 draws).", "",
         "**Hyperparameters.** Every row but the control rows runs rlzoo's defaults unchanged; "
         "a control row changes the settings its note names (\"control for ...\"); each file under "

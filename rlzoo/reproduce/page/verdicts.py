@@ -75,13 +75,13 @@ class Test:
 
 
 def pval(p: float) -> str:
-    """A p-value with its relation: ``= 0.37``, ``= 0.008`` (three decimals below 0.01),
-    ``< 0.001``; ``—`` when not finite."""
+    """A p-value with its relation: ``= 0.37``, ``= 0.049`` (three decimals below 0.1, so a p
+    under :data:`ALPHA` never prints as ``0.05``), ``< 0.001``; ``—`` when not finite."""
     if not math.isfinite(p):
         return "—"
     if p < 0.001:
         return "< 0.001"
-    return f"= {p:.3f}" if p < 0.01 else f"= {p:.2f}"
+    return f"= {p:.3f}" if p < 0.1 else f"= {p:.2f}"
 
 
 @dataclass
