@@ -763,26 +763,37 @@ def test_holm_and_the_verdicts() -> None:
     assert tests.count("ref") == 4 and tests.count("pair") == 0
 
 
-def test_a_complete_separation_clears_holm_only_while_the_page_makes_few_tests() -> None:
-    """5 against 10 seeds can give p = 2 / C(15, 5) = 0.000666 at the least, which clears Holm's
-    first step up to 75 tests: the method says so while the page has at most 75, and says a
-    complete separation reads `not after Holm` past that; an adjusted p of 0.0493 prints as
-    0.049, not as the 0.05 it is under."""
+def test_holm_runs_within_each_family_and_a_complete_separation_needs_at_most_75() -> None:
+    """5 against 10 seeds give p = 2 / C(15, 5) = 0.000666 at the least, which clears Holm's
+    first step in a family of up to 75 tests: a headline verdict (family `headline`) with that p
+    stays `above` however many other tests the page makes, one of the other family clears only
+    while that family has at most 75; the method counts each family and says which can pass;
+    an adjusted p of 0.0493 prints as 0.049, not as the 0.05 it is under."""
     from rlzoo.reproduce.page.method import method_lines
 
     least = 2 / math.comb(15, 5)
     for m, passes in ((75, True), (76, False)):
         tests = verdicts.Tests()
+        tests.items[("head", "0")] = verdicts.Test((1.0, 1.0, 1.0), least)
+        tests.items[("head", "1")] = verdicts.Test((0.5, 0.2, 0.8), 0.9)
         tests.items[("ref", "0")] = verdicts.Test((1.0, 1.0, 1.0), least)
         for i in range(1, m):
             tests.items[("pair", str(i))] = verdicts.Test((0.5, 0.2, 0.8), 0.9)
         tests.holm()
+        assert tests.items[("head", "0")].adjusted == pytest.approx(2 * least)
+        assert tests.items[("head", "0")].verdict() == "above"
+        assert tests.items[("ref", "0")].adjusted == pytest.approx(min(1.0, m * least))
         assert (tests.items[("ref", "0")].verdict() == "above") is passes
+        assert tests.family_size("headline") == 2 and tests.family_size("other") == m
         text = " ".join(method_lines(tests))
-        assert f"The page makes {m} rank tests" in text
-        assert ("clears Holm only while the page makes at most 75 tests: each cell added"
-                in text) is passes
-        assert ("so a complete separation here reads `not after Holm`" in text) is not passes
+        assert f"The page makes {m + 2} rank tests in two families" in text
+        assert "the headline's 2 verdicts" in text
+        assert f"and {m} others (1 against other published curves, {m - 1} between" in text
+        assert "in the headline family (2 tests, first step 0.05 / 2 = 0.02500) they can pass" \
+            in text
+        verb = "can pass" if passes else "cannot pass"
+        assert f"in the other family ({m} tests, first step 0.05 / {m} = {0.05 / m:.5f}) they " \
+               f"{verb}" in text
     assert verdicts.pval(74 * least) == "= 0.049" and verdicts.pval(0.37) == "= 0.37"
 
 
@@ -848,7 +859,9 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
             "310, 311, 312, 313, 314); 100k: 330") in "\n".join(seed_lines(data))
     assert ("- Hopper `new_algo` (seeds 0-4): 50k: 130, 131, 132, 133, 134 (means over 40k-50k: "
             "110, 111, 112, 113, 114); 100k: not reached (50k only)") in "\n".join(seed_lines(data))
-    assert tests.count("ref") == 4  # td3 against the paper's and Tianshou's seeds, 50k and 100k
+    # td3 against the paper's seeds (the best, the headline's family) and Tianshou's, at 50k and
+    # 100k
+    assert tests.count("head") == 2 and tests.count("ref") == 2
     assert "**In short.** At 50k, 1 cell has a published reference; it shows no difference from " \
            "the best one, before or after Holm. Against the other published curves of these " \
            "cells at 50k, 1 comparison differs after Holm: Hopper td3 above TD3 (Tianshou). At " \
@@ -949,7 +962,8 @@ def test_a_cell_of_one_seed_is_shown_but_never_tested(tmp_path: Path) -> None:
     assert 0 < below < 10  # the TD3 paper's 10 seeds straddle 300 at 40k-50k
     assert td3 == ("| Hopper | td3 | 300 (1 seed) | TD3 (paper): 285 (10) | not tested: 1 seed, "
                    f"above {below} of 10 |")
-    assert tests.count("ref") == 2  # sac against Tianshou's and SimbaV2's SAC; td3 untested
+    # sac against its best SAC curve (the headline's family) and the other one; td3 untested
+    assert tests.count("head") == 1 and tests.count("ref") == 1
     seeds = "\n".join(seed_lines(data))
     assert "- Hopper `td3` (seed 0): 50k: 300" in seeds and "(seeds 0-4)" in seeds
     pairs = pair_lines(data, tests, "Hopper")

@@ -135,8 +135,9 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="100k env steps, where every published source has a point (the headline also "
             "reads each curve at 50k): on 2 shared cores a 5-seed rlzoo cell of 50k took "
-            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes), a "
-            "TD3 cell of 100k 2.2-3.1 h and Walker2d's SAC cell of 100k 3.5 h (each cell's time "
+            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes; 3.7-4.8 h "
+            "at 100k), a TD3 cell of 100k 2.2-3.1 h and Walker2d's SAC cell of 100k 3.5 h (each "
+            "cell's time "
             "is in the table at the end of this section); the ensemble critic's 10 members "
             "would take about 4 h at 50k (estimated)",
         first_eval=WARM_UP_FIRST_EVAL,
@@ -148,10 +149,10 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "the `stac` and `sac-categorical` rows and Walker2d's SAC, TD3 and SB3 TD3 at "
-                "100k; Walker2d's SB3 SAC row (its TD3 cell took 3.7 h of one-seed processes, "
-                "SB3's SAC about twice TD3's) and the 100k extensions of the other Hopper and "
-                "HalfCheetah cells (about 2-4 h each) wait for more machine time",
+                "the `stac` and `sac-categorical` rows and Walker2d's four rows at 100k; the "
+                "100k extensions of the other Hopper and HalfCheetah cells (about 2-4 h each; "
+                "an SB3 cell of 100k took 3.7-4.8 h of one-seed processes) wait for more "
+                "machine time",
     ),
     "marl": Suite(
         name="marl",

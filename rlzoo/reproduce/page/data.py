@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from rlzoo.reproduce.page.runs import (
 from rlzoo.reproduce.page.verdicts import Test, Tests, testable
 from rlzoo.reproduce.references import REFERENCES, Reference, normalizer
 from rlzoo.reproduce.schema import Suite
+
+Found = TypeVar("Found", bound=tuple[Any, ...])  # (Reference, its seeds' windows, ...)
 
 
 @dataclass
@@ -68,16 +70,29 @@ def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
                     steps: int) -> list[tuple[Reference, np.ndarray, Test | None]]:
     """``row``'s seeds against each published curve's seeds at ``steps`` (windows on both
     sides): (reference, its seeds' windows, the test, None when the two sides are too few to
-    test, :func:`testable`); [] when either side lacks the window."""
+    test, :func:`testable`); [] when either side lacks the window. The test against the best
+    curve (:func:`best_reference`) is of the headline's family (kind ``head``), the others of
+    the second (``ref``)."""
     ours = data.windows(task, row, steps)
+    found = [(ref, theirs) for ref in (references_of(task, row) if ours else [])
+             if (theirs := ref.window(steps, WINDOW)) is not None]
+    best = best_reference(found)
     out = []
-    for ref in references_of(task, row) if ours else []:
-        theirs = ref.window(steps, WINDOW)
-        if theirs is not None:
-            test = None if not testable(len(ours), len(theirs)) else tests.run(
-                ("ref", data.suite.name, task, row, ref.algo, str(steps)), ours, theirs.tolist())
-            out.append((ref, theirs, test))
+    for ref, theirs in found:
+        kind = "head" if best is not None and ref is best[0] else "ref"
+        test = None if not testable(len(ours), len(theirs)) else tests.run(
+            (kind, data.suite.name, task, row, ref.algo, str(steps)), ours, theirs.tolist())
+        out.append((ref, theirs, test))
     return out
+
+
+def best_reference(found: Sequence[Found]) -> Found | None:
+    """Of a cell's published curves (each with its seeds' windows first, then anything), the
+    one whose seeds' windows have the highest IQM (the hardest to match, the headline's);
+    None without one."""
+    from rlzoo.analysis import stats
+
+    return max(found, key=lambda item: stats.iqm(item[1])) if found else None
 
 
 def pair_tests(data: SuiteData, tests: Tests, task: str

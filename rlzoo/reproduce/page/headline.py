@@ -5,28 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from rlzoo.reproduce.files import REPORT_DIR, profile_figure, summary_steps
 from rlzoo.reproduce.page.data import (
     SuiteData,
     aggregate_scores,
     aggregate_task_sets,
+    best_reference,
     reference_tests,
 )
 from rlzoo.reproduce.page.figures import published_figure
 from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text, untested_text
-from rlzoo.reproduce.references import Reference
-
-
-def best_reference(found: list[tuple[Reference, np.ndarray, Test | None]]
-                   ) -> tuple[Reference, np.ndarray, Test | None] | None:
-    """Of a cell's published curves with their tests (``reference_tests``), the one whose seeds'
-    windows have the highest IQM (the hardest to match); None without one."""
-    from rlzoo.analysis import stats
-
-    return max(found, key=lambda item: stats.iqm(item[1])) if found else None
 
 
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
@@ -99,7 +88,16 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             f"{task} {', '.join(rows)}" for task, rows in never.items()) + f" (the end of the "
             f"`{suite.name}` section gives each cell's state and why these did not run)."]
     lines.append("")
-    for task in suite.tasks:
+    lines += figure_lines(data, rel)
+    lines += aggregate_lines(data, rel)
+    return lines
+
+
+def figure_lines(data: SuiteData, rel: Path) -> list[str]:
+    """One figure per task of the suite: its learning curves with the published means where
+    the report drew them, else its curves alone, else a line saying no cell has run."""
+    lines: list[str] = []
+    for task in data.suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""
         if figure and (data.root / REPORT_DIR / published).is_file():
@@ -109,7 +107,6 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             lines += [f"![{task.name}: learning curves]({rel / REPORT_DIR / figure})", ""]
         else:
             lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
-    lines += aggregate_lines(data, rel)
     return lines
 
 

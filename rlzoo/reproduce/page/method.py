@@ -10,28 +10,6 @@ from rlzoo.reproduce.page.verdicts import ALPHA, Tests, rank_test_power
 
 def method_lines(tests: Tests) -> list[str]:
     """How every number of the page is made, said once."""
-    n_ref, n_pair = tests.count("ref"), tests.count("pair")
-    total = n_ref + n_pair
-    smallest_pair = 2 / math.comb(10, 5)
-    smallest_ref = 2 / math.comb(15, 5)  # 5 seeds against 10, every seed on one side
-    strictest = ALPHA / max(total, 1)
-    most = math.floor(ALPHA / smallest_ref)  # the most tests at which that p passes Holm
-    if total <= most:
-        ref_reach = (
-            f"5 against 10 seeds can reach {smallest_ref:.5f}, only when every seed of one side "
-            f"is above every seed of the other (a complete separation, their only way past Holm "
-            f"here), and that clears Holm only while the page makes at most {most} tests: each "
-            f"cell added to the page adds tests and can turn such an `above`/`below` into `not "
-            f"after Holm`.")
-    else:
-        ref_reach = (
-            f"5 against 10 seeds cannot either: their smallest p, {smallest_ref:.5f} (every seed "
-            f"of one side above every seed of the other), clears Holm only while the page makes "
-            f"at most {most} tests, so a complete separation here reads `not after Holm`.")
-
-    def power(shift: float, alpha: float) -> str:
-        return f"{rank_test_power(5, 10, shift, alpha):.0%}"
-
     return [
         "## Method", "",
         "**Returns.** Each evaluation is the mean return of 10 deterministic episodes (the "
@@ -60,20 +38,8 @@ def method_lines(tests: Tests) -> list[str]:
         "returns, then on each seed's mean over all its evaluations, which also weighs how "
         "early a row learns (a second measure, added after the Hopper action-sequence cell had "
         "been seen; cells run later are fresh tests of it).", "",
-        f"**How many comparisons.** The page makes {total} rank tests ({n_ref} against "
-        f"published seeds, {n_pair} between rlzoo rows). Every verdict is read after Holm's "
-        f"step-down correction over all {total} at {ALPHA:g} (`above`/`below`); where only the "
-        f"uncorrected p is under {ALPHA:g} the verdict says `not after Holm`. Two rows of 5 "
-        f"seeds cannot be told apart after this correction: the smallest two-sided p of 5 "
-        f"against 5 seeds is {smallest_pair:.3f}, and Holm asks at least {ALPHA:g} / {total} "
-        f"= {ALPHA / max(total, 1):.5f} of the smallest p; {ref_reach} So every difference "
-        "between rlzoo rows on this page is a lead to follow with more seeds, not a finding. "
-        "`no difference found` is not "
-        "evidence of a match: with 5 seeds against 10, the rank test finds a true gap of one "
-        f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
-        f"{power(1.75, ALPHA)} at p < {ALPHA:g}, and {power(1.0, strictest)} and "
-        f"{power(1.75, strictest)} at Holm's strictest step, p < {strictest:.5f} (simulated: "
-        "normal returns, 4,000 draws).", "",
+        comparisons_paragraph(tests), "",
+
         "**Hyperparameters.** Every row but the control rows runs rlzoo's defaults unchanged; "
         "a control row changes the settings its note names (\"control for ...\"); each file under "
         "`rlzoo/conf/algo/` says which paper or reference code each default comes from, and no "
@@ -90,3 +56,51 @@ def method_lines(tests: Tests) -> list[str]:
         "none during its 10,000 random steps (40,000 by 50k, 90,000 by 100k). Nothing else was "
         "tuned. The Stable-Baselines3 peer takes the same settings as the rlzoo row of the "
         "same algorithm.", ""]
+
+
+def comparisons_paragraph(tests: Tests) -> str:
+    """How many rank tests the page makes, in which Holm families, and what the correction
+    leaves a 5-seed row able to show: the method's `How many comparisons` paragraph."""
+    n_head, n_ref, n_pair = tests.count("head"), tests.count("ref"), tests.count("pair")
+    total = n_head + n_ref + n_pair
+    n_other = tests.family_size("other")
+    smallest_pair = 2 / math.comb(10, 5)
+    smallest_ref = 2 / math.comb(15, 5)  # 5 seeds against 10, every seed on one side
+    strictest = ALPHA / max(n_head, 1)  # Holm's first step in the headline's family
+    most = math.floor(ALPHA / smallest_ref)  # the most tests at which that p passes Holm
+
+    def reach(m: int, family: str) -> str:
+        """Whether 5 against 10 seeds can pass Holm's first step in a family of ``m``."""
+        can = "can pass" if m <= most else "cannot pass"
+        return (f"in the {family} ({m} tests, first step {ALPHA:g} / {m} = "
+                f"{ALPHA / max(m, 1):.5f}) they {can}")
+
+    if smallest_pair > ALPHA / max(n_other, 1):
+        pairs = (f"Two rows of 5 seeds cannot be told apart after the correction: the smallest "
+                 f"two-sided p of 5 against 5 seeds is {smallest_pair:.3f}, above {ALPHA:g} / "
+                 f"{n_other} = {ALPHA / max(n_other, 1):.5f}. So every difference between rlzoo "
+                 "rows on this page is a lead to follow with more seeds, not a finding.")
+    else:
+        pairs = (f"Two rows of 5 seeds can be told apart only by their smallest p, "
+                 f"{smallest_pair:.3f} (every seed of one above every seed of the other).")
+
+    def power(shift: float, alpha: float) -> str:
+        return f"{rank_test_power(5, 10, shift, alpha):.0%}"
+
+    return (
+        f"**How many comparisons.** The page makes {total} rank tests in two families, and "
+        f"Holm's step-down correction runs within each at {ALPHA:g} (`above`/`below`; where "
+        f"only the uncorrected p is under {ALPHA:g} the verdict says `not after Holm`): the "
+        f"headline's {n_head} verdicts (each cell against its best published curve at each "
+        f"headline budget: the page's question), and {n_other} others ({n_ref} against other "
+        f"published curves, {n_pair} between rlzoo rows). One family over the whole page would "
+        f"grow with every cell until 5 seeds against 10 could never differ: their smallest p, "
+        f"{smallest_ref:.5f}, comes only when every seed of one side is above every seed of "
+        f"the other, and it passes Holm's first step only in a family of at most {most} tests; "
+        f"{reach(n_head, 'headline family')}, and {reach(n_other, 'other family')}. {pairs} "
+        "`no difference found` is not "
+        "evidence of a match: with 5 seeds against 10, the rank test finds a true gap of one "
+        f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
+        f"{power(1.75, ALPHA)} at p < {ALPHA:g}, and {power(1.0, strictest)} and "
+        f"{power(1.75, strictest)} at the headline family's strictest step, p < "
+        f"{strictest:.5f} (simulated: normal returns, 4,000 draws).")

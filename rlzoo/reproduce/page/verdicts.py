@@ -1,6 +1,6 @@
 """The page's statistics: IQM with its bootstrap CI, the rank tests (P(A > B) and
-Mann-Whitney's U), Holm's correction over every test of the page, the verdicts they give, and
-the power statement of what `no difference found` can mean."""
+Mann-Whitney's U), Holm's correction within each of the page's two families of tests, the
+verdicts they give, and the power statement of what `no difference found` can mean."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import numpy as np
 
 from rlzoo.reproduce.page.runs import fmt
 
-ALPHA = 0.05     # the tests' level, after Holm's correction over the page's tests
+ALPHA = 0.05     # the tests' level, after Holm's correction within each family of tests
+# A test's kind (its key's first item) -> its Holm family. The headline's verdicts (each cell
+# against its best published curve, at each headline budget) are the page's question and one
+# family; every other test (other published curves, rlzoo rows against each other) is the
+# second. One page-wide family would grow with every cell until no 5-seed row could differ from
+# 10 published seeds at all (their least p, 2 / C(15, 5), clears Holm's first step only up to
+# 75 tests).
+FAMILIES = {"head": "headline", "ref": "other", "pair": "other"}
 
 
 def testable(n_a: int, n_b: int) -> bool:
@@ -51,7 +58,8 @@ def untested_text(ours: list[float] | np.ndarray, theirs: list[float] | np.ndarr
 @dataclass
 class Test:
     """One rank test of the page: P(A > B) over seed pairs with its 95% bootstrap CI, and the
-    two-sided Mann-Whitney U test's p; ``adjusted`` is its Holm-adjusted p over the page."""
+    two-sided Mann-Whitney U test's p; ``adjusted`` is its Holm-adjusted p within its family
+    (:data:`FAMILIES`)."""
 
     poi: tuple[float, float, float]
     p: float
@@ -86,7 +94,8 @@ def pval(p: float) -> str:
 
 @dataclass
 class Tests:
-    """The page's family of rank tests, by key; :meth:`holm` adjusts them all together."""
+    """The page's rank tests, by key (its first item the kind, :data:`FAMILIES`); :meth:`holm`
+    adjusts each family on its own."""
 
     items: dict[tuple[str, ...], Test] = field(default_factory=dict)
 
@@ -103,16 +112,23 @@ class Tests:
         return self.items[key]
 
     def holm(self) -> None:
-        """Holm's step-down adjustment over every test: the i-th smallest p (from 0) times
-        (m - i), made monotone and capped at 1."""
-        order = sorted(self.items.values(), key=lambda t: t.p)
-        running = 0.0
-        for i, test in enumerate(order):
-            running = max(running, min(1.0, (len(order) - i) * test.p))
-            test.adjusted = running
+        """Holm's step-down adjustment within each family: the i-th smallest p (from 0) of a
+        family of m tests times (m - i), made monotone and capped at 1."""
+        for family in set(FAMILIES.values()):
+            order = sorted((t for key, t in self.items.items() if FAMILIES[key[0]] == family),
+                           key=lambda t: t.p)
+            running = 0.0
+            for i, test in enumerate(order):
+                running = max(running, min(1.0, (len(order) - i) * test.p))
+                test.adjusted = running
 
     def count(self, kind: str) -> int:
+        """How many tests of ``kind`` (``head``, ``ref`` or ``pair``)."""
         return sum(1 for key in self.items if key[0] == kind)
+
+    def family_size(self, family: str) -> int:
+        """How many tests Holm's correction weighs in ``family`` (``headline`` or ``other``)."""
+        return sum(1 for key in self.items if FAMILIES[key[0]] == family)
 
 
 def rank_test_power(n_a: int, n_b: int, shift: float, alpha: float, draws: int = 4000,
