@@ -69,11 +69,13 @@ def comparisons_paragraph(tests: Tests) -> str:
     strictest = ALPHA / max(n_head, 1)  # Holm's first step in the headline's family
     most = math.floor(ALPHA / smallest_ref)  # the most tests at which that p passes Holm
 
-    def reach(m: int, family: str) -> str:
+    def step(m: int) -> str:
+        """A family's size and Holm's first step in it."""
+        return f"{m} tests, first step {ALPHA:g} / {m} = {ALPHA / max(m, 1):.5f}"
+
+    def can(m: int) -> str:
         """Whether 5 against 10 seeds can pass Holm's first step in a family of ``m``."""
-        can = "can pass" if m <= most else "cannot pass"
-        return (f"in the {family} ({m} tests, first step {ALPHA:g} / {m} = "
-                f"{ALPHA / max(m, 1):.5f}) they {can}")
+        return f"can pass until it has {most}" if m <= most else "cannot pass"
 
     if smallest_pair > ALPHA / max(n_other, 1):
         pairs = (f"Two rows of 5 seeds cannot be told apart after the correction: the smallest "
@@ -97,7 +99,9 @@ def comparisons_paragraph(tests: Tests) -> str:
         f"grow with every cell until 5 seeds against 10 could never differ: their smallest p, "
         f"{smallest_ref:.5f}, comes only when every seed of one side is above every seed of "
         f"the other, and it passes Holm's first step only in a family of at most {most} tests; "
-        f"{reach(n_head, 'headline family')}, and {reach(n_other, 'other family')}. {pairs} "
+        f"in the headline family ({step(n_head)}) they {can(n_head)}, and in the other family "
+        f"({step(n_other)}), which also grows with every row added, they {can(n_other)}. "
+        f"{pairs} "
         "`no difference found` is not "
         "evidence of a match: with 5 seeds against 10, the rank test finds a true gap of one "
         f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
