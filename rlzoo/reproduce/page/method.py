@@ -39,7 +39,6 @@ def method_lines(tests: Tests) -> list[str]:
         "early a row learns (a second measure, added after the Hopper action-sequence cell had "
         "been seen; cells run later are fresh tests of it).", "",
         comparisons_paragraph(tests), "",
-
         "**Hyperparameters.** Every row but the control rows runs rlzoo's defaults unchanged; "
         "a control row changes the settings its note names (\"control for ...\"); each file under "
         "`rlzoo/conf/algo/` says which paper or reference code each default comes from, and no "
@@ -101,9 +100,8 @@ def comparisons_paragraph(tests: Tests) -> str:
         f"the other, and it passes Holm's first step only in a family of at most {most} tests; "
         f"in the headline family ({step(n_head)}) they {can(n_head)}, and in the other family "
         f"({step(n_other)}), which also grows with every row added, they {can(n_other)}. "
-        f"{pairs} "
-        "`no difference found` is not "
-        "evidence of a match: with 5 seeds against 10, the rank test finds a true gap of one "
+        f"{pairs} `no difference found` is not evidence of a match: with 5 seeds against 10, "
+        "the rank test finds a true gap of one "
         f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
         f"{power(1.75, ALPHA)} at p < {ALPHA:g}, and {power(1.0, strictest)} and "
         f"{power(1.75, strictest)} at the headline family's strictest step, p < "

@@ -115,8 +115,7 @@ class Tests:
         """Holm's step-down adjustment within each family: the i-th smallest p (from 0) of a
         family of m tests times (m - i), made monotone and capped at 1."""
         for family in set(FAMILIES.values()):
-            order = sorted((t for key, t in self.items.items() if FAMILIES[key[0]] == family),
-                           key=lambda t: t.p)
+            order = sorted(self.members(family), key=lambda t: t.p)
             running = 0.0
             for i, test in enumerate(order):
                 running = max(running, min(1.0, (len(order) - i) * test.p))
@@ -126,9 +125,13 @@ class Tests:
         """How many tests of ``kind`` (``head``, ``ref`` or ``pair``)."""
         return sum(1 for key in self.items if key[0] == kind)
 
+    def members(self, family: str) -> list[Test]:
+        """The tests of ``family`` (``headline`` or ``other``), which Holm weighs together."""
+        return [t for key, t in self.items.items() if FAMILIES[key[0]] == family]
+
     def family_size(self, family: str) -> int:
-        """How many tests Holm's correction weighs in ``family`` (``headline`` or ``other``)."""
-        return sum(1 for key in self.items if FAMILIES[key[0]] == family)
+        """How many tests Holm's correction weighs in ``family``."""
+        return len(self.members(family))
 
 
 def rank_test_power(n_a: int, n_b: int, shift: float, alpha: float, draws: int = 4000,
