@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -32,16 +36,110 @@ def run_cli(
     args: list[str], run_dir: Path | None = None, module: str = "rlzoo.train", timeout: int = 600,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m <module> <args>`` (with ``hydra.run.dir=<run_dir>`` when given)."""
+    """Run ``python -m <module> <args>`` (with ``hydra.run.dir=<run_dir>`` when given): forked
+    from a fork server started in the same environment (tests/zygote.py), or a fresh
+    interpreter with ``RLZOO_TESTS_FRESH=1``; the result is subprocess.run's, ``TimeoutExpired``
+    included."""
     cmd = [sys.executable, "-m", module, *args]
     if run_dir is not None:
         cmd.append(f"hydra.run.dir={run_dir}")
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           # this checkout's rlzoo (and tests.* env modules) wherever the command runs
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = cli_env()
+    if os.environ.get("RLZOO_TESTS_FRESH") != "1":
+        return ForkServer.serving(env).run(cmd, env, cwd or REPO, timeout)
     return subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO, env=env
     )
+
+
+def cli_env() -> dict[str, str]:
+    """The environment of a CLI run: this process's, one thread, and this checkout first on
+    PYTHONPATH (rlzoo and the tests.* env modules wherever the command runs)."""
+    return {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def _start_state(env: dict[str, str]) -> dict[str, str]:
+    """What of ``env`` a starting interpreter can see: all of it but PYTEST_CURRENT_TEST, which
+    pytest changes with every test (the child still gets ``env`` whole)."""
+    return {key: value for key, value in env.items() if key != "PYTEST_CURRENT_TEST"}
+
+
+class ForkServer:
+    """The client of a tests/zygote.py server. One runs per test process at a time, started in
+    the environment of the run that needs it, so every child's interpreter started and imported
+    in the environment it runs in; a run in another environment replaces it (a test that sets a
+    variable pays one start for it, as a fresh interpreter would)."""
+
+    _current: ForkServer | None = None
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = _start_state(env)
+        self.log = tempfile.TemporaryFile()  # the server's own stderr (its children have theirs)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "zygote.py")], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.log, cwd=REPO, env=env)
+        self.pending = b""  # what the server wrote after the last full line
+        try:
+            self._answer(300)
+        except (TimeoutError, RuntimeError):
+            self.log.seek(0)
+            raise RuntimeError("the fork server did not start: "
+                               + self.log.read().decode(errors="replace")[-2000:]) from None
+
+    @classmethod
+    def serving(cls, env: dict[str, str]) -> ForkServer:
+        """A live server started in ``env`` (up to PYTEST_CURRENT_TEST)."""
+        current = cls._current
+        if current is None or current.proc.poll() is not None or current.env != _start_state(env):
+            if current is not None:
+                current.close()
+            cls._current = cls(env)
+        return cls._current
+
+    def close(self) -> None:
+        """End the server (closing its stdin ends its loop)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(60)
+        self.log.close()
+
+    def _answer(self, timeout: float) -> dict:
+        """The server's next line, waiting at most ``timeout`` seconds (TimeoutError)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("the fork server ended")
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, cmd: list[str], env: dict[str, str], cwd: Path,
+            timeout: float) -> subprocess.CompletedProcess[str]:
+        """``cmd`` (``python -m MODULE ARGS``) as a child of the server, in ``env`` and ``cwd``."""
+        assert self.proc.stdin is not None
+        with tempfile.TemporaryDirectory(prefix="rlzoo-cli-") as tmp:
+            out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+            request = {"module": cmd[2], "args": cmd[3:], "cwd": str(cwd), "env": env,
+                       "stdout": str(out), "stderr": str(err)}
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+            pid = self._answer(60)["pid"]
+            try:
+                status = self._answer(timeout)["status"]
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                self._answer(60)
+                raise subprocess.TimeoutExpired(
+                    cmd, timeout, out.read_text(errors="replace"),
+                    err.read_text(errors="replace")) from None
+            return subprocess.CompletedProcess(
+                cmd, status, out.read_text(errors="replace"), err.read_text(errors="replace"))
 
 
 def read_summary(run_dir: Path) -> dict:

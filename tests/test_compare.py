@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import conftest
 import numpy as np
 import pytest
 import scipy.stats
@@ -89,15 +90,8 @@ def runs_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run(
-        [sys.executable, "-m", "rlzoo.compare", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=120,
-    )
+    """``python -m rlzoo.compare ARGS`` from the repository root (conftest.run_cli's)."""
+    return conftest.run_cli(list(args), module="rlzoo.compare", timeout=120)
 
 
 @pytest.fixture(scope="module")

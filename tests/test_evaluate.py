@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli
 from omegaconf import OmegaConf
 from torch import nn
 
@@ -27,7 +28,11 @@ TINY = ["algo.actor.hidden=[32,32]", "critic.hidden=[32,32]", "log.progress=fals
 
 def run(module: str, *args: str, env: dict[str, str] | None = None,
         ) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    """``python -m <module> <args>`` from the repository root; conftest.run_cli's (forked) when
+    the environment is this process's."""
+    if env is None:
+        return run_cli(list(args), module=module, timeout=300)
+    environ = {**os.environ, "OMP_NUM_THREADS": "1", **env}
     return subprocess.run(
         [sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO,
         env=environ, timeout=300,
