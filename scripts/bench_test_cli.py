@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_FILES = ("tests/test_cli.py", "tests/test_cli_errors.py", "tests/test_trust.py")
+DEFAULT_FILES = ("tests/test_cli.py", "tests/test_cli_errors.py", "tests/test_run_safety.py")
 
 
 def timed_pytest(files: list[str], fresh: bool) -> float:

@@ -149,8 +149,9 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "the `stac` and `sac-categorical` rows and Walker2d's four rows at 100k; the "
-                "100k extensions of the other Hopper and HalfCheetah cells (about 2-4 h each; "
+                "the `stac` and `sac-categorical` rows, and at 100k Walker2d's four rows, "
+                "Hopper's `sac` and `td3` and HalfCheetah's `td3`; the 100k extensions of the "
+                "other Hopper and HalfCheetah cells (about 2-5 h each; "
                 "an SB3 cell of 100k took 3.7-4.8 h of one-seed processes) wait for more "
                 "machine time",
     ),
