@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import select
@@ -79,12 +81,21 @@ class ForkServer:
             [sys.executable, str(REPO / "tests" / "zygote.py")], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self.log, cwd=REPO, env=env)
         self.pending = b""  # what the server wrote after the last full line
+        self.requests = 0  # the id of the last request
         try:
-            self._answer(300)
-        except (TimeoutError, RuntimeError):
+            self._answer(None, 300)
+        except (TimeoutError, RuntimeError, ValueError):
+            self.proc.kill()
+            self.proc.wait()
             self.log.seek(0)
             raise RuntimeError("the fork server did not start: "
                                + self.log.read().decode(errors="replace")[-2000:]) from None
+
+    @classmethod
+    def close_current(cls) -> None:
+        """End this process's server, if one runs (at exit)."""
+        if cls._current is not None:
+            cls._current.close()
 
     @classmethod
     def serving(cls, env: dict[str, str]) -> ForkServer:
@@ -97,14 +108,21 @@ class ForkServer:
         return cls._current
 
     def close(self) -> None:
-        """End the server (closing its stdin ends its loop)."""
+        """End the server: closing its stdin ends its loop; one that does not end is killed."""
         assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(60)
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
         self.log.close()
+        if ForkServer._current is self:
+            ForkServer._current = None
 
-    def _answer(self, timeout: float) -> dict:
-        """The server's next line, waiting at most ``timeout`` seconds (TimeoutError)."""
+    def _answer(self, request_id: int, timeout: float) -> dict:
+        """The server's next line, which must answer ``request_id``, waiting at most ``timeout``
+        seconds (TimeoutError)."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
@@ -117,29 +135,53 @@ class ForkServer:
                 raise RuntimeError("the fork server ended")
             self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
-        return json.loads(line)
+        answer = json.loads(line)
+        if answer.get("id") != request_id:
+            raise RuntimeError(f"the fork server answered {answer}, not request {request_id}")
+        return answer
 
     def run(self, cmd: list[str], env: dict[str, str], cwd: Path,
             timeout: float) -> subprocess.CompletedProcess[str]:
-        """``cmd`` (``python -m MODULE ARGS``) as a child of the server, in ``env`` and ``cwd``."""
+        """``cmd`` (``python -m MODULE ARGS``) as a child of the server, in ``env`` and ``cwd``.
+        Anything that leaves the exchange unfinished (a timeout, an interrupt) ends the server,
+        so the next run starts a new one and no answer is read for the wrong request."""
         assert self.proc.stdin is not None
+        if not Path(cwd).is_dir():
+            raise FileNotFoundError(f"no such directory: {cwd}")  # as subprocess.run would
+        self.requests += 1
         with tempfile.TemporaryDirectory(prefix="rlzoo-cli-") as tmp:
             out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
-            request = {"module": cmd[2], "args": cmd[3:], "cwd": str(cwd), "env": env,
-                       "stdout": str(out), "stderr": str(err)}
-            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self.proc.stdin.flush()
-            pid = self._answer(60)["pid"]
+            request = {"id": self.requests, "module": cmd[2], "args": cmd[3:], "cwd": str(cwd),
+                       "env": env, "stdout": str(out), "stderr": str(err)}
             try:
-                status = self._answer(timeout)["status"]
-            except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                self._answer(60)
-                raise subprocess.TimeoutExpired(
-                    cmd, timeout, out.read_text(errors="replace"),
-                    err.read_text(errors="replace")) from None
-            return subprocess.CompletedProcess(
-                cmd, status, out.read_text(errors="replace"), err.read_text(errors="replace"))
+                self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+                self.proc.stdin.flush()
+                pid = self._answer(self.requests, 60)["pid"]
+                try:
+                    status = self._answer(self.requests, timeout)["status"]
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    self.close()
+                    # as subprocess.run(text=True) raises it: what was written so far, in bytes
+                    raise subprocess.TimeoutExpired(
+                        cmd, timeout, out.read_bytes(), err.read_bytes()) from None
+            except BaseException:
+                if self.proc.poll() is None and ForkServer._current is self:
+                    self.close()
+                raise
+            return subprocess.CompletedProcess(cmd, status, out.read_text(), err.read_text())
+
+
+atexit.register(ForkServer.close_current)
+
+
+@pytest.fixture
+def fresh_interpreters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every run_cli of a test a fresh interpreter (``RLZOO_TESTS_FRESH=1``): for tests that
+    compare runs in different processes bit for bit, which must also hold across string-hash
+    seeds (a fork server's children share one)."""
+    monkeypatch.setenv("RLZOO_TESTS_FRESH", "1")
 
 
 def read_summary(run_dir: Path) -> dict:

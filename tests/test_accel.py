@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_user_error, read_summary, run_cli
 
 from rlzoo.algos import HASAC, SAC, TD3
 from rlzoo.algos.base import EnvSpec
@@ -19,7 +20,6 @@ from rlzoo.optim import Adam, adam
 from rlzoo.run.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
-from tests.conftest import assert_user_error, read_summary, run_cli
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 from rlzoo.errors import UserError
 from rlzoo.run import checkpoint
@@ -34,7 +35,6 @@ from rlzoo.run.checkpoint import (
     to_plain,
 )
 from rlzoo.run.finite import nonfinite_entries
-from tests.conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 
 def small_state(step: int, n: int = 1000) -> dict[str, Any]:

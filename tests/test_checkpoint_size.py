@@ -285,6 +285,7 @@ def test_cli_checkpoint_grows_with_the_steps(tmp_path: Path) -> None:
     # per-agent obs, global state, agent rewards; MPE episodes are 25 steps
     (["env=mpe/simple_spread", "algo=maddpg", *COMMON], 137, 260),
 ], ids=["sac-action_sequence-2envs", "maddpg-mpe"])
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_resume_after_the_ring_wrapped_is_bit_identical(
     tmp_path: Path, args: list[str], k: int, n: int
 ) -> None:
@@ -302,6 +303,7 @@ def test_resume_after_the_ring_wrapped_is_bit_identical(
         assert_identical(want[key], got[key], key)
 
 
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_resume_of_a_wrapped_seed_group_is_bit_identical(tmp_path: Path) -> None:
     args = [*WRAPPED, "seeds=2", "algo.n_step=3"]  # 3-step windows across the wrap
     straight, split = tmp_path / "straight-s5", tmp_path / "split-s5"

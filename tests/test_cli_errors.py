@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import assert_user_error, run_cli
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError
-from tests.conftest import assert_user_error, run_cli
 
 EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
 

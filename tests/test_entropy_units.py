@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY, assert_user_error, run_cli
 from hydra import compose, initialize_config_module
 from torch.distributions import AffineTransform, Normal, TanhTransform, TransformedDistribution
 
@@ -19,7 +20,6 @@ from rlzoo.algos.base import log_action_scale
 from rlzoo.buffers import Batch
 from rlzoo.nets import TanhGaussianActor, TwinCritic
 from rlzoo.tuners import AutoAlpha, FixedAlpha
-from tests.conftest import TINY, assert_user_error, run_cli
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 PENDULUM = EnvSpec(obs_dim=4, act_dim=1, action_low=(-3.0,), action_high=(3.0,))  # ±3

@@ -18,7 +18,12 @@ SCRIPTS = {
     "exit_3": "import sys; print('partial', end=''); sys.exit(3)",
     "exit_text": "import sys; sys.exit('bye')",
     "raises": "raise ValueError('boom')",
-    "interrupted": "raise KeyboardInterrupt",
+    "interrupted": (
+        "import atexit\n"
+        "atexit.register(lambda: print('atexit'))\n"
+        "print('before')\n"
+        "raise KeyboardInterrupt"
+    ),
     "thread_and_atexit": (
         "import atexit, threading, time\n"
         "atexit.register(lambda: print('atexit'))\n"
@@ -64,16 +69,28 @@ def test_a_forked_training_run_is_the_fresh_one_bit_for_bit(
     assert summaries[0]["total_steps"] == 300
 
 
-def test_a_run_past_its_timeout_is_killed(tmp_path: Path) -> None:
+def test_a_run_past_its_timeout_is_killed_and_the_next_run_is_answered(tmp_path: Path) -> None:
     (tmp_path / "sleeper.py").write_text(
         "import os, time; print(os.getpid(), flush=True); time.sleep(600)\n")
     with pytest.raises(subprocess.TimeoutExpired) as stopped:
         run_cli([], module="sleeper", cwd=tmp_path, timeout=3)
-    pid = int(str(stopped.value.output).split()[0])
+    assert isinstance(stopped.value.output, bytes)  # as subprocess.run(text=True) gives it
+    pid = int(stopped.value.output.split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    (tmp_path / "after.py").write_text("print('next')\n")
-    assert run_cli([], module="after", cwd=tmp_path).stdout == "next\n"  # the server lives on
+    (tmp_path / "after.py").write_text("import sys; print('next'); sys.exit(4)\n")
+    for _ in range(2):  # no answer of the killed run's is read for these
+        after = run_cli([], module="after", cwd=tmp_path)
+        assert (after.returncode, after.stdout) == (4, "next\n")
+
+
+def test_children_do_not_share_the_servers_random_state(tmp_path: Path) -> None:
+    """``random`` and numpy's global generator are seeded from the OS in each child, as a fresh
+    interpreter seeds them at import."""
+    (tmp_path / "draw.py").write_text(
+        "import random, numpy\nprint(random.random(), numpy.random.rand())\n")
+    first, second = (run_cli([], module="draw", cwd=tmp_path).stdout.split() for _ in range(2))
+    assert first[0] != second[0] and first[1] != second[1]
 
 
 def test_a_changed_environment_gets_a_server_started_in_it(

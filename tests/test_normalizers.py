@@ -330,6 +330,7 @@ def test_group_members_have_their_single_runs_statistics(tmp_path: Path) -> None
     assert not torch.equal(first["obs_normalizer.mean"], single["obs_normalizer.mean"])
 
 
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_split_resume_of_a_normalized_seed_group_is_bit_identical(tmp_path: Path) -> None:
     """seeds=2, stopped at step 137 (mid-episode, during learning), resumed to 260."""
     args = ["algo=sac", "seeds=2", *PENDULUM, *ON]
@@ -348,6 +349,7 @@ def test_split_resume_of_a_normalized_seed_group_is_bit_identical(tmp_path: Path
         assert_identical(want[key], got[key], key)
 
 
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_split_resume_of_a_normalized_multi_agent_run_is_bit_identical(tmp_path: Path) -> None:
     """HASAC on simple_speaker_listener (speaker obs 3, listener 11: padded), 2 envs, split at
     vector step 87 (12 steps into an episode), resumed to 300; per-agent statistics leave the

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import read_summary, run_cli
 
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from tests.conftest import read_summary, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pre_one_loop"
 CASES = {  # name: (step the old run stopped at, extra steps to train)

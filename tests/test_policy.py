@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from conftest import REPO, run_cli
 from omegaconf import OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
@@ -27,7 +28,6 @@ from rlzoo.errors import UserError
 from rlzoo.policy import Policy, load_policy
 from rlzoo.run.build import make_env
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
-from tests.conftest import REPO, run_cli
 
 TINY = ["algo.actor.hidden=[16]", "critic.hidden=[16]", "algo.buffer_size=1000",
         "eval.episodes=1", "log.progress=false"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import read_summary, run_cli
 from hydra import compose, initialize_config_module
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
@@ -17,7 +18,6 @@ from examples.ppo import PPO, clipped_surrogate, gae, log_prob
 from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.rollout import Rollout
 from rlzoo.nets import DistributionalCritic, EnsembleCritic, TanhGaussianActor
-from tests.conftest import read_summary, run_cli
 from tests.from_yaml import actor_args, algo_args, critic_args
 
 SEARCHPATH = "hydra.searchpath=[pkg://examples.conf]"

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import TINY, run_cli
 
 from rlzoo.run import logger as logger_module
 from rlzoo.run.logger import LOG, Logger
-from tests.conftest import TINY, run_cli
 
 LINE = re.compile(r"step (\d+)/(\d+) \(\d+%\) \| (?:[\d.]+|n/a) steps/s(?: \(warm-up\))? \| "
                   r"train return \S+ \| eval return (\S+)")

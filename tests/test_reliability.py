@@ -46,6 +46,7 @@ def assert_same_run(a: Path, b: Path) -> None:
      (["algo=sac", "num_envs=2", *PENDULUM], 200, 400), (MADDPG, 100, 200)],
     ids=["sac", "td3", "sac-2envs", "maddpg"],
 )
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, n: int) -> None:
     straight, split = tmp_path / "straight", tmp_path / "split"
     assert run_cli([*args, f"total_steps={n}"], straight).returncode == 0

@@ -99,6 +99,7 @@ def assert_identical(a: Any, b: Any, path: str) -> None:
 
 
 @pytest.mark.parametrize(("args", "k", "n"), list(CASES.values()), ids=list(CASES))
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_split_resume_is_bit_identical(tmp_path: Path, args: list[str], k: int, n: int) -> None:
     straight, split = tmp_path / "straight", tmp_path / "split"
     proc = run_cli([*args, f"total_steps={n}"], straight)
@@ -161,6 +162,7 @@ GROUP_CASES = {
 
 
 @pytest.mark.parametrize(("args", "k", "n"), list(GROUP_CASES.values()), ids=list(GROUP_CASES))
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_split_resume_of_a_seed_group_is_bit_identical(
     tmp_path: Path, args: list[str], k: int, n: int
 ) -> None:
@@ -199,6 +201,7 @@ FLAT_ARGS = ["algo=sac", "env=Pendulum", "algo.learning_starts=40", "algo.batch_
              "critic.hidden=[8]", "normalize.obs=true", "normalize.reward=true"]
 
 
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_a_flat_layout_checkpoint_resumes_bit_identically(tmp_path: Path) -> None:
     old = final_checkpoint(FLAT)
     assert "members" not in old and {"buffer", "env", "loop"} <= old.keys()

@@ -27,6 +27,7 @@ SMALL = ["env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32", "eval
 
 
 @pytest.mark.parametrize("name", list(REFERENCE["runs"]))
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_one_seed_is_bit_identical_to_the_run_before_seed_groups(
     tmp_path: Path, name: str
 ) -> None:

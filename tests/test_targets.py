@@ -9,10 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import TINY, assert_user_error, run_cli
 
 import rlzoo
 from rlzoo.errors import UserError
-from tests.conftest import TINY, assert_user_error, run_cli
 
 SHORT = ["env=Pendulum", "total_steps=200", "algo.learning_starts=100", "eval.episodes=1",
          "log.progress=false", *TINY]

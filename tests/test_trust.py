@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import TINY, assert_user_error, read_summary, run_cli
 from omegaconf import OmegaConf
 
 from rlzoo.errors import UserError
 from rlzoo.evaluate import main
 from rlzoo.run.build import read_run_config
 from rlzoo.run.trust import check_targets
-from tests.conftest import TINY, assert_user_error, read_summary, run_cli
 
 SMOKE = [*TINY, "env=Pendulum", "total_steps=200", "algo.learning_starts=100",
          "algo.batch_size=32", "algo.buffer_size=1000", "eval.every=0", "eval.episodes=1",

@@ -16,10 +16,15 @@ it was started in, and conftest.run_cli starts another for a run in another (a t
 variable). Tests of import-time behaviour (tests/test_threads.py) start their own processes.
 ``RLZOO_TESTS_FRESH=1`` turns the server off.
 
-Protocol, one JSON object per line: the client writes ``{"module", "args", "cwd", "env",
-"stdout", "stderr"}`` (the last two are file paths); the server answers ``{"pid": P}`` after
-the fork and ``{"status": S}`` when the child has ended (``S`` as subprocess's returncode:
-negative for a signal).
+Protocol, one JSON object per line: the client writes ``{"id", "module", "args", "cwd", "env",
+"stdout", "stderr"}`` (the last two are file paths); the server answers ``{"id", "pid": P}``
+after the fork and ``{"id", "status": S}`` when the child has ended (``S`` as subprocess's
+returncode: negative for a signal).
+
+Known differences from ``python -m``, none of which a test here relies on: every child of one
+server has the server's string-hash seed (see ``_fresh_randomness``); runpy puts back
+``sys.argv[0]`` and ``__main__`` before the atexit handlers run; a grandchild that keeps the
+run's stdout open is not waited for.
 """
 
 from __future__ import annotations
@@ -37,11 +42,25 @@ loads it before torch, then what rlzoo/train.py imports (not rlzoo.train itself,
 child runs as ``__main__``)."""
 
 
-def _exit_like_the_interpreter(code: Any) -> NoReturn:
-    """End the child as a finishing interpreter would with ``sys.exit(code)``."""
+def _finish() -> None:
+    """What a finishing interpreter does before it ends: join non-daemon threads, run the atexit
+    handlers, flush stdout and stderr."""
     import atexit
     import threading
 
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _exit_like_the_interpreter(code: Any) -> NoReturn:
+    """End the child as a finishing interpreter would with ``sys.exit(code)``."""
     if code is None:
         status = 0
     elif isinstance(code, int):
@@ -50,20 +69,25 @@ def _exit_like_the_interpreter(code: Any) -> NoReturn:
         print(code, file=sys.stderr)
         status = 1
     try:
-        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads
-        atexit._run_exitfuncs()
+        _finish()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
         os._exit(status)
+
+
+def _fresh_randomness() -> None:
+    """Reseed what a fresh interpreter seeds from the OS at import (``random``, numpy's global
+    generator), which every child would otherwise share with the server. String hashing cannot
+    be reseeded: every child of one server has its PYTHONHASHSEED (tests that compare runs in
+    different processes bit for bit use fresh interpreters: conftest's ``fresh_interpreters``)."""
+    import random
+
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
 
 
 def _child(request: dict[str, Any]) -> NoReturn:
     """Become ``python -m <module> <args>`` in the request's cwd and environment."""
-    import io
     import runpy
     import signal
     import traceback
@@ -74,25 +98,26 @@ def _child(request: dict[str, Any]) -> NoReturn:
     for source, target in ((null, 0), (out, 1), (err, 2)):
         os.dup2(source, target)
         os.close(source)
-    # as a fresh interpreter opens them for a file: stdout block-buffered, stderr line-buffered
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True,
-                                  errors="backslashreplace")
+    # the server's own stdio objects, set up by its start in this environment (buffering,
+    # PYTHONIOENCODING, PYTHONUNBUFFERED) and empty at the fork, now on the run's files
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     sys.path[0] = os.getcwd()  # what -m puts first
     sys.argv = [request["module"], *request["args"]]
+    _fresh_randomness()
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
     except SystemExit as stop:
         _exit_like_the_interpreter(stop.code)
     except KeyboardInterrupt:
         traceback.print_exc()
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)  # dies by the signal, as the interpreter does
+        try:
+            _finish()
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)  # dies by the signal, as the interpreter does
     except BaseException:  # noqa: BLE001 - the interpreter's own last resort
         traceback.print_exc()
         _exit_like_the_interpreter(1)
@@ -100,13 +125,15 @@ def _child(request: dict[str, Any]) -> NoReturn:
 
 
 def serve() -> None:
-    """Answer requests from stdin until it closes; one child at a time."""
+    """Answer requests from stdin until it closes; one child at a time. Each answer carries the
+    request's ``id``, so a client can tell a stale answer from its own."""
     import importlib
 
-    for name in PRELOAD:
-        importlib.import_module(name)
     channel_in = os.fdopen(os.dup(0), "r")
     channel_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # a stray print of the server's goes to its log, never into the channel
+    for name in PRELOAD:
+        importlib.import_module(name)
     channel_out.write(json.dumps({"ready": os.getpid()}) + "\n")
     channel_out.flush()
     for line in channel_in:
@@ -118,10 +145,11 @@ def serve() -> None:
             channel_in.close()
             channel_out.close()
             _child(request)
-        channel_out.write(json.dumps({"pid": pid}) + "\n")
+        channel_out.write(json.dumps({"id": request["id"], "pid": pid}) + "\n")
         channel_out.flush()
         _, wait_status = os.waitpid(pid, 0)
-        channel_out.write(json.dumps({"status": os.waitstatus_to_exitcode(wait_status)}) + "\n")
+        channel_out.write(json.dumps({"id": request["id"],
+                                      "status": os.waitstatus_to_exitcode(wait_status)}) + "\n")
         channel_out.flush()
 
 
