@@ -61,8 +61,9 @@ def cli_env() -> dict[str, str]:
 
 
 def _start_state(env: dict[str, str]) -> dict[str, str]:
-    """What of ``env`` a starting interpreter can see: all of it but PYTEST_CURRENT_TEST, which
-    pytest changes with every test (the child still gets ``env`` whole)."""
+    """The part of ``env`` that decides which server may fork a run: all of it but
+    PYTEST_CURRENT_TEST, which pytest changes with every test and nothing reads while it starts
+    (the child still gets ``env`` whole)."""
     return {key: value for key, value in env.items() if key != "PYTEST_CURRENT_TEST"}
 
 
