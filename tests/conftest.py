@@ -163,13 +163,11 @@ class ForkServer:
                 except TimeoutError:
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    self.close()
                     # as subprocess.run(text=True) raises it: what was written so far, in bytes
                     raise subprocess.TimeoutExpired(
                         cmd, timeout, out.read_bytes(), err.read_bytes()) from None
             except BaseException:
-                if self.proc.poll() is None and ForkServer._current is self:
-                    self.close()
+                self.close()
                 raise
             return subprocess.CompletedProcess(cmd, status, out.read_text(), err.read_text())
 
