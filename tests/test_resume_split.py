@@ -23,7 +23,7 @@ import pytest
 import torch
 from conftest import TINY, read_summary, run_cli
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 COMMON = ["eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.every=50",
           "log.progress=false", "seed=5", *TINY]
@@ -192,8 +192,13 @@ def test_split_resume_of_a_seed_group_is_bit_identical(
 
 # ----------------------------------------------------------------------------- the flat layout
 # A single run's checkpoint written before the one layout (fixtures/flat_layout, by 5075e96: its
-# buffer, env and loop at the top, its warm-up generator in rng) resumes bit for bit: the result
-# equals a straight run of the current code, which writes the one layout (members).
+# buffer, env and loop at the top, its counters beside the clock, its warm-up generator in rng)
+# resumes bit for bit. The fixture's numbers were computed on one CPU kind; another kind rounds
+# differently (vectorized reductions and matmul kernels differ), so this test rebuilds that layout
+# on the machine it runs on: this code's checkpoint at step 137 written in the old layout, with
+# the fixture as the proof of that layout (the same keys, types, dtypes and shapes), must resume
+# to the same end as a straight run. The fixture itself must resume and count the same steps,
+# updates and episodes; where this CPU reproduces its 137 steps, it must end bit-identical too.
 FLAT = Path(__file__).parent / "fixtures" / "flat_layout" / "sac"
 FLAT_ARGS = ["algo=sac", "env=Pendulum", "algo.learning_starts=40", "algo.batch_size=16",
              "algo.buffer_size=400", "eval.every=0", "eval.episodes=1", "checkpoint.every=0",
@@ -201,23 +206,64 @@ FLAT_ARGS = ["algo=sac", "env=Pendulum", "algo.learning_starts=40", "algo.batch_
              "critic.hidden=[8]", "normalize.obs=true", "normalize.reward=true"]
 
 
+def to_flat_layout(state: dict[str, Any]) -> dict[str, Any]:
+    """A one-seed checkpoint of the one layout written as before it (format 1): the member's
+    buffer, env and loop at the top, its counters beside the clock, its generator in rng."""
+    (member,) = state["members"]
+    counters = {**state["counters"], "episodes": member["counters"]["episodes"],
+                "last_eval": member["counters"]["last_eval"]}
+    return {"format": 1, "algo_name": state["algo_name"], "env_name": state["env_name"],
+            "config": state["config"], "algo": state["algo"], "counters": counters,
+            "buffer": member["buffer"], "env": member["env"], "loop": member["loop"],
+            "rng": {**state["rng"], "warmup": member["warmup"]}}
+
+
+def layout(value: Any, path: str = "") -> dict[str, str]:
+    """``{dotted key: type (dtype and shape for arrays)}`` of a checkpoint, its config left out."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() if f"{path}.{key}" != ".config"
+                for k, v in layout(item, f"{path}.{key}").items()}
+    kind = type(value).__name__
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        kind += f" {value.dtype}{tuple(value.shape)}"
+    return {path: kind}
+
+
 @pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
 def test_a_flat_layout_checkpoint_resumes_bit_identically(tmp_path: Path) -> None:
-    old = final_checkpoint(FLAT)
-    assert "members" not in old and {"buffer", "env", "loop"} <= old.keys()
-    assert "warmup" in old["rng"] and "normalize_pending" in old["loop"]
-    split, straight = tmp_path / "split", tmp_path / "straight"
-    shutil.copytree(FLAT, split)
-    proc = run_cli([f"resume={split}", "total_steps=260"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"resuming {split} from step_0000000137.pt at step 137" in proc.stderr
-    proc = run_cli([*FLAT_ARGS, "total_steps=260"], straight)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    want, got = final_checkpoint(straight), final_checkpoint(split)
+    fixture = final_checkpoint(FLAT)
+    assert fixture["format"] == 1 and "members" not in fixture
+    assert "warmup" in fixture["rng"] and fixture["loop"]["normalize_pending"]
+    straight, first, rebuilt, old = (tmp_path / name for name in
+                                     ("straight", "first", "rebuilt", "old"))
+    for args, run_dir in ((["total_steps=260"], straight), (["total_steps=137"], first)):
+        proc = run_cli([*FLAT_ARGS, *args], run_dir)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    flat = to_flat_layout(final_checkpoint(first))
+    assert layout(flat) == layout(fixture)  # the old layout, to the dtype and shape
+    assert flat["loop"]["normalize_pending"]  # mid-episode, a normalizer merge pending
+    shutil.copytree(FLAT, rebuilt)
+    save_checkpoint(rebuilt / "checkpoints" / "step_0000000137.pt", flat)
+    shutil.copytree(FLAT, old)
+    for run_dir in (rebuilt, old):
+        proc = run_cli([f"resume={run_dir}", "total_steps=260"])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert f"resuming {run_dir} from step_0000000137.pt at step 137" in proc.stderr
+    want, got = final_checkpoint(straight), final_checkpoint(rebuilt)
     assert want["counters"]["step"] == 260 and want["algo"]["updates"] > 0
     assert len(got["members"]) == 1 and "buffer" not in got and "warmup" not in got["rng"]
     for key in STATE_KEYS:
         assert_identical(want[key], got[key], key)
-    s_want, s_got = read_summary(straight), read_summary(split)
+    s_want, s_got, s_old = (read_summary(d) for d in (straight, rebuilt, old))
     for key in ("total_steps", "updates", "episodes", "final_eval_return"):
         assert s_want[key] == s_got[key], (key, s_want[key], s_got[key])
+    for key in ("total_steps", "updates", "episodes"):
+        assert s_want[key] == s_old[key], (key, s_want[key], s_old[key])
+    try:
+        assert_identical(fixture["algo"], final_checkpoint(first)["algo"], "algo")
+        same_cpu = True
+    except AssertionError:
+        same_cpu = False
+    if same_cpu:  # this CPU computed the fixture's 137 steps to the bit: the fixture ends equal
+        for key in STATE_KEYS:
+            assert_identical(want[key], final_checkpoint(old)[key], key)
