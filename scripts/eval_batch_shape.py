@@ -4,14 +4,14 @@
 
 The first evaluation is ``rlzoo.evaluate``'s (``rlzoo.envs.base.run_episodes``: the policy acts on
 the episodes still running, so its batch shrinks as episodes end); the second acts on every
-episode at every step (the batch stays ``[1, episodes]``; finished episodes are not stepped),
-as rlzoo's seed-group evaluation did before commit df8c362. The policy and the env seeds are the
-same, so any difference comes from how a matrix product over fewer rows rounds. Prints both
-returns per episode, their lengths, and the episodes whose returns differ, by how much.
+episode at every step (the batch stays ``[1, episodes]``; finished episodes are not stepped), as
+rlzoo's seed-group evaluation did, for all seeds at once, before commit df8c362. Both run one seed
+alone through the plain policy call, not a group's batched path. The policy and the env seeds
+are the same, so any difference comes from how a matrix product over fewer rows rounds. Prints
+both returns and lengths per episode, and the episodes whose returns differ, by how much.
 
-``RUN_DIR`` may be one seed of a seed group (its weights come from the group's checkpoint in the
-first seed's dir; pass that file with ``--checkpoint``). Writes two ``eval_*.json`` records into
-``RUN_DIR``, as ``rlzoo.evaluate`` does.
+``RUN_DIR`` may be one seed of a seed group (``rlzoo.evaluate`` finds the group's checkpoint).
+Single-agent runs only. The two ``eval_*.json`` records ``rlzoo.evaluate`` writes are removed.
 """
 
 from __future__ import annotations
@@ -59,10 +59,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10)
     args = parser.parse_args()
     shrinking = evaluate_run(args.run_dir, episodes=args.episodes, checkpoint=args.checkpoint)
+    Path(shrinking["path"]).unlink()
+    if "agent_returns" in shrinking:
+        raise SystemExit("eval_batch_shape.py: single-agent runs only")
     episodes_module.run_episodes = every_episode_each_step  # type: ignore[assignment]
     fixed = evaluate_run(args.run_dir, episodes=args.episodes, checkpoint=args.checkpoint)
+    Path(fixed["path"]).unlink()
     a, b = np.asarray(shrinking["returns"]), np.asarray(fixed["returns"])
-    print("lengths                 ", list(shrinking["lengths"]))
+    print("lengths, running only   ", list(shrinking["lengths"]))
+    print("lengths, every episode  ", list(fixed["lengths"]))
     print("returns, running only   ", np.round(a, 4).tolist())
     print("returns, every episode  ", np.round(b, 4).tolist())
     differ = [(i, float(a[i] - b[i])) for i in range(len(a)) if a[i] != b[i]]

@@ -151,7 +151,7 @@ SUITES: dict[str, Suite] = {
                 "published reference, the peer, the action-sequence critic with its control, "
                 "the `stac` and `sac-categorical` rows, and at 100k Walker2d's four rows, "
                 "Hopper's and HalfCheetah's `sac`, `td3` and `stac`, and Hopper's "
-                "action-sequence critic with its n-step control; the 100k extensions of the "
+                "`sac-action_sequence` and `sac-n_step4`; the 100k extensions of the "
                 "other Hopper and HalfCheetah cells (about 1-5 h each; "
                 "an SB3 cell of 100k took 3.7-4.8 h of one-seed processes) wait for more "
                 "machine time",
