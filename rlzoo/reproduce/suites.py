@@ -150,8 +150,8 @@ SUITES: dict[str, Suite] = {
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
                 "the `stac` and `sac-categorical` rows, and at 100k Walker2d's four rows, "
-                "Hopper's and HalfCheetah's `sac`, `td3` and `stac`, and Hopper's "
-                "`sac-action_sequence` and `sac-n_step4`; the 100k extensions of the "
+                "Hopper's and HalfCheetah's `sac`, `td3`, `stac` and `sac-action_sequence`, "
+                "and Hopper's `sac-n_step4` and `sac-categorical`; the 100k extensions of the "
                 "other Hopper and HalfCheetah cells (about 1-5 h each; "
                 "an SB3 cell of 100k took 3.7-4.8 h of one-seed processes) wait for more "
                 "machine time",
