@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -526,6 +527,11 @@ def test_page_figure_draws_published_points_within_the_curves(tmp_path: Path) ->
     path = tmp_path / "Hopper-published.png"
     assert plot_published("Hopper", {"td3": curve}, path)
     assert path.read_bytes()[:4] == b"\x89PNG"
+    # rlzoo.compare labels a group by its overrides; the figure finds the row by its runs, so
+    # CrossQ's curve is drawn beside `stac`
+    named = {"stac total_steps=100000": {**curve, "runs": ["results/x/Hopper/stac-s0"]}}
+    assert plot_published("Hopper", named, tmp_path / "stac.png")
+    assert not plot_published("Hopper", {"stac total_steps=100000": curve}, tmp_path / "no.png")
     assert not plot_published("Hopper", {"dsac_t": curve}, tmp_path / "no.png")
     assert not plot_published("Pendulum", {"sac": curve}, tmp_path / "no.png")
     assert not (tmp_path / "no.png").exists()
@@ -1018,3 +1024,78 @@ def test_cells_from_two_machines_each_name_theirs(tmp_path: Path) -> None:
     status = status_lines(SuiteData.read(suite, tmp_path))
     assert status[0] == "Cells (wall time on: AMD EPYC, 2 cores; shared with other jobs):"
     assert "| Hopper | sac | 2 seeds x 50,000 steps | 1.00 h (one process) |" in status
+
+
+def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> None:
+    """The page's findings about the chunked critic (page/findings.py) take every number from
+    the runs: the seed pairs it wins, the evaluations where its IQM leads, the seeds' range at
+    the second evaluation, the largest fall of a curve, and the reading of the control, which
+    changes with the data (so no stale number or claim outlives a cell trained again)."""
+    from rlzoo.reproduce.page.findings import chunks_gap, chunks_lead
+
+    steps = np.arange(5_000, 50_001, 5_000)
+    suite = Suite(
+        name="x", title="x", tasks=(), steps=50_000, seeds=5, eval_every=5_000,
+        eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(Row("sac", ()), Row("sac-action_sequence", (), against=("sac", "sac-n_step4")),
+              Row("sac-n_step4", (), against=("sac",))))
+
+    def cell(task: str, label: str, curve: Callable[[int], np.ndarray]) -> list[Path]:
+        dirs = []
+        for seed in range(5):
+            run = tmp_path / task / f"{label}-s{seed}"
+            run.mkdir(parents=True, exist_ok=True)
+            values = curve(seed)
+            write_scalars_csv(run / "eval.csv", {"eval/return": (steps, values)})
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": float(values[-1]), "total_steps": 50_000}))
+            dirs.append(run)
+        return dirs
+
+    def flat(level: float) -> Callable[[int], np.ndarray]:
+        return lambda seed: np.full(len(steps), level + seed, dtype=float)
+
+    def fallen(seed: int) -> np.ndarray:  # seed 2 reaches 2,000 at 30k and falls to 300 at 45k
+        values = np.full(len(steps), 500.0 + seed)
+        if seed == 2:
+            values[5], values[8] = 2_000.0, 300.0
+        return values
+
+    def text(task: str, rows: dict[str, list[Path]], finding: Callable) -> str:
+        data = SuiteData(suite, tmp_path, {task: rows}, None, {})
+        tests = verdicts.Tests()
+        finding(data, tests, task)
+        tests.holm()  # as the page does: every test first, then the words
+        out = finding(data, tests, task)
+        assert out is not None
+        return out
+
+    rows = {"sac": cell("H", "sac", flat(100.0)),
+            "sac-action_sequence": cell("H", "sac-action_sequence", fallen),
+            "sac-n_step4": cell("H", "sac-n_step4", lambda s: np.full(len(steps), 104.5 - s))}
+    lead = text("H", rows, chunks_lead)
+    assert "ahead on every seed pair" in lead
+    assert "IQM is above SAC's at every one of its 10 evaluations" in lead
+    assert "at 10k its seeds were at 500 to 504, SAC's at 100 to 104" in lead
+    assert "(the largest fall: seed 2, 2,000 at 30k, 300 at 45k)" in lead
+    # the control against SAC: 15 of 25 pairs, no difference; the row is above the control
+    assert "on the mean over evaluations no difference found (P(A > B) = 0.60" in lead
+    assert "which points to the chunked actions and critic" in lead
+    rows["sac-n_step4"] = cell("H", "sac-n_step4", flat(300.0))  # the control leads SAC too
+    lead = text("H", rows, chunks_lead)
+    assert "do not single out the chunked actions" in lead
+    assert "which points to" not in lead
+    assert chunks_lead(SuiteData(suite, tmp_path, {"H": {"sac": rows["sac"]}}, None, {}),
+                       verdicts.Tests(), "H") is None  # cells missing: no finding, no guess
+
+    rows = {"sac": cell("C", "sac", flat(3_000.0)),
+            "sac-action_sequence": cell("C", "sac-action_sequence", fallen),
+            "sac-n_step4": cell("C", "sac-n_step4", flat(500.5))}
+    gap = text("C", rows, chunks_gap)
+    assert "behind on every seed pair" in gap
+    assert "seed 2 fell from 2,000 at 30k to 300 at 45k and was at 502 at 50k" in gap
+    assert "without seed 2 the gap remains (the other seeds' means over evaluations 500 to " \
+           "504, SAC's lowest 3,000)" in gap
+    assert "4-step returns alone reproduce the gap" in gap
+    rows["sac-n_step4"] = cell("C", "sac-n_step4", flat(3_000.5))  # the control keeps up
+    assert "do not show that 4-step returns alone explain the gap" in text("C", rows, chunks_gap)

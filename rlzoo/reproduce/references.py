@@ -178,8 +178,9 @@ def normalizer(task: str) -> tuple[float, float] | None:
             float(values[:, entry["steps"].index(1_000_000)].mean()))
 
 
-# What the page says where nothing comparable is published, and what was found where a row stands
-# apart (by row label, TASK/label for one task's section, or the task's family prefix).
+# What the page says where nothing comparable is published, and what was measured outside
+# results/ where a row stands apart (by row label, TASK/label for one task's section, or the task's
+# family prefix). Findings whose numbers results/ holds are computed: page/findings.py.
 UNPUBLISHED = {
     "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
               "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference. "
@@ -191,38 +192,6 @@ UNPUBLISHED = {
               "pushed towards high entropy for about half of the 50k steps. The control "
               "`dsac_t-sac_start` would test this explanation; it was timed (3.7 env steps/s, "
               "about 3.8 h a cell), not run.",
-    "Hopper/sac-action_sequence": (
-        "On Hopper at 50k `sac-action_sequence` is ahead of SAC on every seed pair's mean over "
-        "evaluations (a "
-        "measure chosen after this cell had been seen, so not a fresh test; the control cells "
-        "below are); its IQM is above SAC's at every evaluation from the second (10k steps: its "
-        "seeds at 404-1,108, SAC's at 224-306) on, though not on every seed pair (at 45k its "
-        "seed 4 was at 254). On the final return no difference was found, and its curves are "
-        "uneven too (seed 0: 1,688 at 35k, 572 at 50k). Its final policies hop forward, they do "
-        "not stand still for the healthy reward (1 per step): in each seed's last evaluation the "
-        "episodes lasted 180-873 steps on average and 60-69% of the return was forward reward "
-        "less control cost (return less episode length; `python -m rlzoo.evaluate` on the runs' "
-        "last checkpoints, which prints episode lengths; that output is not stored under "
-        "results/). The control `sac-n_step4`, the same 4-step backup without the chunks, shows "
-        "no difference from SAC on either measure, and this row is above it on every seed "
-        "pair's mean over evaluations (p = 0.008) and on the final return (P = 0.92, p = 0.03): "
-        "4-step returns alone do not reproduce this row's lead over SAC on the mean over "
-        "evaluations, which points to the chunked actions and critic; none of these p survives "
-        "Holm's correction (see the method)."),
-    "HalfCheetah/sac-action_sequence": (
-        "On HalfCheetah at 50k `sac-action_sequence` is behind SAC on every seed pair's mean over "
-        "evaluations (on "
-        "the final return no difference was found), and learns unevenly: seed 0 fell from 2,758 "
-        "at 30k steps to -165 at 35k, stayed below 200 (185, 12) and was at 3,056 at 50k; "
-        "without seed 0 the gap remains (the other seeds' means over evaluations 935-1,466, "
-        "SAC's lowest 1,757). The control `sac-n_step4`, the same 4-step backup without the "
-        "chunks, is behind SAC the same way (on every seed pair's mean over evaluations; its "
-        "seeds' means 952-1,620): 4-step returns alone reproduce the gap, and no further effect "
-        "of the chunks (which run open-loop for 0.2 s of HalfCheetah's time, 0.032 s of "
-        "Hopper's) was found between the two rows (mean over evaluations P = 0.24, p = 0.22; 5 "
-        "seeds a side find only large effects). Why 4-step returns slow SAC here, while no "
-        "slowdown was found on Hopper, was not checked; they are taken from replayed actions of "
-        "older policies without a correction."),
     "mpe-simple_spread/hasac": "On mpe-simple_spread HASAC's agents' alpha was 0.30 "
              "at 10k steps on all five seeds and 0.03-0.17 at 24k, the policies' entropy fell "
              "from 3.2 at 6k to between -4.3 and -5.8 at 24k (target -5): much of this budget "

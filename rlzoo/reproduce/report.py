@@ -137,7 +137,7 @@ def record_status(plan: Plan, outcomes: list[Outcome], path: Path) -> None:
 
 def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> None:
     """rlzoo.compare over the suite's exported ``runs`` into ``report_dir`` (its JSON with no
-    path of this machine), then the page's figures: each task's with the published means, and
+    path of this machine), then the page's figures: each task's with the published curves, and
     the performance profile at each headline budget. A failed comparison is one line."""
     from rlzoo.analysis import compare
     from rlzoo.analysis.messages import CompareError

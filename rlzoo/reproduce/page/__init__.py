@@ -15,7 +15,7 @@ sources. The modules, in reading order:
 - ``runs``: what the page reads of one run dir (its curve, its value at a step, its updates);
 - ``verdicts``: the rank tests, Holm's correction and the verdicts they give;
 - ``data``: one suite's results (:class:`SuiteData`) and the comparisons made on them;
-- ``figures``: each task's figure with the published means, and the performance profile;
+- ``figures``: each task's figure with the published curves, and the performance profile;
 - ``headline``: the headline table, the per-seed lines and the aggregate across tasks;
 - ``method``: how every number is made, said once;
 - ``section``: one suite in detail (final returns, references, pairs, status);

@@ -1,4 +1,4 @@
-"""The page's figures: each task's learning curves with the published means beside them, and
+"""The page's figures: each task's learning curves with the published curves beside them, and
 the performance profile across tasks (drawn by the report step, linked by the page)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from rlzoo.reproduce.files import PUBLISHED_SUFFIX
-from rlzoo.reproduce.page.runs import WINDOW, kilo
-from rlzoo.reproduce.references import NORMALIZER, REFERENCES
+from rlzoo.reproduce.page.runs import WINDOW, kilo, row_of_runs
+from rlzoo.reproduce.references import MODERN_ROWS, NORMALIZER, REFERENCES
 
 SOURCE_STYLES = {"td3-paper": ("s", "--"), "tianshou": ("^", ":"), "simbav2": ("D", "-."),
                  "cleanrl": ("*", "none")}
@@ -23,12 +23,18 @@ def published_figure(figure: str) -> str:
 
 def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> bool:
     """The page's figure of one task: each row's IQM curve and 95% CI band (from
-    ``comparison.json``'s ``curves``) and, in the colour of the row they are set beside, each
-    published curve's mean over its seeds up to the curves' last step (a marker and line style
-    per source). False (nothing written) when no published curve is set beside these rows."""
+    ``comparison.json``'s ``curves``, by rlzoo.compare's label; the legend names the suite's row,
+    from the curve's ``runs`` where it has them) and each published curve's IQM over its seeds
+    up to the curves' last step (hollow markers, a marker and line style per source), in the
+    colour of the row of its algorithm, or black for CrossQ's, which is set beside the modern
+    rows. False (nothing written) when no published curve is set beside these rows."""
+    from rlzoo.analysis import stats
+
+    by_row = {row_of_runs(c["runs"]) if c.get("runs") else label: c
+              for label, c in curves.items()}
     refs = [r for r in REFERENCES if r.task == env and r.curve() is not None
-            and any(label in curves for label in r.rows)]
-    last = max((max(c["steps"]) for c in curves.values() if c["steps"]), default=0)
+            and any(label in by_row for label in r.rows)]
+    last = max((max(c["steps"]) for c in by_row.values() if c["steps"]), default=0)
     if not refs or last <= 0:
         return False
     import matplotlib
@@ -36,27 +42,28 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> b
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
     colors = {}
-    for label, c in curves.items():
-        (line,) = ax.plot(c["steps"], c["iqm"], label=f"rlzoo {label} (n={c['n_runs']})"
-                          if not label.startswith("sb3_") else f"{label} (n={c['n_runs']})")
+    for label, c in by_row.items():
+        (line,) = ax.plot(c["steps"], c["iqm"], label=f"{label} (n={c['n_runs']})")
         ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=line.get_color(),
                         alpha=0.2, linewidth=0)
         colors[label] = line.get_color()
     for ref in refs:
         steps, values = ref.curve()  # type: ignore[misc]
         keep = steps <= last
-        label = next(label for label in ref.rows if label in curves)
+        row = next(label for label in ref.rows if label in by_row)
         marker, style = SOURCE_STYLES.get(ref.source, ("o", "--"))
-        ax.plot(steps[keep], values[:, keep].mean(axis=0), color=colors[label], marker=marker,
-                markerfacecolor="white", markersize=5, linestyle=style, linewidth=1,
-                label=f"{ref.algo} (mean, n={len(values)})")
+        iqm = [stats.iqm(values[:, i]) for i in np.flatnonzero(keep)]
+        ax.plot(steps[keep], iqm, color="black" if ref.rows == MODERN_ROWS else colors[row],
+                marker=marker, markerfacecolor="white", markersize=5, linestyle=style,
+                linewidth=1, label=f"{ref.algo} (published, n={len(values)})")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval/return")
-    ax.set_title(f"{env}: rlzoo IQM and 95% CI over seeds; published means (hollow)")
+    ax.set_title(f"{env}: IQM over seeds, rlzoo's with its 95% CI, the published hollow")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="x-small")
+    # beside the axes, not on them: with a dozen rows an inside legend covers the curves
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)

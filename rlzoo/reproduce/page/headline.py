@@ -36,11 +36,14 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
              f"Each cell reads every seed's mean return over its evaluations in the last "
              f"{kilo(WINDOW)} env steps ({first}), rlzoo's and the published alike: rlzoo's IQM "
-             "over seeds [95% CI]; the published curve of the same algorithm (for `simbav2`, "
-             "`stac` and `sac-categorical` also CrossQ's) with the highest IQM; and the verdict, "
-             "P(rlzoo > published) [95% CI] with a rank test after Holm's correction "
-             "([Method](#method)). `N seeds to Xk only`: a cell that stopped short of that "
-             "budget; every seed's values are under [Per-seed returns](#per-seed-returns).", ""]
+             "over seeds [95% CI]; of the published curves of the same algorithm, the one with "
+             "the highest IQM (the modern rows, `simbav2`, `stac` and `sac-categorical`, are set "
+             "against CrossQ's from the SimbaV2 repo too, with SimbaV2's at UTD 2 the strongest "
+             "curves published per seed at these budgets; `stac` and `sac-categorical` have no "
+             "published curve of their own); and the verdict, P(rlzoo > published) [95% CI] "
+             "with a rank test after Holm's correction ([Method](#method)). `N seeds to Xk "
+             "only`: a cell that stopped short of that budget; every seed's values are under "
+             "[Per-seed returns](#per-seed-returns).", ""]
     table = [head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
@@ -94,14 +97,14 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
 
 
 def figure_lines(data: SuiteData, rel: Path) -> list[str]:
-    """One figure per task of the suite: its learning curves with the published means where
+    """One figure per task of the suite: its learning curves with the published curves where
     the report drew them, else its curves alone, else a line saying no cell has run."""
     lines: list[str] = []
     for task in data.suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""
         if figure and (data.root / REPORT_DIR / published).is_file():
-            lines += [f"![{task.name}: learning curves and published means]"
+            lines += [f"![{task.name}: learning curves and published curves]"
                       f"({rel / REPORT_DIR / published})", ""]
         elif figure:
             lines += [f"![{task.name}: learning curves]({rel / REPORT_DIR / figure})", ""]

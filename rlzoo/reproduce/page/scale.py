@@ -53,11 +53,11 @@ def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, 
 
 
 def scale_line(suite: Suite, task_name: str, root: Path,
-               finals: dict[str, list[float]] | None = None) -> str | None:
+               finals: dict[str, list[float]] | None = None, brief: bool = False) -> str | None:
     """The page's scale sentence for a multi-agent task, from ``root/scale.json`` (computed and
     written there when the task is missing from it), and for each row of ``finals`` (label:
     the seeds' final returns, as in the report) how many beat the zero action's; None for other
-    tasks."""
+    tasks. ``brief``: the method was said at an earlier task, so only the numbers are given."""
     from rlzoo.run.build import EVAL_SEED_OFFSET
 
     task: Task | None = next((t for t in suite.tasks if t.name == task_name), None)
@@ -71,13 +71,17 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     entry = cache[task.name]
     (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
     first, last = EVAL_SEED_OFFSET, EVAL_SEED_OFFSET + int(entry["episodes"]) - 1
-    line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env seeds "
-            f"{first:,}-{last:,} (which hold every evaluation's: seed + {first:,} + i), mean ± std "
-            f"over episodes (a {suite.eval_episodes}-episode mean, as each evaluation's, "
-            f"varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform random "
-            f"actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or torque) "
-            f"{fmt(z_mean)} ± {fmt(z_std)}: floors, not marks of skill (beating them says a "
-            "policy does better than not acting, not that it does well).")
+    if brief:  # the method was said at an earlier task of the suite
+        line = (f"For scale, as above: uniform random actions {fmt(r_mean)} ± {fmt(r_std)}, the "
+                f"env's zero action {fmt(z_mean)} ± {fmt(z_std)}.")
+    else:
+        line = (f"For scale, two scripted policies, {entry['episodes']} episodes each on env "
+                f"seeds {first:,}-{last:,} (which hold every evaluation's: seed + {first:,} + i), "
+                f"mean ± std over episodes (a {suite.eval_episodes}-episode mean, as each "
+                f"evaluation's, varies {suite.eval_episodes ** -0.5:.2f} times as much): uniform "
+                f"random actions {fmt(r_mean)} ± {fmt(r_std)}, the env's zero action (no force or "
+                f"torque) {fmt(z_mean)} ± {fmt(z_std)}: floors, not marks of skill (beating them "
+                "says a policy does better than not acting, not that it does well).")
     beat = [f"{label} {sum(f > z_mean for f in values)} of {len(values)}"
             for label, values in sorted((finals or {}).items()) if values]
     if beat:

@@ -8,6 +8,7 @@ from typing import Any
 
 from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
 from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
+from rlzoo.reproduce.page.findings import finding_lines
 from rlzoo.reproduce.page.runs import (
     WINDOW,
     cell_wall_time,
@@ -15,6 +16,7 @@ from rlzoo.reproduce.page.runs import (
     fmt,
     kilo,
     machine,
+    row_of_runs,
     run_rows,
     updates_by,
 )
@@ -85,19 +87,24 @@ def row_notes(suite: Suite, shown: set[str]) -> list[str]:
                                            len(notes) else ""), ""] if notes else []
 
 
-def final_table(data: SuiteData, env: str, groups: dict[str, Any]) -> list[str]:
+def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool = False
+                ) -> list[str]:
+    """One task's final-return table (rlzoo.compare's report); ``brief``: its columns were
+    explained for an earlier task of the suite, so the table's intro says only what it is."""
     rows = data.runs.get(env, {})
-    lines = ["Final return (IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare); "
+    intro = ("Final return, as above:" if brief else
+             "Final return (IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare); "
              "beside it, where the row started: the IQM of each seed's first evaluation "
              f"({data.suite.first_eval}) and how many seeds ended above their own first "
-             "evaluation:", "",
+             "evaluation:")
+    lines = [intro, "",
              "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at env "
              "step) | seeds above their first evaluation |", "|---|---:|---:|---|---|---|---:|"]
     for label, g in groups.items():
         steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
         lo, hi = g["iqm_ci"]
         names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
-        row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
+        row = row_of_runs(g["runs"]) + ("" if names == [label] else f" (`{label}`)")
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
         iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
                else f"{fmt(g['iqm'])} (1 seed)")
@@ -173,18 +180,23 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
             f" ({suite.not_run})." if not data.status else "."), ""]
         return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
-    for env, groups in sorted(data.report["results"].items(),
-                              key=lambda item: (order.index(item[0]) if item[0] in order
-                                                else len(order), item[0])):
+    tasks = sorted(data.report["results"].items(),
+                   key=lambda item: (order.index(item[0]) if item[0] in order else len(order),
+                                     item[0]))
+    first = tasks[0][0] if tasks else None  # the first task's section explains the columns
+    scale_line_shown = False  # the scale sentence's method is said at its first task only
+    for env, groups in tasks:
+        brief = env != first
         lines += [f"### {env}", ""]
-        lines += final_table(data, env, groups)
+        lines += final_table(data, env, groups, brief)
         figure = data.report.get("figures", {}).get(env)
         if figure and not suite.headline_steps:
             lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
         lines += reference_table(data, tests, env)
         lines += pair_lines(data, tests, env)
-        scale = scale_line(suite, env, data.root,
-                           {label: g["final_eval_returns"] for label, g in groups.items()})
+        finals = {row_of_runs(g["runs"]): g["final_eval_returns"] for g in groups.values()}
+        scale = scale_line(suite, env, data.root, finals, brief=brief and scale_line_shown)
+        scale_line_shown = scale_line_shown or scale is not None
         if scale:
             lines += [scale, ""]
         rows = data.runs.get(env) or run_rows(data.root / env)
@@ -192,6 +204,7 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
                  if key in UNPUBLISHED]
         notes += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
                   if prefix in UNPUBLISHED and env.startswith(prefix)]
+        notes += finding_lines(data, tests, env, list(rows))
         if notes:
             lines += [" ".join(notes), ""]
     return lines + status_lines(data)
