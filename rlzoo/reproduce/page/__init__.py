@@ -18,7 +18,8 @@ sources. The modules, in reading order:
 - ``figures``: each task's figure with the published curves, and the performance profile;
 - ``headline``: the headline table, the per-seed lines and the aggregate across tasks;
 - ``method``: how every number is made, said once;
-- ``section``: one suite in detail (final returns, references, pairs, status);
+- ``findings``: what was found where a row stands apart, its numbers computed from the curves;
+- ``section``: one suite in detail (final returns, references, pairs, findings, status);
 - ``scale``: the multi-agent tasks' scripted-policy floors;
 - ``render``: the whole page.
 """
