@@ -190,8 +190,8 @@ UNPUBLISHED = {
               "with lr 3e-4, and 10,000 random steps (SAC: 5,000). On Hopper seed 0 its "
               "temperature was 2.34 at 11k steps, 0.29 at 26k and 0.065 at 46k: the policy is "
               "pushed towards high entropy for about half of the 50k steps. The control "
-              "`dsac_t-sac_start` would test this explanation; it was timed (3.7 env steps/s, "
-              "about 3.8 h a cell), not run.",
+              "`dsac_t-sac_start` would test this explanation; it was timed, not run (the "
+              "cells table's note says why).",
     "mpe-simple_spread/hasac": "On mpe-simple_spread HASAC's agents' alpha was 0.30 "
              "at 10k steps on all five seeds and 0.03-0.17 at 24k, the policies' entropy fell "
              "from 3.2 at 6k to between -4.3 and -5.8 at 24k (target -5): much of this budget "

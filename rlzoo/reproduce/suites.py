@@ -134,12 +134,9 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
         why="100k env steps, where every published source has a point (the headline also "
-            "reads each curve at 50k): on 2 shared cores a 5-seed rlzoo cell of 50k took "
-            "0.9-2.0 h in one process, an SB3 cell 0.85-2.5 h (five one-seed processes; 3.7-4.8 h "
-            "at 100k), a TD3 cell of 100k 2.2-3.1 h and Walker2d's SAC cell of 100k 3.5 h, all "
-            "beside other work; alone on the 2 cores, HalfCheetah's SAC cell of 100k took 0.74 h "
-            "(each cell's time is in the table at the end of this section); the ensemble "
-            "critic's 10 members would take about 4 h at 50k (estimated)",
+            "reads each curve at 50k); each cell's wall time on 2 shared cores is in the table "
+            "at the end of this section; the ensemble critic's 10 members would take about 4 h "
+            "at 50k (estimated)",
         first_eval=WARM_UP_FIRST_EVAL,
         not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
                 "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
@@ -149,12 +146,9 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "the `stac` and `sac-categorical` rows, and at 100k Walker2d's four rows, "
-                "Hopper's and HalfCheetah's `sac`, `td3`, `stac` and `sac-action_sequence`, "
-                "and Hopper's `sac-n_step4` and `sac-categorical`; the 100k extensions of the "
-                "other Hopper and HalfCheetah cells (about 1-5 h each; "
-                "an SB3 cell of 100k took 3.7-4.8 h of one-seed processes) wait for more "
-                "machine time",
+                "and the `stac` and `sac-categorical` rows; the cells the table marks `100,000 "
+                "not run yet` wait for more machine time (about 1-5 h each; an SB3 cell of 100k "
+                "took 3.7-4.8 h of one-seed processes)",
     ),
     "marl": Suite(
         name="marl",
