@@ -795,11 +795,11 @@ def test_holm_runs_within_each_family_and_a_complete_separation_needs_at_most_75
         assert f"The page makes {m + 2} rank tests in two families" in text
         assert "the headline's 2 verdicts" in text
         assert f"and {m} others (1 against other published curves, {m - 1} between" in text
-        assert "in the headline family (2 tests, first step 0.05 / 2 = 0.02500) they can pass " \
-               "until it has 75" in text
-        verb = "can pass until it has 75" if passes else "cannot pass"
+        assert "only in a family of at most 75 tests: in the headline family (2 tests, first " \
+               "step 0.05 / 2 = 0.02500) it can pass," in text
+        verb = "can pass" if passes else "cannot pass (more than 75 tests)"
         assert f"in the other family ({m} tests, first step 0.05 / {m} = {0.05 / m:.5f}), which " \
-               f"also grows with every row added, they {verb}." in text
+               f"also grows with every row added, it {verb}." in text
     assert verdicts.pval(74 * least) == "= 0.049" and verdicts.pval(0.37) == "= 0.37"
 
 

@@ -74,7 +74,7 @@ def comparisons_paragraph(tests: Tests) -> str:
 
     def can(m: int) -> str:
         """Whether 5 against 10 seeds can pass Holm's first step in a family of ``m``."""
-        return f"can pass until it has {most}" if m <= most else "cannot pass"
+        return "can pass" if m <= most else f"cannot pass (more than {most} tests)"
 
     if smallest_pair > ALPHA / max(n_other, 1):
         pairs = (f"Two rows of 5 seeds cannot be told apart after the correction: the smallest "
@@ -97,9 +97,9 @@ def comparisons_paragraph(tests: Tests) -> str:
         f"published curves, {n_pair} between rlzoo rows). One family over the whole page would "
         f"grow with every cell until 5 seeds against 10 could never differ: their smallest p, "
         f"{smallest_ref:.5f}, comes only when every seed of one side is above every seed of "
-        f"the other, and it passes Holm's first step only in a family of at most {most} tests; "
-        f"in the headline family ({step(n_head)}) they {can(n_head)}, and in the other family "
-        f"({step(n_other)}), which also grows with every row added, they {can(n_other)}. "
+        f"the other, and it passes Holm's first step only in a family of at most {most} tests: "
+        f"in the headline family ({step(n_head)}) it {can(n_head)}, and in the other family "
+        f"({step(n_other)}), which also grows with every row added, it {can(n_other)}. "
         f"{pairs} `no difference found` is not evidence of a match: with 5 seeds against 10, "
         "the rank test finds a true gap of one "
         f"standard deviation {power(1.0, ALPHA)} of the time and of 1.75 standard deviations "
