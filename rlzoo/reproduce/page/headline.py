@@ -191,13 +191,12 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
                           f"{kilo(WINDOW)} window, normalized per task by the TD3 paper's 10 "
                           f"seeds: 0 = {low}, 1 = {high}; IQM over every task's seeds pooled, "
                           "95% CI by a task-stratified bootstrap (each task's seeds resampled on "
-                          "their own, 2,000 resamples); published rows are capitalized. A table "
-                          "pools only tasks that every row in it has run: the first takes every "
-                          "task that has run, with the rows run on all of them; where rows ran "
-                          "on fewer tasks, a further table takes those tasks, with every row "
-                          "that has them, so a row can appear in two tables with different "
-                          "scores (the tasks differ in how far 50k or 100k steps get). Compare "
-                          "rows within one table only.", ""]
+                          "their own, 2,000 resamples); published rows are capitalized. Each "
+                          "table pools the tasks that all its rows have run: the first, every "
+                          "task, with the rows run on all of them; a row run on fewer tasks gets "
+                          "a further table over those, beside every row that has them. A score "
+                          "depends on the tasks pooled (they differ in how far 50k or 100k steps "
+                          "get), so compare rows within one table only.", ""]
             lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
                       "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
             for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):

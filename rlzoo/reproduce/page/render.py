@@ -72,8 +72,8 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     seeds = [line for d in data if d.report is not None for line in seed_lines(d)]
     if seeds:
         lines += ["## Per-seed returns", "",
-                  "Each seed's evaluation return at the headline budgets (the final return "
-                  "where a suite has none) and, in brackets, its mean over the window the "
+                  "Each seed's evaluation return at the headline budgets (for a suite "
+                  "without them, its final return) and, in brackets, its mean over the window the "
                   "headline reads (the IQM of these is the headline's), seeds in order:", "",
                   *seeds, ""]
     lines += method_lines(tests)
