@@ -1099,3 +1099,31 @@ def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> 
     assert "4-step returns alone reproduce the gap" in gap
     rows["sac-n_step4"] = cell("C", "sac-n_step4", flat(3_000.5))  # the control keeps up
     assert "do not show that 4-step returns alone explain the gap" in text("C", rows, chunks_gap)
+
+
+def test_the_multi_agent_halfcheetah_note_quotes_the_results() -> None:
+    """The hand-written MaMuJoCo note quotes returns that results/ holds (MADDPG's IQM at 7,500
+    steps, both rows' final returns, the single-agent SAC row at 10k): each must be the
+    committed results' number as the page writes it, so a cell trained again cannot leave the
+    note stale."""
+    from rlzoo.analysis import stats
+    from rlzoo.reproduce.page.runs import fmt, value_at
+
+    note = UNPUBLISHED["mamujoco-"]
+    marl = REPO / "results" / "marl" / "mamujoco-HalfCheetah-2x3"
+    mujoco = REPO / "results" / "mujoco" / "HalfCheetah"
+
+    def seeds(folder: Path, row: str) -> list[Path]:
+        return sorted(folder.glob(f"{row}-s[0-9]"))
+
+    def listed(values: list[float]) -> str:
+        text = [fmt(v) for v in sorted(values, reverse=True)]
+        return ", ".join(text[:-1]) + f" and {text[-1]}"
+
+    maddpg = seeds(marl, "maddpg")
+    assert f"IQM of {fmt(stats.iqm([value_at(d, 7_500, 2_500) for d in maddpg]))} at 7,500" in note
+    for row in ("maddpg", "hasac"):
+        finals = [summary(d)["final_eval_return"] for d in seeds(marl, row)]
+        assert len(finals) == 5 and listed(finals) in note, row
+    sac = [value_at(d, 10_000, 5_000) for d in seeds(mujoco, "sac")]
+    assert len(sac) == 5 and f"was at {listed(sac)}" in note
