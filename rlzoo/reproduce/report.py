@@ -149,7 +149,8 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
         for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):
             path.unlink()
         for env, by_label in kept.get("curves", {}).items():
-            plot_published(env, by_label, report_dir / published_figure(kept["figures"][env]))
+            plot_published(env, by_label, report_dir / published_figure(kept["figures"][env]),
+                           [r.label for r in plan.suite.rows])
         for path in report_dir.glob(PROFILE_GLOB):
             path.unlink()
         data = SuiteData.read(plan.suite, plan.results)

@@ -3,6 +3,7 @@ the performance profile across tasks (drawn by the report step, linked by the pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,12 @@ from rlzoo.reproduce.files import PUBLISHED_SUFFIX
 from rlzoo.reproduce.page.runs import WINDOW, kilo, row_of_runs
 from rlzoo.reproduce.references import MODERN_ROWS, NORMALIZER, REFERENCES
 
-SOURCE_STYLES = {"td3-paper": ("s", "--"), "tianshou": ("^", ":"), "simbav2": ("D", "-."),
-                 "cleanrl": ("*", "none")}
+SOURCE_STYLES = {"td3-paper": "--", "tianshou": ":", "simbav2": "-.", "cleanrl": "none"}
+REFERENCE_MARKERS = ("s", "^", "D", "v", "P", "X", "*", "h")  # one per published curve drawn
+# A row keeps its colour in every figure: the suite's n-th row gets the n-th colour.
+ROW_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+              "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#808000", "#ff1493", "#00ced1")
+SPARSE = 5  # a published curve with fewer points than this in view is drawn as markers only
 
 
 def published_figure(figure: str) -> str:
@@ -21,17 +26,22 @@ def published_figure(figure: str) -> str:
     return Path(figure).stem + PUBLISHED_SUFFIX
 
 
-def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> bool:
+def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path,
+                   order: Sequence[str] = ()) -> bool:
     """The page's figure of one task: each row's IQM curve and 95% CI band (from
     ``comparison.json``'s ``curves``, by rlzoo.compare's label; the legend names the suite's row,
-    from the curve's ``runs`` where it has them) and each published curve's IQM over its seeds
-    up to the curves' last step (hollow markers, a marker and line style per source), in the
-    colour of the row of its algorithm, or black for CrossQ's, which is set beside the modern
-    rows. False (nothing written) when no published curve is set beside these rows."""
+    from the curve's ``runs`` where it has them), in the colour of its place in ``order`` (the
+    suite's rows, so a row has one colour in every figure), and each published curve's IQM over
+    its seeds up to the curves' last step (hollow markers, one marker per curve, a line style
+    per source; markers only where it has few points), in the colour of the row of its
+    algorithm, or black for CrossQ's, which is set beside the modern rows. False (nothing
+    written) when no published curve is set beside these rows."""
     from rlzoo.analysis import stats
 
     by_row = {row_of_runs(c["runs"]) if c.get("runs") else label: c
               for label, c in curves.items()}
+    rank = {label: i for i, label in enumerate(order)}
+    by_row = dict(sorted(by_row.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
     refs = [r for r in REFERENCES if r.task == env and r.curve() is not None
             and any(label in by_row for label in r.rows)]
     last = max((max(c["steps"]) for c in by_row.values() if c["steps"]), default=0)
@@ -44,23 +54,24 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path) -> b
 
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
     colors = {}
-    for label, c in by_row.items():
-        (line,) = ax.plot(c["steps"], c["iqm"], label=f"{label} (n={c['n_runs']})")
-        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=line.get_color(),
-                        alpha=0.2, linewidth=0)
-        colors[label] = line.get_color()
-    for ref in refs:
+    for i, (label, c) in enumerate(by_row.items()):
+        color = ROW_COLORS[rank.get(label, len(rank) + i) % len(ROW_COLORS)]
+        ax.plot(c["steps"], c["iqm"], color=color, label=f"{label}, n={c['n_runs']}")
+        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=color, alpha=0.2,
+                        linewidth=0)
+        colors[label] = color
+    for marker, ref in zip(REFERENCE_MARKERS * 2, refs):
         steps, values = ref.curve()  # type: ignore[misc]
-        keep = steps <= last
+        keep = np.flatnonzero(steps <= last)
         row = next(label for label in ref.rows if label in by_row)
-        marker, style = SOURCE_STYLES.get(ref.source, ("o", "--"))
-        iqm = [stats.iqm(values[:, i]) for i in np.flatnonzero(keep)]
-        ax.plot(steps[keep], iqm, color="black" if ref.rows == MODERN_ROWS else colors[row],
-                marker=marker, markerfacecolor="white", markersize=5, linestyle=style,
-                linewidth=1, label=f"{ref.algo} (published, n={len(values)})")
+        style = SOURCE_STYLES.get(ref.source, "--") if len(keep) >= SPARSE else "none"
+        ax.plot(steps[keep], [stats.iqm(values[:, i]) for i in keep],
+                color="black" if ref.rows == MODERN_ROWS else colors[row], marker=marker,
+                markerfacecolor="white", markersize=5, linestyle=style, linewidth=1,
+                label=f"{ref.algo}, published, n={len(values)}")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("eval/return")
-    ax.set_title(f"{env}: IQM over seeds, rlzoo's with its 95% CI, the published hollow")
+    ax.set_title(f"{env}: IQM over seeds (rlzoo: lines and 95% CI; published: hollow markers)")
     ax.grid(True, alpha=0.3)
     # beside the axes, not on them: with a dozen rows an inside legend covers the curves
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -204,7 +204,8 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
                  if key in UNPUBLISHED]
         notes += [UNPUBLISHED[prefix] for prefix in MULTI_AGENT_PREFIXES
                   if prefix in UNPUBLISHED and env.startswith(prefix)]
-        notes += finding_lines(data, tests, env, list(rows))
         if notes:
             lines += [" ".join(notes), ""]
+        for finding in finding_lines(data, tests, env, list(rows)):  # a paragraph each
+            lines += [finding, ""]
     return lines + status_lines(data)
