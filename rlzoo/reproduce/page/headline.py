@@ -81,11 +81,11 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
             cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, "
                                        f"{hi:.2f}])"]
         table.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
-    caveat = (" Other published curves may have made fewer gradient updates by their step than "
-              "rlzoo (the sections' `updates` columns)." if any(others.values()) else "")
-    lines += ["**In short.** " + " ".join(verdict_summary(s, verdicts[s], untested[s])
-                                          + others_summary(s, others[s])
-                                          for s in budgets) + caveat, "", *table]
+    caveat = (["Other published curves may have made fewer gradient updates by their step than "
+               "rlzoo (the sections' `updates` columns).", ""] if any(others.values()) else [])
+    lines += ["**In short:**", "",
+              *(f"- {verdict_summary(s, verdicts[s], untested[s])}{others_summary(s, others[s])}"
+                for s in budgets), "", *caveat, *table]
     if never:
         lines += ["", "Not run yet, so not in the table: " + "; ".join(
             f"{task} {', '.join(rows)}" for task, rows in never.items()) + f" (the end of the "
