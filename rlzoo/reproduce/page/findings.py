@@ -148,15 +148,27 @@ def holm_caveat(*tests: Test) -> str:
             if all(t.adjusted >= ALPHA for t in tests) else ".")
 
 
-def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
-    """The chunked critic ahead of SAC on the mean over evaluations, and whether its 4-step
-    control explains the lead (written for Hopper)."""
+def chunk_tests(data: SuiteData, tests: Tests, task: str
+                ) -> tuple[tuple[Test, Test], tuple[Test, Test], tuple[Test, Test]] | None:
+    """The page's tests (final return, mean over evaluations) of the chunked row against SAC,
+    the control against SAC and the chunked row against the control; None unless all three
+    rows have two seeds or more and every pair was tested."""
     if not ready(data, task, CHUNKED, BASE, CONTROL):
         return None
     main, control, between = (pair(data, tests, task, *p) for p in (
         (CHUNKED, BASE), (CONTROL, BASE), (CHUNKED, CONTROL)))
     if main is None or control is None or between is None:
         return None
+    return main, control, between
+
+
+def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
+    """The chunked critic ahead of SAC on the mean over evaluations, and whether its 4-step
+    control explains the lead (written for Hopper)."""
+    found = chunk_tests(data, tests, task)
+    if found is None:
+        return None
+    main, control, between = found
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     every = data.suite.eval_every
     at = common_budget(data, task, CHUNKED, BASE)
@@ -199,12 +211,10 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
 def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     """The chunked critic behind SAC on the mean over evaluations, and whether its 4-step
     control shows the same gap (written for HalfCheetah)."""
-    if not ready(data, task, CHUNKED, BASE, CONTROL):
+    found = chunk_tests(data, tests, task)
+    if found is None:
         return None
-    main, control, between = (pair(data, tests, task, *p) for p in (
-        (CHUNKED, BASE), (CONTROL, BASE), (CHUNKED, CONTROL)))
-    if main is None or control is None or between is None:
-        return None
+    main, control, between = found
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     c_at = common_budget(data, task, CONTROL, BASE)
