@@ -61,6 +61,11 @@ class SuiteData:
         return None if not runs or None in values else values  # type: ignore[return-value]
 
 
+def cell_budget(runs: list[Path]) -> int:
+    """The env steps a cell's runs reached (the largest of their ``total_steps``; 0 for none)."""
+    return max((summary_steps(d) or 0 for d in runs), default=0)
+
+
 def references_of(task: str, row: str) -> list[Reference]:
     """The published curves with per-seed data set beside ``row`` on ``task``."""
     return [r for r in REFERENCES if r.task == task and row in r.rows and r.data_algo]
@@ -115,7 +120,7 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
                                + ("s" if len(rows[name]) != 1 else "") for name in (a, b))
             out.append((kind, a, f"{b} (not tested: {counts})", None, None))
             continue
-        budgets = {name: max(summary_steps(d) or 0 for d in rows[name]) for name in (a, b)}
+        budgets = {name: cell_budget(rows[name]) for name in (a, b)}
         common = min(budgets.values())
         label = b if budgets[a] == budgets[b] else f"{b} (both at {kilo(common)})"
         if budgets[a] == budgets[b]:

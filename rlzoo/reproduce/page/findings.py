@@ -8,9 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from rlzoo.reproduce.files import summary_steps
-from rlzoo.reproduce.page.data import SuiteData, pair_tests
-from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations, value_at
+from rlzoo.reproduce.page.data import SuiteData, cell_budget, pair_tests
+from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
 CHUNKED = "sac-action_sequence"  # the chunked critic's row
@@ -18,36 +17,33 @@ BASE = "sac"                     # the row it builds on
 CONTROL = "sac-n_step4"          # its control: the same 4-step backup without the chunks
 
 
-def budget(runs: list[Path]) -> int:
-    """The env steps a cell's runs reached (the largest, as :func:`pair_tests` reads it)."""
-    return max(summary_steps(d) or 0 for d in runs)
-
-
 def common_budget(data: SuiteData, task: str, *rows: str) -> int:
     """The step at which :func:`pair_tests` compares ``rows``: the smallest of their budgets."""
-    return min(budget(data.cell(task, row)) for row in rows)
+    return min(cell_budget(data.cell(task, row)) for row in rows)
 
 
-def pair(data: SuiteData, tests: Tests, task: str, a: str, b: str
-         ) -> tuple[Test, Test] | None:
-    """The page's tests of row ``a`` against row ``b`` on ``task`` (final return, mean over
-    evaluations), as its tables show them; None when the page has not tested the pair."""
-    for _, first, label, final, curve in pair_tests(data, tests, task):
+PairTests = list[tuple[str, str, str, Test | None, Test | None]]  # what pair_tests returns
+
+
+def pair(found: PairTests, a: str, b: str) -> tuple[Test, Test] | None:
+    """Of the page's pair tests ``found`` (:func:`pair_tests`), row ``a`` against row ``b``
+    (final return, mean over evaluations), as its tables show them; None when not tested."""
+    for _, first, label, final, curve in found:
         if first == a and label.split(" (")[0] == b and final is not None and curve is not None:
             return final, curve
     return None
 
 
-def seed_pairs(test: Test, n_a: int, n_b: int) -> str:
-    """How many seed pairs ``a`` wins, from P(A > B) (ties count half): ``every``, ``no`` or
-    ``k of n``."""
+def seed_pairs(won: float, n_a: int, n_b: int) -> str:
+    """How many of the ``n_a x n_b`` seed pairs a side wins, from the fraction it wins (P(A > B)
+    for A, 1 - P for B; ties count half): ``every``, ``no`` or ``k of n``."""
     total = n_a * n_b
-    won = round(test.poi[0] * total * 2) / 2  # a whole or half number of pairs
-    if won >= total:
+    pairs = round(won * total * 2) / 2  # a whole or half number of pairs
+    if pairs >= total:
         return "every seed pair"
-    if won <= 0:
+    if pairs <= 0:
         return "no seed pair"
-    return f"{won:g} of {total} seed pairs"
+    return f"{pairs:g} of {total} seed pairs"
 
 
 def reading(test: Test) -> str:
@@ -131,12 +127,6 @@ def seed_means(runs: list[Path], last: int) -> list[float]:
     return [m[1] for d in runs if (m := mean_over_evaluations(d, last)) is not None]
 
 
-def values_at(runs: list[Path], step: int, every: int) -> list[float]:
-    """Each seed's evaluation at env step ``step`` as the page reads it (:func:`value_at`: the
-    first in ``[step, step + every)``), seeds without one left out."""
-    return [v for d in runs if (v := value_at(d, step, every)) is not None]
-
-
 def ready(data: SuiteData, task: str, *rows: str) -> bool:
     """Whether every one of ``rows`` has at least two seeds on ``task``."""
     return all(len(data.cell(task, row)) >= 2 for row in rows)
@@ -155,7 +145,8 @@ def chunk_tests(data: SuiteData, tests: Tests, task: str
     rows have two seeds or more and every pair was tested."""
     if not ready(data, task, CHUNKED, BASE, CONTROL):
         return None
-    main, control, between = (pair(data, tests, task, *p) for p in (
+    found = pair_tests(data, tests, task)
+    main, control, between = (pair(found, *p) for p in (
         (CHUNKED, BASE), (CONTROL, BASE), (CHUNKED, CONTROL)))
     if main is None or control is None or between is None:
         return None
@@ -170,21 +161,20 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
         return None
     main, control, between = found
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
-    every = data.suite.eval_every
     at = common_budget(data, task, CHUNKED, BASE)
     above, steps, since = iqm_above(data, task, CHUNKED, BASE, at)
     shared = len(steps)
     text = (f"On {task} to {kilo(at)}, `{CHUNKED}` against SAC on each seed's mean over "
             f"evaluations: {reading(main[1])}, ahead on "
-            f"{seed_pairs(main[1], len(runs), len(base))}")
+            f"{seed_pairs(main[1].poi[0], len(runs), len(base))}")
     if shared:
         text += ("; its IQM is above SAC's at every learned evaluation" if above == shared
                  else f"; its IQM is above SAC's at {above} of {shared} learned evaluations"
                  + (f", and at every one from {kilo(since)} on" if since else ""))
         first = steps[0]
         text += f" ({kilo(first)} to {kilo(steps[-1])}"
-        second = values_at(runs, first, every), values_at(base, first, every)
-        if all(second):
+        second = data.values_at(task, CHUNKED, first), data.values_at(task, BASE, first)
+        if second[0] and second[1]:
             text += (f"; at {kilo(first)} its seeds were at {span(second[0])}, SAC's at "
                      f"{span(second[1])}")
         text += ")"
@@ -196,7 +186,7 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
              f"{reading(control[1])}, on the final return {reading(control[0])}; this row "
              f"against the control (to {kilo(common_budget(data, task, CHUNKED, CONTROL))}): on "
              f"the mean over evaluations {reading(between[1])}, ahead on "
-             f"{seed_pairs(between[1], len(runs), len(ctrl))}, on the final return "
+             f"{seed_pairs(between[1].poi[0], len(runs), len(ctrl))}, on the final return "
              f"{reading(between[0])}.")
     if differs(main[1], "above") and not differs(control[1], "above") \
             and differs(between[1], "above"):
@@ -218,17 +208,15 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     c_at = common_budget(data, task, CONTROL, BASE)
-    behind = Test((1.0 - main[1].poi[0], 0.0, 0.0), main[1].p)
-    c_behind = Test((1.0 - control[1].poi[0], 0.0, 0.0), control[1].p)
     text = (f"On {task} to {kilo(at)}, `{CHUNKED}` against SAC on each seed's mean over "
             f"evaluations: {reading(main[1])}, behind on "
-            f"{seed_pairs(behind, len(runs), len(base))} (its seeds' means "
+            f"{seed_pairs(1.0 - main[1].poi[0], len(runs), len(base))} (its seeds' means "
             f"{span(seed_means(runs, at))}, SAC's {span(seed_means(base, at))}); on the final "
             f"return: {reading(main[0])}. Its largest drop between two evaluations: "
             f"{drop_text(runs, at)} (SAC's: {drop_text(base, at)}).")
     text += (f" The control `{CONTROL}`, the same 4-step backup without the chunks, against SAC "
              f"to {kilo(c_at)}: on the mean over evaluations {reading(control[1])}, behind on "
-             f"{seed_pairs(c_behind, len(ctrl), len(base))} (its seeds' means "
+             f"{seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base))} (its seeds' means "
              f"{span(seed_means(ctrl, c_at))}, SAC's {span(seed_means(base, c_at))}), on the "
              f"final return {reading(control[0])}. This row against the "
              f"control (to {kilo(common_budget(data, task, CHUNKED, CONTROL))}): on the mean "

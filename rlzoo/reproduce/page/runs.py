@@ -38,11 +38,16 @@ def run_rows(folder: Path) -> dict[str, list[Path]]:
     return rows
 
 
-def row_of_runs(runs: list[str]) -> str:
-    """The suite's row name(s) of a group of run dirs (``.../sac-categorical-s3`` ->
-    ``sac-categorical``): rlzoo.compare labels a group by its overrides (``sac
+def row_names(runs: list[str]) -> list[str]:
+    """The suite's rows of a group of run dirs (``.../sac-categorical-s3`` ->
+    ``sac-categorical``), sorted: rlzoo.compare labels a group by its overrides (``sac
     critic=categorical total_steps=100000``), the page by its row."""
-    return ", ".join(sorted({Path(r).name.rsplit("-s", 1)[0] for r in runs}))
+    return sorted({Path(r).name.rsplit("-s", 1)[0] for r in runs})
+
+
+def row_of_runs(runs: list[str]) -> str:
+    """:func:`row_names` as the page writes them: ``sac-categorical`` (or ``a, b``)."""
+    return ", ".join(row_names(runs))
 
 
 _CURVES: dict[str, list[tuple[int, float]]] | None = None  # while render_page reads: by run dir

@@ -16,6 +16,7 @@ from rlzoo.reproduce.page.runs import (
     fmt,
     kilo,
     machine,
+    row_names,
     row_of_runs,
     run_rows,
     updates_by,
@@ -103,8 +104,8 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     for label, g in groups.items():
         steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
         lo, hi = g["iqm_ci"]
-        names = sorted({Path(r).name.rsplit("-s", 1)[0] for r in g["runs"]})
-        row = row_of_runs(g["runs"]) + ("" if names == [label] else f" (`{label}`)")
+        names = row_names(g["runs"])
+        row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
         iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
                else f"{fmt(g['iqm'])} (1 seed)")
@@ -195,7 +196,7 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
         lines += reference_table(data, tests, env)
         lines += pair_lines(data, tests, env)
         finals = {row_of_runs(g["runs"]): g["final_eval_returns"] for g in groups.values()}
-        scale = scale_line(suite, env, data.root, finals, brief=brief and scale_line_shown)
+        scale = scale_line(suite, env, data.root, finals, brief=scale_line_shown)
         scale_line_shown = scale_line_shown or scale is not None
         if scale:
             lines += [scale, ""]
