@@ -1104,6 +1104,74 @@ def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> 
     assert "do not show that 4-step returns alone account" in text("C", rows, chunks_gap)
 
 
+def test_temperature_findings_are_read_from_the_exported_train_csv(tmp_path: Path) -> None:
+    """export_run keeps a run's temperature and entropy (and nothing else of TensorBoard's
+    training scalars) as train.csv, and the page's temperature findings read their numbers from
+    it: the range over seeds (and agents) at the first logged step, a quarter, half and all of
+    the budget, and the last step above SAC's starting temperature, from SAC's own config. A cell
+    without train.csv gets no sentence rather than an old one."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from rlzoo.reproduce.page.temperature import agents_temperature, slow_temperature
+    from rlzoo.reproduce.report import export_run
+
+    source = tmp_path / "runs" / "dsac_t-s0"
+    with SummaryWriter(str(source)) as writer:
+        for step in range(11_000, 100_001, 1_000):
+            writer.add_scalar("stats/alpha", 2.0 * 0.97 ** ((step - 11_000) / 1_000), step)
+            writer.add_scalar("stats/entropy", 2.0 - step / 25_000, step)
+            writer.add_scalar("loss/critic", 1.0, step)
+        writer.add_scalar("eval/return", 30.0, 5_000)
+    (source / "summary.json").write_text(json.dumps({"total_steps": 100_000}))
+    assert export_run(source, tmp_path / "out")
+    assert (tmp_path / "out" / "train.csv").read_text().splitlines()[0] == \
+        "step,stats/alpha,stats/entropy"
+
+    suite = Suite(name="x", title="x", tasks=(), steps=100_000, seeds=2, eval_every=5_000,
+                  eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+                  rows=(Row("sac", ()), Row("dsac_t", ())))
+    runs: dict[str, list[Path]] = {"dsac_t": [], "sac": []}
+    for seed in range(2):
+        run = tmp_path / "H" / f"dsac_t-s{seed}"
+        shutil.copytree(tmp_path / "out", run)
+        if seed == 1:  # one seed's temperature a logged step slower
+            alpha = [(s, 2.0 * 0.97 ** ((s - 12_000) / 1_000)) for s in range(11_000, 100_001,
+                                                                                1_000)]
+            write_scalars_csv(run / "train.csv", {
+                "stats/alpha": (np.array([s for s, _ in alpha]), np.array([v for _, v in alpha])),
+                "stats/entropy": (np.arange(11_000, 100_001, 1_000),
+                                  2.0 - np.arange(11_000, 100_001, 1_000) / 25_000)})
+        runs["dsac_t"].append(run)
+        sac = tmp_path / "H" / f"sac-s{seed}"
+        (sac / ".hydra").mkdir(parents=True)
+        (sac / ".hydra" / "config.yaml").write_text("tuner:\n  init_alpha: 1.0\n")
+        runs["sac"].append(sac)
+    data = SuiteData(suite, tmp_path, {"H": runs}, None, {})
+    text = slow_temperature(data, verdicts.Tests(), "H")
+    # 2 * 0.97^k at 11k, 25k, 50k and 100k; 0.97^k > 0.5 up to k = 22 (33k for seed 0, 34k for 1)
+    assert text == ("DSAC-T's temperature on H (2 seeds; range over them) was 2 to 2.1 at 11k, "
+                    "1.3 at 25k, 0.61 to 0.63 at 50k and 0.13 to 0.14 at 100k; its policy's "
+                    "entropy was 1.6 at 11k, 1.0 at 25k, 0.0 at 50k and -2.0 at 100k. It stayed "
+                    "above SAC's starting temperature (1) until 33k-34k steps (each seed's last "
+                    "logged step above it).")
+    (runs["dsac_t"][1] / "train.csv").unlink()  # a cell exported before train.csv was kept
+    assert slow_temperature(data, verdicts.Tests(), "H") is None
+
+    agents = tmp_path / "M" / "hasac-s0"
+    agents.mkdir(parents=True)
+    steps = np.arange(6_000, 25_000, 1_000)
+    write_scalars_csv(agents / "train.csv", {
+        "stats/alpha/agent_0": (steps, np.full(len(steps), 0.3)),
+        "stats/alpha/agent_1": (steps, np.full(len(steps), 0.1)),
+        "stats/entropy": (steps, 3.0 - steps / 3_000)})
+    (agents / "summary.json").write_text(json.dumps({"total_steps": 25_000}))
+    data = SuiteData(suite, tmp_path, {"M": {"hasac": [agents]}}, None, {})
+    assert agents_temperature(data, verdicts.Tests(), "M") == (
+        "HASAC's temperature on M (1 seed x 2 agents; range over them) was 0.1 to 0.3 at 6k, "
+        "0.1 to 0.3 at 12k and 0.1 to 0.3 at 24k; its policy's entropy was 1.0 at 6k, -1.0 at "
+        "12k and -5.0 at 24k.")
+
+
 def test_the_multi_agent_halfcheetah_note_quotes_the_results() -> None:
     """The hand-written MaMuJoCo note quotes returns that results/ holds (MADDPG's IQM at 7,500
     steps, both rows' final returns, the single-agent SAC row at 10k): each must be the

@@ -89,8 +89,9 @@ def _read_event_file(
     return first_wall_time, out
 
 
-def _read_scalars_csv(path: Path, tags: set[str] | None) -> dict[str, dict[int, float]]:
-    """``{tag: {step: value}}`` from a :data:`SCALARS_CSV` file; empty cells are skipped.
+def read_scalars_csv(path: Path, tags: set[str] | None = None) -> dict[str, dict[int, float]]:
+    """``{tag: {step: value}}`` from a file in the :data:`SCALARS_CSV` format (``tags``: only
+    these; default all); empty cells are skipped.
 
     Raises ValueError with a short reason when the file is not in that format.
     """
@@ -157,7 +158,7 @@ def load_scalars(
     merged: dict[str, dict[int, float]] = {}
     csv_path = Path(run_dir) / SCALARS_CSV
     if csv_path.is_file():
-        merged = _read_scalars_csv(csv_path, wanted)
+        merged = read_scalars_csv(csv_path, wanted)
     loaded = []
     for path in event_files(run_dir):
         first_wall_time, points = _read_event_file(path, wanted)

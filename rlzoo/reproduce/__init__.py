@@ -41,9 +41,10 @@ cells side by side). Ctrl-C (SIGINT) or SIGTERM stops the running cell after its
 (forwarded once to the child; a second one stops it at once) and the invocation without a report.
 
 Afterwards, every finished cell of the suite is exported to ``RESULTS/<suite>/<task>/<row>-s<seed>``
-(``summary.json``, ``.hydra/``, ``eval.csv``, the ``eval/*`` curve, and ``provenance.json``, each
-training launch's commit, command, package versions, CPU and threads; no checkpoints, no
-TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
+(``summary.json``, ``.hydra/``, ``eval.csv``, the ``eval/*`` curve, ``train.csv``, the entropy
+temperature and policy entropy at every logged step (rlzoo runs that learn one), and
+``provenance.json``, each training launch's commit, command, package versions, CPU and threads;
+no checkpoints, no TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
 ``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),
 and the page (``--page``) is rewritten from every page suite's results (a suite off the page,
 ``smoke``, gets a page of its own), with the published seeds beside rlzoo's at the same env

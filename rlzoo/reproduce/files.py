@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parents[2]  # the checkout holding rlzoo/ (resul
 REPORT_DIR = "report"
 STATUS_FILE = "status.json"
 PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
+TRAIN_CSV = "train.csv"  # in an exported run dir: its DIAGNOSTIC_TAGS at every logged step
+DIAGNOSTIC_TAGS = ("stats/alpha", "stats/entropy")  # and per agent: stats/alpha/agent_<i>
 PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-published.png
 PROFILE_GLOB = "profile-*.png"  # RESULTS/<suite>/report/: the performance profiles (profile_figure)
 CELL_LOCK_SUFFIX = ".lock"
@@ -26,6 +28,12 @@ def profile_figure(steps: int, tasks: list[str] | None = None) -> str:
     ``profile-50k.png`` over every task of the aggregate, ``profile-50k-Hopper-HalfCheetah.png``
     over a smaller set of ``tasks`` (a second aggregate table)."""
     return f"profile-{steps // 1000}k" + "".join(f"-{t}" for t in tasks or ()) + ".png"
+
+
+def is_diagnostic(tag: str) -> bool:
+    """Whether a run's scalar ``tag`` is exported to :data:`TRAIN_CSV`: the entropy temperature
+    (``stats/alpha``, or one per agent ``stats/alpha/agent_<i>``) and the policy's entropy."""
+    return any(tag == t or tag.startswith(t + "/") for t in DIAGNOSTIC_TAGS)
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

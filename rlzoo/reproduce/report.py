@@ -19,6 +19,8 @@ from rlzoo.reproduce.files import (
     PUBLISHED_SUFFIX,
     REPORT_DIR,
     STATUS_FILE,
+    TRAIN_CSV,
+    is_diagnostic,
     profile_figure,
     read_json,
     replace_dir,
@@ -40,10 +42,11 @@ if TYPE_CHECKING:
 
 def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> bool:
     """Copy one finished run into ``dest``: summary.json, ``.hydra/*.yaml``, its ``eval/*``
-    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv) and ``provenance.json``
-    (the run's own, else ``provenance``: its cell's launches). Nothing else: no checkpoints, no
-    events, no weights. Returns False (nothing written) when ``dest`` already holds this
-    summary.json and provenance."""
+    curve as ``eval.csv`` (from TensorBoard events, or its own eval.csv), its temperature and
+    policy entropy as ``train.csv`` (:func:`is_diagnostic`; when it logged them) and
+    ``provenance.json`` (the run's own, else ``provenance``: its cell's launches). Nothing else:
+    no losses, no checkpoints, no events, no weights. Returns False (nothing written) when
+    ``dest`` already holds this summary.json and provenance."""
     from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 
     summary = (run_dir / "summary.json").read_bytes()
@@ -61,9 +64,12 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
         if (run_dir / ".hydra" / name).is_file():
             text = (run_dir / ".hydra" / name).read_text()
             (tmp / ".hydra" / name).write_text(repo_relative(text))
-    scalars = {tag: points for tag, points in load_scalars(run_dir).items()
-               if tag.startswith("eval/")}
-    write_scalars_csv(tmp / SCALARS_CSV, scalars)
+    scalars = load_scalars(run_dir)
+    write_scalars_csv(tmp / SCALARS_CSV, {tag: points for tag, points in scalars.items()
+                                          if tag.startswith("eval/")})
+    diagnostics = {tag: points for tag, points in scalars.items() if is_diagnostic(tag)}
+    if diagnostics:  # a peer's run (Stable-Baselines3) logs none
+        write_scalars_csv(tmp / TRAIN_CSV, diagnostics)
     if record is not None:
         (tmp / PROVENANCE_FILE).write_bytes(record)
     (tmp / "summary.json").write_bytes(summary)  # last: a run is a dir with summary.json

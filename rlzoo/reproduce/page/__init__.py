@@ -18,6 +18,7 @@ sources. The modules, in reading order:
 - ``figures``: each task's figure with the published curves, and the performance profile;
 - ``headline``: the headline table, the per-seed lines and the aggregate across tasks;
 - ``method``: how every number is made, said once;
+- ``temperature``: a row's entropy temperature and policy entropy, read from its ``train.csv``;
 - ``findings``: what was found where a row stands apart, its numbers computed from the curves;
 - ``section``: one suite in detail (final returns, references, pairs, findings, status);
 - ``scale``: the multi-agent tasks' scripted-policy floors;

@@ -1,7 +1,8 @@
 """What the page found where a row stands apart from the rows it builds on, written from the
 results each time the page renders: every number in these sentences is computed from the runs'
-evaluation curves and the page's own rank tests, so a cell trained again (or to a larger budget)
-cannot leave a stale number behind. A finding whose cells are missing is left out."""
+evaluation curves and the page's own rank tests (a row's temperature: page/temperature.py), so a
+cell trained again (or to a larger budget) cannot leave a stale number behind. A finding whose
+cells are missing is left out."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from rlzoo.reproduce.page.data import SuiteData, cell_budget, pair_tests
 from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations
+from rlzoo.reproduce.page.temperature import TEMPERATURE_FINDINGS
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
 CHUNKED = "sac-action_sequence"  # the chunked critic's row
@@ -235,10 +237,11 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     return text + holm_caveat(*main, *control, *between)
 
 
-# TASK/row -> its finding, shown after that task's tables (where the page has both rows).
+# TASK/row -> its finding, shown after that task's tables (where the page has its rows).
 FINDINGS: dict[str, Callable[[SuiteData, Tests, str], str | None]] = {
     f"Hopper/{CHUNKED}": chunks_lead,
     f"HalfCheetah/{CHUNKED}": chunks_gap,
+    **TEMPERATURE_FINDINGS,
 }
 
 
