@@ -1105,71 +1105,101 @@ def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> 
 
 
 def test_temperature_findings_are_read_from_the_exported_train_csv(tmp_path: Path) -> None:
-    """export_run keeps a run's temperature and entropy (and nothing else of TensorBoard's
-    training scalars) as train.csv, and the page's temperature findings read their numbers from
-    it: the range over seeds (and agents) at the first logged step, a quarter, half and all of
-    the budget, and the last step above SAC's starting temperature, from SAC's own config. A cell
-    without train.csv gets no sentence rather than an old one."""
+    """export_run keeps a run's temperature and entropy (and no other training scalar) as
+    train.csv, also over an export made before train.csv was kept, and none for a run that logs
+    neither; the page's temperature findings read every number from it: the range over seeds (and
+    agents) at the first logged step, a quarter, half and all of the budget, when the entropy
+    first reached its target, and when the temperature was last above SAC's start (both from the
+    rows' configs). A cell without train.csv gets no sentence rather than an old one."""
     from torch.utils.tensorboard import SummaryWriter
 
-    from rlzoo.reproduce.page.temperature import agents_temperature, slow_temperature
+    from rlzoo.envs.gym import make_single_env
+    from rlzoo.envs.pettingzoo import make_multi_agent_env
+    from rlzoo.reproduce.page.findings import finding_lines
+    from rlzoo.reproduce.page.temperature import ACTION_SIZES, exceeded, slow_temperature
     from rlzoo.reproduce.report import export_run
 
+    steps = np.arange(11_000, 100_001, 1_000)
     source = tmp_path / "runs" / "dsac_t-s0"
     with SummaryWriter(str(source)) as writer:
-        for step in range(11_000, 100_001, 1_000):
+        for step in steps.tolist():
             writer.add_scalar("stats/alpha", 2.0 * 0.97 ** ((step - 11_000) / 1_000), step)
             writer.add_scalar("stats/entropy", 2.0 - step / 25_000, step)
             writer.add_scalar("loss/critic", 1.0, step)
         writer.add_scalar("eval/return", 30.0, 5_000)
     (source / "summary.json").write_text(json.dumps({"total_steps": 100_000}))
-    assert export_run(source, tmp_path / "out")
-    assert (tmp_path / "out" / "train.csv").read_text().splitlines()[0] == \
-        "step,stats/alpha,stats/entropy"
+    out = tmp_path / "out"
+    assert export_run(source, out)
+    assert (out / "eval.csv").read_text().splitlines()[0] == "step,eval/return"
+    assert (out / "train.csv").read_text().splitlines()[0] == "step,stats/alpha,stats/entropy"
+    (out / "train.csv").unlink()  # as exported before train.csv was kept
+    assert export_run(source, out) and (out / "train.csv").is_file()
+    assert not export_run(source, out)  # nothing new: left as it is
+    peer = tmp_path / "runs" / "sb3_sac-s0"  # a run that logs no temperature
+    peer.mkdir()
+    write_scalars_csv(peer / "eval.csv", {"eval/return": (np.array([5_000]), np.array([1.0]))})
+    (peer / "summary.json").write_text(json.dumps({"total_steps": 5_000}))
+    assert export_run(peer, tmp_path / "peer") and not (tmp_path / "peer" / "train.csv").exists()
 
     suite = Suite(name="x", title="x", tasks=(), steps=100_000, seeds=2, eval_every=5_000,
                   eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
-                  rows=(Row("sac", ()), Row("dsac_t", ())))
+                  rows=(Row("sac", ()), Row("dsac_t", ()), Row("hasac", ())))
     runs: dict[str, list[Path]] = {"dsac_t": [], "sac": []}
     for seed in range(2):
-        run = tmp_path / "H" / f"dsac_t-s{seed}"
-        shutil.copytree(tmp_path / "out", run)
-        if seed == 1:  # one seed's temperature a logged step slower
-            alpha = [(s, 2.0 * 0.97 ** ((s - 12_000) / 1_000)) for s in range(11_000, 100_001,
-                                                                                1_000)]
+        run = tmp_path / "Hopper" / f"dsac_t-s{seed}"
+        shutil.copytree(out, run)
+        (run / ".hydra").mkdir(exist_ok=True)  # export_run made it (the source had none)
+        (run / ".hydra" / "config.yaml").write_text(  # a target of -0.5 |A| = -1.5
+            "tuner:\n  init_alpha: 2.718\n  target_entropy: null\n  target_entropy_scale: 0.5\n")
+        if seed == 1:  # this seed's temperature one logged step behind
             write_scalars_csv(run / "train.csv", {
-                "stats/alpha": (np.array([s for s, _ in alpha]), np.array([v for _, v in alpha])),
-                "stats/entropy": (np.arange(11_000, 100_001, 1_000),
-                                  2.0 - np.arange(11_000, 100_001, 1_000) / 25_000)})
+                "stats/alpha": (steps, 2.0 * 0.97 ** ((steps - 12_000) / 1_000)),
+                "stats/entropy": (steps, 2.0 - steps / 25_000)})
         runs["dsac_t"].append(run)
-        sac = tmp_path / "H" / f"sac-s{seed}"
+        sac = tmp_path / "Hopper" / f"sac-s{seed}"
         (sac / ".hydra").mkdir(parents=True)
         (sac / ".hydra" / "config.yaml").write_text("tuner:\n  init_alpha: 1.0\n")
         runs["sac"].append(sac)
-    data = SuiteData(suite, tmp_path, {"H": runs}, None, {})
-    text = slow_temperature(data, verdicts.Tests(), "H")
-    # 2 * 0.97^k at 11k, 25k, 50k and 100k; 0.97^k > 0.5 up to k = 22 (33k for seed 0, 34k for 1)
-    assert text == ("DSAC-T's temperature on H (2 seeds; range over them) was 2 to 2.1 at 11k, "
-                    "1.3 at 25k, 0.61 to 0.63 at 50k and 0.13 to 0.14 at 100k; its policy's "
-                    "entropy was 1.6 at 11k, 1.0 at 25k, 0.0 at 50k and -2.0 at 100k. It stayed "
-                    "above SAC's starting temperature (1) until 33k-34k steps (each seed's last "
-                    "logged step above it).")
+    data = SuiteData(suite, tmp_path, {"Hopper": runs}, None, {})
+    # 2 * 0.97^k: at 11k, 25k, 50k, 100k; above 1 up to k = 22 (33k for seed 0, 34k for seed 1);
+    # entropy 2 - step / 25k: at or below -1.5 from 87.5k, so first logged there at 88k
+    assert finding_lines(data, verdicts.Tests(), "Hopper", ["sac", "dsac_t"]) == [
+        "DSAC-T on Hopper, min to max over 2 seeds: temperature 2.0 to 2.1 at 11k, 1.3 at 25k, "
+        "0.61 to 0.63 at 50k and 0.13 to 0.14 at 100k steps; policy entropy 1.6, 1.0, 0.0 and "
+        "-2.0 at those steps (target -1.5), first reached at 88k steps. The temperature was last "
+        "above SAC's starting value (1) at 33k-34k steps."]
+    high = [[(1_000, 2.0), (2_000, 0.5)], [(1_000, 0.5)], [(1_000, 3.0), (2_000, 2.0)]]
+    assert exceeded(high, 1.0, "1") == \
+        "The temperature was last above 1 at 1k-2k steps (1 still above it at the end; " \
+        "1 never above it, of 3)."
     (runs["dsac_t"][1] / "train.csv").unlink()  # a cell exported before train.csv was kept
-    assert slow_temperature(data, verdicts.Tests(), "H") is None
+    assert slow_temperature(data, verdicts.Tests(), "Hopper") is None
 
-    agents = tmp_path / "M" / "hasac-s0"
+    agents = tmp_path / "mpe-simple_spread" / "hasac-s0"
     agents.mkdir(parents=True)
-    steps = np.arange(6_000, 25_000, 1_000)
+    logged = np.arange(6_000, 25_000, 1_000)
     write_scalars_csv(agents / "train.csv", {
-        "stats/alpha/agent_0": (steps, np.full(len(steps), 0.3)),
-        "stats/alpha/agent_1": (steps, np.full(len(steps), 0.1)),
-        "stats/entropy": (steps, 3.0 - steps / 3_000)})
+        "stats/alpha/agent_0": (logged, np.full(len(logged), 0.3)),
+        "stats/alpha/agent_1": (logged[2:], 0.1 / (logged[2:] / 8_000))})  # logs from 8k on
     (agents / "summary.json").write_text(json.dumps({"total_steps": 25_000}))
-    data = SuiteData(suite, tmp_path, {"M": {"hasac": [agents]}}, None, {})
-    assert agents_temperature(data, verdicts.Tests(), "M") == (
-        "HASAC's temperature on M (1 seed x 2 agents; range over them) was 0.1 to 0.3 at 6k, "
-        "0.1 to 0.3 at 12k and 0.1 to 0.3 at 24k; its policy's entropy was 1.0 at 6k, -1.0 at "
-        "12k and -5.0 at 24k.")
+    data = SuiteData(suite, tmp_path, {"mpe-simple_spread": {"hasac": [agents]}}, None, {})
+    assert finding_lines(data, verdicts.Tests(), "mpe-simple_spread", ["hasac"]) == []  # entropy?
+    write_scalars_csv(agents / "train.csv", {
+        "stats/alpha/agent_0": (logged, np.full(len(logged), 0.3)),
+        "stats/alpha/agent_1": (logged[2:], 0.1 / (logged[2:] / 8_000)),
+        "stats/entropy": (logged, 3.0 - logged / 3_000)})
+    # read from 8k, where both agents have logged (8k, 12.5k -> 12k, 25k -> 24k): agent 1 at
+    # 0.1 * 8k / step; entropy 3 - step / 3k; without a config the target is not known
+    assert finding_lines(data, verdicts.Tests(), "mpe-simple_spread", ["hasac"]) == [
+        "HASAC on mpe-simple_spread, min to max over 1 seed x 2 agents: temperature 0.10 to "
+        "0.30 at 8k, 0.067 to 0.30 at 12k and 0.033 to 0.30 at 24k steps; mean policy entropy "
+        "over agents 0.33, -1.0 and -5.0 at those steps."]
+
+    assert ACTION_SIZES["Hopper"] == make_single_env("Hopper-v5").action_space.shape[0]
+    assert ACTION_SIZES["HalfCheetah"] == make_single_env("HalfCheetah-v5").action_space.shape[0]
+    mpe = make_multi_agent_env("mpe", "simple_spread_v3", max_cycles=25)
+    assert set(mpe.act_dims) == {ACTION_SIZES["mpe-simple_spread"]}
+    mpe.close()
 
 
 def test_the_multi_agent_halfcheetah_note_quotes_the_results() -> None:

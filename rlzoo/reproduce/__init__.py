@@ -42,7 +42,7 @@ cells side by side). Ctrl-C (SIGINT) or SIGTERM stops the running cell after its
 
 Afterwards, every finished cell of the suite is exported to ``RESULTS/<suite>/<task>/<row>-s<seed>``
 (``summary.json``, ``.hydra/``, ``eval.csv``, the ``eval/*`` curve, ``train.csv``, the entropy
-temperature and policy entropy at every logged step (rlzoo runs that learn one), and
+temperature and policy entropy at every logged step (rlzoo runs that log them), and
 ``provenance.json``, each training launch's commit, command, package versions, CPU and threads;
 no checkpoints, no TensorBoard events), ``rlzoo.compare`` is run over ``RESULTS/<suite>`` into
 ``RESULTS/<suite>/report/`` (``python -m rlzoo.compare RESULTS/<suite> --out DIR`` regenerates it),

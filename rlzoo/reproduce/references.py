@@ -191,12 +191,12 @@ UNPUBLISHED = {
               "would test whether this start explains its curve; it was timed, not run (the "
               "cells table's note says why).",
     "mpe-simple_spread/hasac": "On mpe-simple_spread two likely causes hold HASAC back at "
-             "this budget. Its agents' temperatures start at 1 and fall slowly (the cell's "
-             "train.csv), so much of the budget is spent on a near-random policy. And 20-step "
-             "returns (HARL's MPE setting) on 25-step episodes are learned from replay that is "
-             "mostly the warm-up's random actions (the HASAC of "
+             "this budget, neither checked: the time its policies take to come down to their "
+             "entropy target from a temperature of 1 (HARL's start; the numbers follow), and "
+             "20-step returns (HARL's MPE setting) on 25-step episodes, learned from replay that "
+             "is mostly the warm-up's random actions (the HASAC of "
              "[multi_agent.md](multi_agent.md#measured) reached -17.8 at 25k on one seed with "
-             "5-step returns, among other changes). Neither was checked at this budget.",
+             "5-step returns, among other changes).",
     "mamujoco-": "Every agent gets the env's one reward, so the "
                  "return is on the scale of the single-agent HalfCheetah rows of the `mujoco` "
                  "suite (25k steps here: 25 episodes of 1,000 steps). By 25k steps MADDPG and "

@@ -54,8 +54,11 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     source = source if source.is_file() else provenance
     record = source.read_bytes() if source is not None and source.is_file() else None
     old_record = dest / PROVENANCE_FILE
+    scalars = load_scalars(run_dir)
+    diagnostics = {tag: points for tag, points in scalars.items() if is_diagnostic(tag)}
     if ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
-            and (old_record.read_bytes() if old_record.is_file() else None) == record):
+            and (old_record.read_bytes() if old_record.is_file() else None) == record
+            and (dest / TRAIN_CSV).is_file() == bool(diagnostics)):  # exported before train.csv
         return False
     tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -64,10 +67,8 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
         if (run_dir / ".hydra" / name).is_file():
             text = (run_dir / ".hydra" / name).read_text()
             (tmp / ".hydra" / name).write_text(repo_relative(text))
-    scalars = load_scalars(run_dir)
     write_scalars_csv(tmp / SCALARS_CSV, {tag: points for tag, points in scalars.items()
                                           if tag.startswith("eval/")})
-    diagnostics = {tag: points for tag, points in scalars.items() if is_diagnostic(tag)}
     if diagnostics:  # a peer's run (Stable-Baselines3) logs none
         write_scalars_csv(tmp / TRAIN_CSV, diagnostics)
     if record is not None:
