@@ -137,7 +137,7 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
         log = (task / "sb3_sac-s1.log").read_text()
         assert "sb3: step 100/300 (33%) | eval return " in log and "sb3: step 300/300" in log, log
     assert json.loads((task / "sac-s1" / "group.json").read_text())["home"] == "sac-s0"
-    # raw results: summary, config and the curve as CSV, nothing else
+    # raw results: summary, config, the curve as CSV and SAC's temperature, nothing else
     results = out / "results" / "smoke" / "Pendulum"
     for row in SMOKE_ROWS:
         for seed in range(SMOKE_SEEDS):
@@ -148,6 +148,12 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
             assert [r["launch"] for r in launches] == ["started"], launches
             record = launches[0]
             assert record["packages"]["torch"] == torch.__version__, record
+            assert record["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+            if row == "sac":  # rlzoo's SAC logs its temperature; TD3 and SB3's runs none
+                assert (run_dir / "train.csv").read_text().splitlines()[0] == \
+                    "step,stats/alpha,stats/entropy"
+            else:
+                assert "train.csv" not in names, (row, names)
             assert record["OMP_NUM_THREADS"] == "1" and record["cores"] == os.cpu_count()
             assert len(record["commit"]) == 40 and record["python"] == sys.version.split()[0]
             worker = "--sb3-worker" if row.startswith("sb3") else "rlzoo.train"
@@ -1027,6 +1033,14 @@ def test_cells_from_two_machines_each_name_theirs(tmp_path: Path) -> None:
     status = status_lines(SuiteData.read(suite, tmp_path))
     assert status[0] == "Cells (wall time on: AMD EPYC, 2 cores; shared with other jobs):"
     assert "| Hopper | sac | 2 seeds x 50,000 steps | 1.00 h (one process) |" in status
+    # one CPU name over two generations: torch's kernel level (recorded since) tells them apart
+    for seed in range(2):
+        record = tmp_path / "x" / "Hopper" / f"untimed-s{seed}" / "provenance.json"
+        record.write_text(json.dumps([{"cpu": "AMD EPYC", "cores": 2,
+                                       "torch_cpu_capability": "AVX512"}]))
+    status = status_lines(SuiteData.read(suite, tmp_path))
+    assert "| Hopper | sac | 2 seeds x 50,000 steps | 1.00 h (one process; AMD EPYC, 2 cores) |" \
+        in status
 
 
 def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> None:

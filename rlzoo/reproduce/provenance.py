@@ -17,8 +17,9 @@ from rlzoo.reproduce.files import REPO, repo_relative, write_text_atomic
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
     """What a training launch ran on: the time (UTC), this checkout's git commit and whether
     rlzoo/ or scripts/ had uncommitted changes, the command (checkout paths relative), Python
-    and package versions, the platform, CPU model and core count, and ``OMP_NUM_THREADS`` of the
-    child's environment ``env``. Parts that cannot be read are None."""
+    and package versions, the platform, CPU model (its name, family/model numbers and the SIMD
+    level of torch's CPU kernels) and core count, and ``OMP_NUM_THREADS`` of the child's
+    environment ``env``. Parts that cannot be read are None."""
     import platform
     from importlib import metadata
 
@@ -36,13 +37,18 @@ def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]
         except metadata.PackageNotFoundError:
             return None
 
-    cpu = None
+    import torch
+
     try:
-        cpu = next((line.split(":", 1)[1].strip() for line in
-                    Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name")), None)
+        info = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        pass
+        info = []
+
+    def cpuinfo(key: str) -> str | None:  # the first CPU's ``key``
+        return next((line.split(":", 1)[1].strip() for line in info
+                     if line.split(":", 1)[0].strip() == key), None)
+
+    family, model = cpuinfo("cpu family"), cpuinfo("model")
     changes = git("status", "--porcelain", "--untracked-files=no", "--", "rlzoo", "scripts")
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -54,7 +60,12 @@ def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]
                      ("torch", "numpy", "gymnasium", "mujoco", "pettingzoo", "mpe2",
                       "gymnasium-robotics", "stable-baselines3")},
         "platform": platform.platform(),
-        "cpu": cpu or platform.processor() or None,
+        "cpu": cpuinfo("model name") or platform.processor() or None,
+        # one "model name" (e.g. "AMD EPYC") can cover CPU generations whose float kernels round
+        # differently: the family/model numbers and the SIMD level torch's CPU kernels dispatch
+        # to (AVX512, AVX2, ...) tell them apart
+        "cpu_family_model": f"{family}/{model}" if family and model else None,
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cores": os.cpu_count(),
         "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS"),
     }

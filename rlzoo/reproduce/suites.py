@@ -230,7 +230,7 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=100,
         checkpoint_keep=1,
         overrides=("device=cpu", "algo.learning_starts=100", "algo.actor.hidden=[16]",
-                   "critic.hidden=[16]"),
+                   "critic.hidden=[16]", "log.every=100"),
         why="a few hundred steps: a check of the machinery, not a result",
     ),
 }

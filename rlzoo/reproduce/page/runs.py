@@ -159,7 +159,8 @@ def cell_wall_time(runs: list[Path]) -> tuple[float, str] | None:
 
 
 def machine(runs: list[Path]) -> str | None:
-    """The machine the runs' last training launch ran on (provenance.json): CPU and cores."""
+    """The machine the runs' last training launch ran on (provenance.json): CPU (with the SIMD
+    level of torch's CPU kernels, where recorded: ``AMD EPYC (AVX512)``) and cores."""
     names = set()
     for d in runs:
         path = d / PROVENANCE_FILE
@@ -168,5 +169,8 @@ def machine(runs: list[Path]) -> str | None:
         except ValueError:
             records = []
         if isinstance(records, list) and records and isinstance(records[-1], dict):
-            names.add(f"{records[-1].get('cpu')}, {records[-1].get('cores')} cores")
+            last = records[-1]
+            simd = f" ({last['torch_cpu_capability']})" if last.get("torch_cpu_capability") \
+                else ""
+            names.add(f"{last.get('cpu')}{simd}, {last.get('cores')} cores")
     return ", ".join(sorted(names)) or None
