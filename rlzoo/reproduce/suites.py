@@ -139,16 +139,16 @@ SUITES: dict[str, Suite] = {
             "at 50k (estimated)",
         first_eval=WARM_UP_FIRST_EVAL,
         not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
-                "(Hopper dsac_t: 1.9 h; its control with SAC's start, with no delays, was at 3.7 "
-                "steps/s, about 3.8 h) and an ensemble-critic cell about 4 h, and none of these "
+                "(its control with SAC's start, with no delays, was at 3.7 steps/s, about 3.8 h) "
+                "and an ensemble-critic cell about 4 h, and none of these "
                 "rows has a published reference; `simbav2` and `flashsac` each cost about 30x "
                 "SAC per env step on this CPU (docs/performance.md; one SimbaV2 seed ran 2.0 "
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
                 "and the `stac` and `sac-categorical` rows; the cells the table marks `100,000 "
-                "not run yet` wait for more machine time (about 1-5 h each; an SB3 cell of 100k "
-                "took 3.7-4.8 h of one-seed processes)",
+                "not run yet` wait for more machine time (about 1-5 h each; the table gives the "
+                "time of each cell that ran)",
     ),
     "marl": Suite(
         name="marl",
