@@ -146,9 +146,7 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "and the `stac` and `sac-categorical` rows; the cells the table marks `100,000 "
-                "not run yet` wait for more machine time (about 1-5 h each; the table gives the "
-                "time of each cell that ran)",
+                "and the `stac` and `sac-categorical` rows",
     ),
     "marl": Suite(
         name="marl",
