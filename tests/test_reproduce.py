@@ -1154,6 +1154,7 @@ def test_temperature_findings_are_read_from_the_exported_train_csv(tmp_path: Pat
     write_scalars_csv(peer / "eval.csv", {"eval/return": (np.array([5_000]), np.array([1.0]))})
     (peer / "summary.json").write_text(json.dumps({"total_steps": 5_000}))
     assert export_run(peer, tmp_path / "peer") and not (tmp_path / "peer" / "train.csv").exists()
+    assert not export_run(peer, tmp_path / "peer")  # nothing new for a run without train.csv
 
     suite = Suite(name="x", title="x", tasks=(), steps=100_000, seeds=2, eval_every=5_000,
                   eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,

@@ -46,7 +46,7 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     policy entropy as ``train.csv`` (:func:`is_diagnostic`; when it logged them) and
     ``provenance.json`` (the run's own, else ``provenance``: its cell's launches). Nothing else:
     no losses, no checkpoints, no events, no weights. Returns False (nothing written) when
-    ``dest`` already holds this summary.json and provenance."""
+    ``dest`` already holds this summary.json and provenance, and train.csv if the run has one."""
     from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 
     summary = (run_dir / "summary.json").read_bytes()
@@ -54,11 +54,13 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     source = source if source.is_file() else provenance
     record = source.read_bytes() if source is not None and source.is_file() else None
     old_record = dest / PROVENANCE_FILE
+    same = ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
+            and (old_record.read_bytes() if old_record.is_file() else None) == record)
+    if same and (dest / TRAIN_CSV).is_file():
+        return False  # without reading the run's events again
     scalars = load_scalars(run_dir)
     diagnostics = {tag: points for tag, points in scalars.items() if is_diagnostic(tag)}
-    if ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
-            and (old_record.read_bytes() if old_record.is_file() else None) == record
-            and (dest / TRAIN_CSV).is_file() == bool(diagnostics)):  # exported before train.csv
+    if same and not diagnostics:  # else: exported before train.csv was kept
         return False
     tmp = dest.with_name(f".{dest.name}.export-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)

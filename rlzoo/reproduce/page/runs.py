@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,14 +118,20 @@ def first_columns(runs: list[Path]) -> tuple[str, str]:
     return f"{fmt(stats.iqm([f[1] for f, _ in pairs]))} (at {at})", f"{better} of {len(pairs)}"
 
 
+def run_config(run_dir: Path) -> Any:
+    """A run's ``.hydra/config.yaml`` (an OmegaConf node, read with ``.get``); ``{}`` without
+    one."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    return OmegaConf.load(path) if path.is_file() else {}
+
+
 def updates_by(run_dir: Path, steps: int) -> int | None:
     """Gradient updates a run had made by env step ``steps``, from its config: (steps - warm-up)
     x updates per env step (rlzoo's ``algo.learning_starts`` and ``algo.utd``; an SB3 peer's
     ``learning_starts`` and ``gradient_steps / train_freq``); None when the config lacks them."""
-    from omegaconf import OmegaConf
-
-    path = run_dir / ".hydra" / "config.yaml"
-    algo = OmegaConf.load(path).get("algo", {}) if path.is_file() else {}
+    algo = run_config(run_dir).get("algo", {})
     start = algo.get("learning_starts")
     utd = algo.get("utd")
     if utd is None and algo.get("gradient_steps") and algo.get("train_freq"):

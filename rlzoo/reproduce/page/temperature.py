@@ -8,11 +8,10 @@ page gives these numbers instead of quoting TensorBoard. A cell exported without
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rlzoo.reproduce.files import TRAIN_CSV
 from rlzoo.reproduce.page.data import SuiteData, cell_budget
-from rlzoo.reproduce.page.runs import kilo
+from rlzoo.reproduce.page.runs import kilo, run_config
 from rlzoo.reproduce.page.verdicts import Tests
 
 ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i>
@@ -96,21 +95,10 @@ def readings(curves: list[Series], steps: list[int]) -> list[tuple[str, list[flo
     return list(out.items())
 
 
-def config_of(runs: list[Path]) -> dict[str, Any]:
-    """The first run's ``.hydra/config.yaml`` as a dict; ``{}`` when it has none."""
-    from omegaconf import OmegaConf
-
-    path = runs[0] / ".hydra" / "config.yaml" if runs else None
-    if path is None or not path.is_file():
-        return {}
-    config = OmegaConf.to_container(OmegaConf.load(path))
-    return config if isinstance(config, dict) else {}
-
-
 def tuner_setting(runs: list[Path], key: str) -> float | None:
-    """A number of a row's tuner config (``init_alpha``, ``target_entropy``, ...); None when its
-    config has no tuner or no such number (a peer's run)."""
-    value = (config_of(runs).get("tuner") or {}).get(key)
+    """A number of a row's tuner config (``init_alpha``, ``target_entropy``, ...; its first
+    run's); None when it has no tuner or no such number (a peer's run)."""
+    value = (run_config(runs[0]).get("tuner") or {}).get(key) if runs else None
     return float(value) if isinstance(value, (int, float)) else None
 
 
@@ -161,12 +149,10 @@ def temperature_text(data: SuiteData, task: str, row: str
     -3), first reached at ...``; None when a seed has no ``train.csv``."""
     runs = data.cell(task, row)
     found = [diagnostics(run) for run in runs]
-    if not runs or any(not temperatures(f) or not f.get(ENTROPY_TAG) for f in found):
-        return None
+    if not runs or any(not temperatures(f) or ENTROPY_TAG not in f for f in found):
+        return None  # (a tag in train.csv has at least one point)
     alphas = [c for f in found for c in temperatures(f)]
     entropies = [f[ENTROPY_TAG] for f in found]
-    if any(not c for c in alphas):
-        return None
     first = max(c[0][0] for c in alphas + entropies)  # every curve has a value from here on
     steps = shown_steps(first, cell_budget(runs))
     alpha = readings(alphas, steps)
