@@ -32,6 +32,9 @@ def build_parser(prog: str = PROG_NAME) -> argparse.ArgumentParser:
                     "then compare them and write the results page.")
     parser.add_argument("suite", metavar="SUITE", nargs="?", help=f"one of {', '.join(SUITES)}")
     parser.add_argument("--seeds", type=int, help="K, seeds 0..K-1 (default: the suite's, 5)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="S",
+                        help="train seeds S..S+K-1 instead, exported beside the others, e.g. "
+                        "--first-seed 5 for seeds 5-9 (default 0)")
     parser.add_argument("--steps", type=int, help="env steps per seed (default: the suite's)")
     parser.add_argument("--out", type=Path, default=Path("runs/reproduce"),
                         help="where the run dirs go (default runs/reproduce)")
@@ -70,6 +73,13 @@ def make_plan(args: argparse.Namespace, prog: str = PROG_NAME) -> Plan:
     suite = SUITES[args.suite]
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be a positive number of seeds, got {args.seeds}")
+    from rlzoo.run.settings import MAX_SEED
+
+    if args.first_seed < 0:
+        raise UsageError(f"--first-seed must be 0 or more, got {args.first_seed}")
+    if args.first_seed + (args.seeds or suite.seeds) - 1 > MAX_SEED:
+        raise UsageError(f"--first-seed {args.first_seed}: its last seed passes rlzoo's largest "
+                         f"seed, {MAX_SEED}")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     out = args.out.expanduser().absolute()
@@ -94,7 +104,8 @@ def make_plan(args: argparse.Namespace, prog: str = PROG_NAME) -> Plan:
         sb3 = sb3_missing()
     elif args.no_sb3:
         sb3 = "--no-sb3"
-    return Plan(suite, args.seeds or suite.seeds, args.steps, out, results, page, sb3)
+    return Plan(suite, args.seeds or suite.seeds, args.steps, out, results, page, sb3,
+                args.first_seed)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = PROG_NAME) -> int:

@@ -32,11 +32,11 @@ def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     per core at a time (the caller holds the cell's lock)."""
     steps = plan.budget(task)
     folder = plan.task_dir(task)
-    dirs = [folder / f"{row.label}-s{seed}" for seed in range(plan.seeds)]
+    dirs = [folder / f"{row.label}-s{seed}" for seed in plan.seed_range()]
     if plan.sb3 is not None:
         return Outcome(task.name, row.label, "skipped", f"stable_baselines3 is not importable "
                        f"({plan.sb3})")
-    todo = [seed for seed, d in enumerate(dirs) if summary_steps(d) != steps]
+    todo = [seed for seed, d in zip(plan.seed_range(), dirs) if summary_steps(d) != steps]
     if any((summary_steps(d) or 0) > steps for d in dirs):
         return Outcome(task.name, row.label, "skipped",
                        f"holds runs of more than {steps} steps; left as they are", mistake=True)

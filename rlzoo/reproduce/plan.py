@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlzoo.reproduce.schema import Suite, Task
+from rlzoo.reproduce.schema import Row, Suite, Task
 
 
 @dataclass
 class Plan:
-    """What this invocation runs: the suite, K, the budget and the folders."""
+    """What this invocation runs: the suite, K seeds from ``first_seed``, the budget and the
+    folders."""
 
     suite: Suite
     seeds: int
@@ -19,12 +20,21 @@ class Plan:
     results: Path
     page: Path
     sb3: str | None  # None when SB3 can run, else why not
+    first_seed: int = 0  # --first-seed: the cells train seeds first_seed .. first_seed + K - 1
+
+    def seed_range(self) -> range:
+        """The seeds every cell of this invocation trains (and exports)."""
+        return range(self.first_seed, self.first_seed + self.seeds)
 
     def budget(self, task: Task) -> int:
         return self.steps or task.steps or self.suite.steps
 
     def task_dir(self, task: Task) -> Path:
         return self.out / self.suite.name / task.name
+
+    def home(self, task: Task, row: Row) -> Path:
+        """The run dir of a cell's first seed (an rlzoo cell's group home)."""
+        return self.task_dir(task) / f"{row.label}-s{self.first_seed}"
 
 
 @dataclass

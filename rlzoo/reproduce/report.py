@@ -82,14 +82,15 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
 
 def export_suite(plan: Plan) -> tuple[int, int]:
     """Export every finished cell of the suite (at this invocation's budgets and K) to
-    ``RESULTS/<suite>/<task>/<row>-s<seed>``; returns (cells exported, run dirs written)."""
+    ``RESULTS/<suite>/<task>/<row>-s<seed>`` (seeds from ``--first-seed``, beside any others
+    already there); returns (cells exported, run dirs written)."""
     cells = written = 0
     for task, row in plan.suite.cells():
         dirs = finished_dirs(plan, task, row)
         if dirs is None:
             continue
         cells += 1
-        for seed, d in enumerate(dirs):
+        for seed, d in zip(plan.seed_range(), dirs):
             dest = plan.results / plan.suite.name / task.name / f"{row.label}-s{seed}"
             written += export_run(d, dest, None if row.peer else cell_provenance(plan, task, row))
     return cells, written

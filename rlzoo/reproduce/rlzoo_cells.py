@@ -47,7 +47,7 @@ def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
     """The command line of a new rlzoo cell (without its run dir)."""
     s = plan.suite
     return [f"env={task.env}", *row.overrides, *s.overrides, f"total_steps={plan.budget(task)}",
-            "seed=0", f"seeds={plan.seeds}", f"eval.every={s.eval_every}",
+            f"seed={plan.first_seed}", f"seeds={plan.seeds}", f"eval.every={s.eval_every}",
             f"eval.episodes={s.eval_episodes}", f"checkpoint.every={s.checkpoint_every}",
             f"checkpoint.keep={s.checkpoint_keep}", "log.progress=false"]
 
@@ -63,13 +63,15 @@ def discard_unstarted(dirs: list[Path]) -> None:
             shutil.rmtree(d)
 
 
-def unstarted_group(home: Path, seeds: int) -> list[Path]:
-    """The dirs a group that never started may have left: ``home``, the members its group.json
-    names and the default member names (``<row>-s<seed>``)."""
+def unstarted_group(home: Path, seeds: int, first_seed: int = 0) -> list[Path]:
+    """The dirs a group of ``seeds`` seeds from ``first_seed`` that never started may have
+    left: ``home``, the members its group.json names and the default member names
+    (``<row>-s<seed>``)."""
     from rlzoo.errors import UserError
     from rlzoo.run.group import member_dir, read_group
 
-    dirs = [home, *(member_dir(home, 0, seed) for seed in range(1, seeds))]
+    dirs = [home, *(member_dir(home, first_seed, seed)
+                    for seed in range(first_seed + 1, first_seed + seeds))]
     try:
         group = read_group(home)
     except UserError:
@@ -77,13 +79,13 @@ def unstarted_group(home: Path, seeds: int) -> list[Path]:
     return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
 
 
-def live_trainer(home: Path, seeds: int) -> str:
+def live_trainer(home: Path, seeds: int, first_seed: int = 0) -> str:
     """Why the cell whose home is ``home`` cannot be run now: a live ``rlzoo.train`` holds one
     of its run dirs (a trainer an earlier reproduce.py left running when it was killed); ``""``
     when none does."""
     from rlzoo.run.rundir import RunLock
 
-    for d in unstarted_group(home, seeds) if home.exists() else []:
+    for d in unstarted_group(home, seeds, first_seed) if home.exists() else []:
         owner = RunLock.owner(d)
         if owner is not None:
             return (f"locked by a live trainer: rlzoo.train (pid {owner}) still runs in "
@@ -92,9 +94,15 @@ def live_trainer(home: Path, seeds: int) -> str:
     return ""
 
 
+def seed_suffix(plan: Plan) -> str:
+    """What a cell's log and launch record add to the row's name when its seeds do not start
+    at 0 (``-s5`` for ``--first-seed 5``), so another set of seeds never writes into them."""
+    return f"-s{plan.first_seed}" if plan.first_seed else ""
+
+
 def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
     """Where an rlzoo cell's launches are recorded (beside its log; exported with each seed)."""
-    return plan.task_dir(task) / f"{row.label}.{PROVENANCE_FILE}"
+    return plan.task_dir(task) / f"{row.label}{seed_suffix(plan)}.{PROVENANCE_FILE}"
 
 
 def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
@@ -103,11 +111,11 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     from rlzoo.run.rundir import holds_a_run
 
     steps = plan.budget(task)
-    home = plan.task_dir(task) / f"{row.label}-s0"
-    log = plan.task_dir(task) / f"{row.label}.log"
+    home = plan.home(task, row)
+    log = plan.task_dir(task) / f"{row.label}{seed_suffix(plan)}.log"
     cmd = [sys.executable, "-m", "rlzoo.train"]
     what = "started"
-    trainer = live_trainer(home, plan.seeds)
+    trainer = live_trainer(home, plan.seeds, plan.first_seed)
     if trainer:
         return Outcome(task.name, row.label, "locked", trainer)
     if home.exists():
@@ -125,7 +133,7 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
             what = "resumed"
         else:
             try:
-                discard_unstarted(unstarted_group(home, plan.seeds))
+                discard_unstarted(unstarted_group(home, plan.seeds, plan.first_seed))
             except UserError as err:
                 return Outcome(task.name, row.label, "locked", str(err))
     if what == "started":

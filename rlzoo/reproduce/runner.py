@@ -54,9 +54,9 @@ def finished_dirs(plan: Plan, task: Task, row: Row) -> list[Path] | None:
     steps = plan.budget(task)
     folder = plan.task_dir(task)
     if row.peer:
-        dirs = [folder / f"{row.label}-s{seed}" for seed in range(plan.seeds)]
+        dirs = [folder / f"{row.label}-s{seed}" for seed in plan.seed_range()]
     else:
-        home = folder / f"{row.label}-s0"
+        home = plan.home(task, row)
         if not (home / "summary.json").is_file():
             return None
         members = group_members(home, plan.seeds)
@@ -81,8 +81,8 @@ def still_locked(plan: Plan, outcome: Outcome) -> str | None:
     if not lock.acquire():
         return f"locked: another reproduce.py (pid {lock.owner}) is running this cell"
     lock.release()
-    trainer = "" if row.peer else live_trainer(plan.task_dir(task) / f"{row.label}-s0",
-                                                plan.seeds)
+    trainer = "" if row.peer else live_trainer(plan.home(task, row), plan.seeds,
+                                                plan.first_seed)
     if trainer:
         return f"locked: {trainer}"
     return ("unfinished: it was locked by another process, which has exited since; run the "
