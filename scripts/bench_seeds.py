@@ -618,6 +618,26 @@ def pct(x: float | None) -> str:
     return f"{100 * x:.0f}%" if x >= 0.1 else f"{100 * x:.1f}%"
 
 
+def wall_ratios(runs: list[dict[str, Any]], K: int) -> list[str]:
+    """Per repeat, the wall time of ``seeds=K`` over that of one seed alone for the same timed
+    steps per seed (K x the alone rate over the group's seed-steps/s), from the two runs of the
+    same repeat (measured one after the other): interleaved ratios, less exposed to the load of
+    other tenants than the ratio of two bests."""
+    lines = []
+    for algo in dict.fromkeys(r["algo"] for r in runs):
+        pairs = []
+        for repeat in sorted({r["repeat"] for r in runs}):
+            got = {r["arrangement"]: r["aggregate"] for r in runs
+                   if r["algo"] == algo and r["repeat"] == repeat}
+            if got.get("group") and got.get("alone"):
+                pairs.append(K * got["alone"] / got["group"])
+        if pairs:
+            lines.append(f"- {algo}: wall of seeds={K} / wall of seeds=1, per repeat: "
+                         + ", ".join(f"{x:.2f}x" for x in pairs)
+                         + f" (median {sorted(pairs)[len(pairs) // 2]:.2f}x)")
+    return ["", *lines] if lines else []
+
+
 def report(result: dict[str, Any], args: argparse.Namespace) -> str:
     m, K = result["machine"], args.seeds
     fp32, bf16 = result["sgemm_fp32"], result["sgemm_bf16"]
@@ -666,6 +686,7 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
             overlap = ", ".join(f"{o:.2f}" for o in overlaps) if overlaps else "-"
             lines.append(f"| {algo} | {DESCRIPTION[arrangement]} | {agg:.1f} | {per_seed:.1f} | "
                          f"{ratio} | {roof} | {every} | {overlap} |")
+    lines += wall_ratios(result["runs"], K)
     lines += [
         "",
         f"In-process updates (synthetic batches, {args.update_iters} updates per window, "

@@ -53,6 +53,11 @@ class ReplayBuffer:
         state_dim: size of a global state stored like observations (0 = none).
         agent_rewards: N, per-agent rewards stored beside the team reward (0 = none).
         seed: seed of the buffer's own sampling generator.
+        storage: the tensors to store into instead of allocating them (``obs``, ``action``,
+            ``reward``, ``terminated``, ``ended``, ``index`` and, when used, ``state`` and
+            ``agent_reward``, shaped as this buffer's own would be): one seed's views of a
+            :class:`~rlzoo.buffers.seed_replay.SeedReplay`. They stay this buffer's storage
+            (a checkpoint is copied into them, never adopted).
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class ReplayBuffer:
         state_dim: int = 0,
         agent_rewards: int = 0,
         seed: int = 0,
+        storage: dict[str, torch.Tensor] | None = None,
     ) -> None:
         if capacity < 2 * num_envs:
             raise ValueError(f"buffer_size must be at least {2 * num_envs}, got {capacity}")
@@ -72,17 +78,15 @@ class ReplayBuffer:
         self.num_envs = num_envs
         self.rows = math.ceil(capacity / num_envs)
         T, E = self.rows, num_envs
-        f32, dev = torch.float32, self.device
-        # On the CPU, pages become resident as rows are first written (storage.zeros).
-        self.obs = zeros((T, E, *obs_shape), f32, dev)
-        self.action = zeros((T, E, *action_shape), f32, dev)
-        self.reward = zeros((T, E), f32, dev)
-        self.terminated = zeros((T, E), torch.bool, dev)
-        self.ended = zeros((T, E), torch.bool, dev)
-        self.state = zeros((T, E, state_dim), f32, dev) if state_dim else None
-        self.agent_reward = zeros((T, E, agent_rewards), f32, dev) if agent_rewards else None
+        given = storage or replay_storage(T, E, obs_shape, action_shape, self.device,
+                                          state_dim, agent_rewards)
+        self.shared = storage is not None  # a group's views: load copies into them
+        self.obs, self.action, self.reward = given["obs"], given["action"], given["reward"]
+        self.terminated, self.ended = given["terminated"], given["ended"]
+        self.state = given.get("state")
+        self.agent_reward = given.get("agent_reward")
         # FIFO ring of flat indices of valid transition starts.
-        self.index = zeros((T * E,), torch.int64, dev)
+        self.index = given["index"]
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         # On CPU, numpy views of the storage: writes cost no tensor construction per field.
@@ -115,29 +119,34 @@ class ReplayBuffer:
         ``terminated``, ``truncated``, ``reset_step`` are ``[E]`` bools (``reset_step``: this call
         only reset the env, so no transition happened). ``reward [E]``.
         """
-        T, E, p = self.rows, self.num_envs, self.ptr
+        p = self.ptr
         put = self._put
         if not self.started:
             put("obs", p, obs)
             if self.state is not None:
                 put("state", p, state)
-            self.started = True
-        valid = ~np.asarray(reset_step, dtype=bool)
+        valid, terminated, ended = end_flags(terminated, truncated, reset_step)
         put("action", p, action)
         put("reward", p, reward)
-        terminated = np.asarray(terminated, dtype=bool) & valid
-        ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
         put("terminated", p, terminated)
         put("ended", p, ended)
         if self.agent_reward is not None:
             put("agent_reward", p, agent_reward)
-        nxt = (p + 1) % T
-        # Row nxt is about to be overwritten: its transitions leave the FIFO (they are the oldest).
-        self.tail += int(self.row_count[nxt])
-        self.row_count[nxt] = 0
+        nxt = (p + 1) % self.rows
         put("obs", nxt, next_obs)
         if self.state is not None:
             put("state", nxt, next_state)
+        self.advance(valid)
+
+    def advance(self, valid: np.ndarray) -> None:
+        """The bookkeeping of one stored vector step, once its rows ``ptr`` and ``ptr + 1`` are
+        written: the transitions of the row about to be overwritten leave the FIFO (they are
+        the oldest), the envs where ``valid [E]`` push their start, and ``ptr`` moves on."""
+        T, E, p = self.rows, self.num_envs, self.ptr
+        self.started = True
+        nxt = (p + 1) % T
+        self.tail += int(self.row_count[nxt])
+        self.row_count[nxt] = 0
         starts = np.flatnonzero(valid) + p * E
         n = len(starts)
         if n:
@@ -177,7 +186,10 @@ class ReplayBuffer:
         tensors += [t for t in (self.state, self.agent_reward) if t is not None]
         return sum(t.numel() * t.element_size() for t in tensors)
 
-    def _sample_starts(self, batch_size: int, exclude_newest_rows: int = 0) -> torch.Tensor:
+    def slots(self, batch_size: int, exclude_newest_rows: int = 0) -> torch.Tensor:
+        """``[batch_size]`` FIFO slots drawn uniformly (from this buffer's generator) among
+        the valid starts, leaving out those in the newest ``exclude_newest_rows`` rows; the
+        slots' ``index`` entries are the starts."""
         available = len(self)
         if exclude_newest_rows:
             newest = [(self.ptr - 1 - i) % self.rows for i in range(exclude_newest_rows)]
@@ -187,7 +199,10 @@ class ReplayBuffer:
         offsets = torch.randint(
             available, (batch_size,), device=self.device, generator=self.generator
         )
-        return self.index[(offsets + self.tail) % self.index.numel()]
+        return (offsets + self.tail) % self.index.numel()
+
+    def _sample_starts(self, batch_size: int, exclude_newest_rows: int = 0) -> torch.Tensor:
+        return self.index[self.slots(batch_size, exclude_newest_rows)]
 
     def sample(self, batch_size: int, sampling: Sampling = ONE_STEP) -> Batch:
         """Sample ``batch_size`` transitions uniformly, as ``sampling`` says.
@@ -325,6 +340,7 @@ class ReplayBuffer:
             filled = _written_rows(row_count, ptr, started)
             tensors = {name: t[:filled] for name, t in tensors.items()}
             index = index[:slots]
+        take = take and not self.shared  # a group's views stay the group's storage
         load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=take)
         load_leading_rows(self, {"index": index}, "replay buffer",
                           written=min(self.head, self.index.numel()), adopt=take)
@@ -335,6 +351,39 @@ class ReplayBuffer:
         self.ptr, self.head, self.tail, self.started = ptr, head, tail, started
         self.filled = filled
         self.generator.set_state(state["generator"].cpu())
+
+
+def replay_storage(
+    rows: int, num_envs: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+    device: torch.device, state_dim: int = 0, agent_rewards: int = 0, seeds: tuple[int, ...] = (),
+) -> dict[str, torch.Tensor]:
+    """A replay's zeroed storage tensors by field name, ``[*seeds, T, E, ...]`` (``seeds``:
+    ``(K,)`` for a group of K, ``()`` for one buffer); ``index`` is ``[*seeds, T * E]``. On the
+    CPU, pages become resident as rows are first written (``storage.zeros``)."""
+    T, E, f32, lead = rows, num_envs, torch.float32, tuple(seeds)
+    fields = {
+        "obs": zeros((*lead, T, E, *obs_shape), f32, device),
+        "action": zeros((*lead, T, E, *action_shape), f32, device),
+        "reward": zeros((*lead, T, E), f32, device),
+        "terminated": zeros((*lead, T, E), torch.bool, device),
+        "ended": zeros((*lead, T, E), torch.bool, device),
+        "index": zeros((*lead, T * E), torch.int64, device),
+    }
+    if state_dim:
+        fields["state"] = zeros((*lead, T, E, state_dim), f32, device)
+    if agent_rewards:
+        fields["agent_reward"] = zeros((*lead, T, E, agent_rewards), f32, device)
+    return fields
+
+
+def end_flags(terminated: np.ndarray, truncated: np.ndarray,
+              reset_step: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(valid, terminated, ended)`` as stored, from a step's flags (any leading shape):
+    a reset call is no transition, and ends nothing."""
+    valid = ~np.asarray(reset_step, dtype=bool)
+    terminated = np.asarray(terminated, dtype=bool) & valid
+    ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
+    return valid, terminated, ended
 
 
 def _written_rows(row_count: np.ndarray, ptr: int, started: bool) -> int:

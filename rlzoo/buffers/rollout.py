@@ -183,3 +183,29 @@ class RolloutStore:
         instead of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``)."""
         load_tensors(self, state["tensors"], "rollout", adopt=take)
         self.ptr, self.started = int(state["ptr"]), bool(state["started"])
+
+
+class SeedRollouts:
+    """The rollout stores of K seeds (``buffers[k]``: seed k's) behind the group's add.
+
+    Args:
+        buffers: one :class:`RolloutStore` per seed.
+    """
+
+    def __init__(self, buffers: list[RolloutStore]) -> None:
+        self.buffers = buffers
+
+    def add(self, seeds: np.ndarray, obs: np.ndarray, action: np.ndarray, reward: np.ndarray,
+            next_obs: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+            reset_step: np.ndarray, state: np.ndarray | None = None,
+            next_state: np.ndarray | None = None, agent_reward: np.ndarray | None = None,
+            pre_tanh: torch.Tensor | None = None) -> None:
+        """``RolloutStore.add`` of the seeds ``seeds`` (``[n]`` indices), every argument with a
+        leading ``[n]`` axis, row i being seed ``seeds[i]``'s."""
+        def row(x: Any, i: int) -> Any:
+            return None if x is None else x[i]
+
+        for i, k in enumerate(seeds):
+            self.buffers[k].add(obs[i], action[i], reward[i], next_obs[i], terminated[i],
+                                truncated[i], reset_step[i], row(state, i), row(next_state, i),
+                                row(agent_reward, i), row(pre_tanh, i))

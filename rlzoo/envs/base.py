@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Episodes", "StepResult", "VecEnv", "run_episodes"]
+__all__ = ["Episodes", "SeedEnvs", "StepResult", "VecEnv", "run_episodes"]
 
 
 @dataclass
@@ -183,6 +183,36 @@ class VecEnv:
         """Step env ``e``: ``(obs, state, reward, terminated, truncated)``; ``reward`` is a
         number (single agent) or ``[N]`` (per agent)."""
         raise NotImplementedError
+
+
+class SeedEnvs:
+    """The training envs of K seeds (one :class:`VecEnv` of ``E`` envs each, seeded as each
+    seed's single run seeds its own) behind one step call over all ``K x E`` envs, with arrays
+    that carry the seed axis first.
+
+    Args:
+        envs: seed k's vector env at ``envs[k]``; all of the same spec and ``num_envs``.
+    """
+
+    def __init__(self, envs: Sequence[VecEnv]) -> None:
+        self.envs = list(envs)
+
+    def step(self, action: np.ndarray, seeds: np.ndarray) -> StepResult:
+        """Step the envs of the seeds ``seeds`` (``[n]`` indices, in order) with
+        ``action [n, E, *act_shape]``; returns one :class:`StepResult` whose arrays are
+        ``[n, E, ...]``, row i being seed ``seeds[i]``'s (the other seeds' envs are left as
+        they are)."""
+        results = [self.envs[k].step(action[i]) for i, k in enumerate(seeds)]
+        first = results[0]
+
+        def stack(name: str) -> np.ndarray | None:
+            if getattr(first, name) is None:
+                return None
+            return np.stack([getattr(r, name) for r in results])
+
+        return StepResult(stack("obs"), stack("reward"), stack("terminated"),  # type: ignore[arg-type]
+                          stack("truncated"), stack("reset_step"),  # type: ignore[arg-type]
+                          state=stack("state"), agent_reward=stack("agent_reward"))
 
 
 def run_episodes(

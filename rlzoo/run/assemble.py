@@ -4,7 +4,6 @@ seeds stacked by ``rlzoo.algos.seeds.stack_seeds``; one seed: the algorithm as b
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.algos.seeds import stack_seeds
+from rlzoo.buffers.rollout import SeedRollouts
+from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel
 from rlzoo.run.build import build_algorithm, check_spec, env_spec, make_env, make_storage
@@ -47,11 +48,12 @@ def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
     return copy
 
 
-def build_members(cfg: DictConfig, s: Settings,
-                  dirs: list[Path]) -> tuple[list[Member], Algorithm, EnvSpec]:
+def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
+                  ) -> tuple[list[Member], Algorithm, EnvSpec, SeedReplay | SeedRollouts]:
     """The members of seeds ``s.seed .. s.seed + K - 1`` (run dir ``dirs[k]`` each), the
-    algorithm that trains them (every seed's weights initialised as its single run's) and the
-    env spec. Closes every env built when anything fails (a ``UserError`` for a mistake)."""
+    algorithm that trains them (every seed's weights initialised as its single run's), the
+    env spec and the storage of them all (member k's ``storage`` is seed k's part of it).
+    Closes every env built when anything fails (a ``UserError`` for a mistake)."""
     if len(dirs) != s.seeds:
         raise ValueError(f"{s.seeds} seeds need {s.seeds} run dirs, got {len(dirs)}")
     seed_everything(s.seed)
@@ -71,14 +73,15 @@ def build_members(cfg: DictConfig, s: Settings,
             check_observations(env, cfg)
             algos.append(build_algorithm(member_cfg, spec, s.device))
         algo = stack_seeds(check_algorithm(algos, cfg, s))
-        for member in members:
-            member.storage = make_storage(dataclasses.replace(s, seed=member.seed), spec, algo)
+        storage = make_storage(s, spec, algo, [m.seed for m in members])
+        for member, part in zip(members, storage.buffers):
+            member.storage = part
     except BaseException:
         for member in members:
             member.env.close()
         raise
     assert spec is not None
-    return members, algo, spec
+    return members, algo, spec, storage
 
 
 def check_algorithm(algos: list[Any], cfg: DictConfig, s: Settings) -> list[Any]:

@@ -20,8 +20,8 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.buffers.replay import ReplayBuffer
-from rlzoo.buffers.rollout import RolloutStore
+from rlzoo.buffers.rollout import RolloutStore, SeedRollouts
+from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.pettingzoo import make_multi_agent_env
@@ -247,11 +247,13 @@ def check_env_config(cfg: DictConfig) -> None:
 # --------------------------------------------------------------------------- the storage
 
 
-def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm) -> ReplayBuffer | RolloutStore:
-    """Where the loop stores what it collects, as the algorithm's contract says: a rollout of
-    ``algo.rollout_steps`` vector steps for an on-policy algorithm (used once per update), a
-    replay of ``algo.buffer_size`` steps otherwise; shaped for ``spec`` (per agent when
-    multi-agent), on the training device."""
+def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm,
+                 seeds: list[int]) -> SeedReplay | SeedRollouts:
+    """Where the loop stores what the seeds ``seeds`` collect, as the algorithm's contract says:
+    a rollout of ``algo.rollout_steps`` vector steps per seed for an on-policy algorithm (used
+    once per update), one replay of ``algo.buffer_size`` steps per seed with a seed axis
+    otherwise (seed k's sampling generator seeded with ``seeds[k]``); shaped for ``spec`` (per
+    agent when multi-agent), on the training device."""
     multi = spec.multi_agent
     obs_shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
     action_shape = (spec.n_agents, spec.act_dim) if multi else (spec.act_dim,)
@@ -260,11 +262,12 @@ def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm) -> ReplayBuffer | 
         if not callable(getattr(algo, "explore", None)):
             raise UserError(f"{type(algo).__name__} is on-policy but has no explore(obs) -> "
                             "(action, pre_tanh); add one (see docs/extending.md)")
-        return RolloutStore(s.rollout_steps, s.num_envs, obs_shape, action_shape,
-                            spec.state_dim, s.device, agent_rewards=agents)
+        return SeedRollouts([RolloutStore(s.rollout_steps, s.num_envs, obs_shape, action_shape,
+                                          spec.state_dim, s.device, agent_rewards=agents)
+                             for _ in seeds])
     check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, agents)
-    return ReplayBuffer(s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
-                        state_dim=spec.state_dim, agent_rewards=agents, seed=s.seed)
+    return SeedReplay(seeds, s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
+                      state_dim=spec.state_dim, agent_rewards=agents)
 
 
 def available_memory(device: torch.device) -> int:

@@ -46,28 +46,42 @@ def check_finite(metrics: dict[str, torch.Tensor], params: dict[str, torch.Tenso
             )
 
 
-def check_env_output(seeds: list[int], seed: int, step: int, env_name: str,
-                     where: Callable[[], str],
-                     **arrays: Any) -> None:
-    """Stop before storing a NaN/inf reward, observation, state or action (``[E, ...]`` arrays)
-    of seed ``seed`` (of the run's ``seeds``) at its ``step``, with one line naming the
-    quantity, the env, the training env index and the step, so poisoned data never reaches the
-    storage or a checkpoint."""
+def check_env_output(seeds: list[int], rows: list[int], steps: list[int], env_name: str,
+                     where: Callable[[], str], **arrays: Any) -> None:
+    """Stop before storing a NaN/inf reward, observation, state or action of any seed, with one
+    line naming the quantity, the env, the training env index, the seed (in a group) and the
+    step, so poisoned data never reaches the storage or a checkpoint.
+
+    Args:
+        seeds: the run's seeds.
+        rows: the member (index into ``seeds``) of each row of the arrays.
+        steps: each row's member's step (the step being taken).
+        env_name: the env, for the message.
+        where: where the run can go back to.
+        arrays: ``[n, E, ...]`` arrays by name (None: absent), checked with one ``isfinite``
+            each; the first bad member is named, and its first bad quantity in this order.
+    """
+    found: tuple[int, str, int] | None = None  # (row, name, env)
     for name, value in arrays.items():
         if value is None:
             continue
         a = np.asarray(value)
         if a.dtype.kind != "f" or np.isfinite(a).all():
             continue
-        bad = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1) if a.ndim else [True]
-        e = int(np.flatnonzero(bad)[0])
-        source = "the policy" if name == "action" else f"env={env_name}"
-        raise NonFiniteError(
-            f"{source} produced a non-finite {name.replace('_', ' ')} (NaN or inf) in "
-            f"training env {e}{seed_note(seeds, [seed], 'of')} at step "
-            f"{step}; training stopped before storing it and {where()} (check the "
-            "env's rewards and observations)"
-        )
+        bad = ~np.isfinite(a.reshape(a.shape[0], a.shape[1], -1)).all(axis=2)  # [n, E]
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        if found is None or row < found[0]:
+            found = (row, name, int(np.flatnonzero(bad[row])[0]))
+    if found is None:
+        return
+    row, name, e = found
+    source = "the policy" if name == "action" else f"env={env_name}"
+    raise NonFiniteError(
+        f"{source} produced a non-finite {name.replace('_', ' ')} (NaN or inf) in "
+        f"training env {e}{seed_note(seeds, [seeds[rows[row]]], 'of')} at step "
+        f"{steps[row]}; training stopped before storing it and {where()} (check the "
+        "env's rewards and observations)"
+    )
 
 
 def _walk(value: Any, name: str) -> Iterable[tuple[str, Any]]:

@@ -28,12 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
-from rlzoo.run.accel import update_fn
+from rlzoo.run.accel import resolve_accel, update_fn
 from rlzoo.run.assemble import build_members, set_threads, thread_tuner_for
 from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is the API's name
     Checkpoint,
@@ -47,11 +46,10 @@ from rlzoo.run.checkpoint import (
     remove_stale_temps,
     save_checkpoint,
 )
+from rlzoo.run.collect import Collector
 from rlzoo.run.evaluation import evaluate, log_evaluation
-from rlzoo.run.finite import check_env_output, check_finite
+from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
-from rlzoo.run.member import Member
-from rlzoo.run.normalize import fold_collected, pending
 from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
 from rlzoo.run.rundir import check_run_dir
 from rlzoo.run.saved_state import (
@@ -95,21 +93,24 @@ class Trainer:
         self.settings = s = read_settings(cfg)
         self.threads = thread_tuner_for(s)  # before set_threads: it reads torch's own count
         set_threads(s)
-        self.members, self.algo, self.spec = build_members(cfg, s, dirs or [run_dir])
+        self.members, self.algo, self.spec, self.storage = build_members(cfg, s,
+                                                                         dirs or [run_dir])
         self.seeds = [m.seed for m in self.members]
         self.axis = SeedAxis(self.algo, len(self.members))
         self.horizon = self.algo.action_horizon
-        self.update = update_fn(self.algo, s.compile, s.cudagraphs)  # algo.update, accelerated
+        self.collector = Collector(self.members, self.algo, self.axis, self.storage, s,
+                                   str(cfg.env.name), self.last_good_checkpoint_note)
+        accel = resolve_accel(s.compile, s.cudagraphs, s.device, type(self.algo),
+                              str(cfg.algo.name))
+        self.update = update_fn(self.algo, accel.compile, accel.cudagraphs,  # algo.update,
+                                accel.fallback)                             # accelerated
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
-        self.warnings = schedule_warnings(s, cfg)
+        self.warnings = schedule_warnings(s, cfg) + list(accel.notes)
         self.logger: Logger | None = None  # the first member's, which writes train.log
-
-    def to_device(self, x: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(x, dtype=torch.float32).to(self.settings.device, non_blocking=True)
 
     # ------------------------------------------------------------------ the loop
     def train(self, resume: bool = False) -> list[dict[str, Any]]:
@@ -129,7 +130,7 @@ class Trainer:
             metrics.update(self.learn(0))
             while clock.step < s.total_steps and not self.stop_requested:
                 # --- act, step the envs, store the step, count finished episodes
-                self.collect()
+                self.collector.collect()
                 step = min(m.step for m in self.members)
                 past_warmup = step - max(clock.step, s.learning_starts)
                 logger.advance(step - clock.step)
@@ -166,9 +167,7 @@ class Trainer:
             for directory in (self.checkpoint_dir, *(m.run_dir for m in self.members)):
                 remove_stale_temps(directory)  # of writers that died (SIGKILL, power loss)
         else:
-            for member in self.members:
-                member.reset_envs(self.horizon)
-                self.check_env_output(member, obs=member.obs, state=member.env_state)
+            self.collector.reset()
         for k, member in enumerate(self.members):
             # resumed: drop the events a crashed run logged after its checkpoint, from this
             # member's own step (a seed ahead of the group's clock keeps its episodes)
@@ -243,76 +242,16 @@ class Trainer:
             if member.logger is not None:
                 member.logger.close()
 
-    # ------------------------------------------------------------------ collect and learn
-    def choose_actions(self, members: list[Member]) -> list[tuple[np.ndarray, Any]]:
-        """Each of ``members``' action ``[E, *act_shape]`` in ``[-1, 1]`` (and the policy's
-        pre-tanh sample for an on-policy rollout): uniform random during its warm-up, then the
-        policy (one call for every seed); action chunks run open-loop."""
-        s, H = self.settings, self.horizon
-        obs = self.to_device(np.stack([np.asarray(m.obs) for m in self.members]))
-        index = {id(m): k for k, m in enumerate(self.members)}
-        if s.on_policy:
-            action, pre = self.axis.call(self.algo.explore, obs)  # type: ignore[attr-defined]
-            return [(action[index[id(m)]].cpu().numpy(), pre[index[id(m)]]) for m in members]
-        need = any(m.step >= s.learning_starts and (m.chunk_pos >= H).any() for m in members)
-        fresh = self.axis.call(self.algo.act, obs) if need else None
-        chosen = []
-        for m in members:
-            E = m.env.num_envs
-            if m.step < s.learning_starts:
-                random = m.rng.uniform(-1.0, 1.0, size=(E, *m.env.act_shape))
-                chosen.append((random.astype(np.float32) * m.env.act_mask, None))  # padding 0
-                continue
-            if fresh is not None and (m.chunk_pos >= H).any():
-                new = fresh[index[id(m)]].reshape(E, H, *m.env.act_shape).cpu().numpy()
-                renew = m.chunk_pos >= H
-                m.chunk[renew] = new[renew]
-                m.chunk_pos[renew] = 0
-            chosen.append((m.chunk[np.arange(E), m.chunk_pos], None))
-            m.chunk_pos += 1
-        return chosen
-
-    def collect(self) -> None:
-        """Act, step the envs, store the step, log finished episodes, for every member that has
-        not reached ``total_steps`` (reset calls of next-step autoreset are not transitions)."""
-        s = self.settings
-        # on-policy rollouts must fill together: every member keeps stepping until the last one
-        # is done (a faster seed may pass total_steps by a few steps)
-        active = self.members if s.on_policy else [m for m in self.members
-                                                    if m.step < s.total_steps]
-        for m in active:  # normalize.*: the statistics take in what the last step collected
-            fold_collected(self.algo, self.axis.slot(self.members.index(m)), m.obs,
-                           m.env_state, m.pending, s.device)
-        for m, (action, pre_tanh) in zip(active, self.choose_actions(active)):
-            self.collect_member(m, action, pre_tanh)
-
-    def collect_member(self, m: Member, action: np.ndarray, pre_tanh: Any) -> None:
-        """Step ``m``'s envs with ``action``, store the step, count its finished episodes."""
-        result = m.env.step(action)
-        # the action first: a policy gone NaN is the cause of the NaN it then gets back
-        self.check_env_output(m, action=action, reward=result.reward,
-                              agent_reward=result.agent_reward, obs=result.obs,
-                              state=result.state)
-        extra = {} if pre_tanh is None else {"pre_tanh": pre_tanh}
-        m.storage.add(
-            m.obs, action, result.reward, result.obs, result.terminated, result.truncated,
-            result.reset_step, state=m.env_state, next_state=result.state,
-            agent_reward=result.agent_reward, **extra,
-        )
-        m.chunk_pos[result.reset_step] = self.horizon
-        if self.algo.normalizes:
-            m.pending = pending(result)  # merged before the next action (rlzoo.run.normalize)
-        m.advance(result)  # its episodes, returns, observation and step
-
+    # ------------------------------------------------------------------ learn
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
         """The updates owed after ``past_warmup`` new env steps beyond the warm-up; returns the
         last update's metrics (``[K]`` each).
 
         On-policy: one update per full rollout (every member's, stacked), then the rollouts are
-        cleared. Off-policy: ``utd`` updates per env step, each on a batch of every member's
-        storage stacked along the seed axis; a signal ends them early and the rest stay owed in
-        ``clock.update_credit`` (checkpointed), made before the next env step of the resumed
-        run.
+        cleared. Off-policy: ``utd`` updates per env step, each on one batch ``[K, B, ...]``
+        drawn from every seed's replay in one call; a signal ends them early and the rest stay
+        owed in ``clock.update_credit`` (checkpointed), made before the next env step of the
+        resumed run.
         """
         stores: list[Any] = [m.storage for m in self.members]
         if self.settings.on_policy:
@@ -331,8 +270,7 @@ class Trainer:
             clock.update_credit += s.utd * past_warmup
         began = time.perf_counter()  # the thread tuner times the updates (torch_threads=auto)
         while ready and clock.update_credit >= 1.0 and not self.stop.signum:
-            batch = stack_records([store.sample(s.batch_size, self.algo.sampling)
-                                   for store in stores])
+            batch = self.storage.sample(s.batch_size, self.algo.sampling)  # [K, B, ...]
             metrics.update(self.axis.update(self.update, batch))
             clock.update_credit -= 1.0
         if self.threads is not None and past_warmup > 0:
@@ -344,11 +282,6 @@ class Trainer:
         """Stop with one line if a metric or parameter is NaN/inf (``rlzoo.run.finite``)."""
         check_finite(metrics, dict(self.algo.named_parameters()), self.seeds, self.clock.step,
                      self.last_good_checkpoint_note)
-
-    def check_env_output(self, member: Member, **arrays: Any) -> None:
-        """Stop before storing a NaN/inf array of ``member``'s (``rlzoo.run.finite``)."""
-        check_env_output(self.seeds, member.seed, member.step + 1, str(self.cfg.env.name),
-                         self.last_good_checkpoint_note, **arrays)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate_and_log(self) -> None:
@@ -386,6 +319,7 @@ class Trainer:
         for member in self.members:  # the loop's arrays, and every env's first reset
             member.reset_envs(self.horizon)
         self.clock = load_run_state(state, path, self.algo, self.members)
+        self.collector.gather()
         self.restored = path
         return path
 

@@ -1,7 +1,8 @@
 """One seed's share of a run: its envs, its storage, its warm-up generator, its open episodes and
 its outputs (run dir, logger, summary). A single run has one member; ``seeds=K`` has K, all
-updated together by one algorithm group (``rlzoo.algos.seeds``) while everything here stays
-separate per seed."""
+updated together by one algorithm group (``rlzoo.algos.seeds``) and collected together by one
+``rlzoo.run.collect.Collector`` (whose stacked arrays a member's loop arrays are views of), while
+everything here stays separate per seed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from omegaconf import DictConfig
 
 from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.rollout import RolloutStore
-from rlzoo.envs.base import StepResult, VecEnv
+from rlzoo.envs.base import VecEnv
 from rlzoo.run.logger import Logger
 from rlzoo.run.state import host_array
 
@@ -63,17 +64,12 @@ class Member:
         self.agent_return = np.zeros((n, self.env.n_agents)) if self.env.multi_agent else None
         self.obs, self.env_state = self.env.reset()
 
-    def advance(self, result: StepResult) -> None:
-        """Take in the step ``result`` of the training envs: add its rewards to the open
-        episodes, log the episodes it ended, move to its observations, count its transitions
-        (a reset call of next-step autoreset is none)."""
-        valid = ~result.reset_step
-        n_new = int(valid.sum())
-        self.episode_return += np.where(valid, result.reward, 0.0)
-        if self.agent_return is not None:
-            self.agent_return += np.where(valid[:, None], result.agent_reward, 0.0)
+    def log_episodes(self, ended: np.ndarray, n_new: int) -> None:
+        """Log the episodes of the training envs where ``ended [E]`` (their returns already
+        hold the step's rewards, and the step brings ``n_new`` transitions) and start them
+        afresh (``rlzoo.run.collect.Collector.advance``, before it counts the step)."""
         assert self.logger is not None
-        for e in np.flatnonzero((result.terminated | result.truncated) & valid):
+        for e in np.flatnonzero(ended):
             self.episodes += 1
             step = self.step + n_new
             self.logger.episode(float(self.episode_return[e]), step)
@@ -82,8 +78,6 @@ class Member:
                 self.logger.scalars({f"train/episode_return/agent_{i}": float(r)
                                      for i, r in enumerate(self.agent_return[e])}, step)
                 self.agent_return[e] = 0.0
-        self.obs, self.env_state = result.obs, result.state
-        self.step += n_new
 
     def loop_state(self) -> dict[str, Any]:
         """The current observation (and global state), the open episodes' returns and the

@@ -1,0 +1,204 @@
+"""The loop's data path with the seed axis first: one act call, one env-step call over the
+``K x E`` training envs, one finiteness check per array and one storage write per field for all
+K seeds at each env step.
+
+:class:`Collector` holds the seeds' loop arrays stacked (the observations acted on
+``[K, E, ...]``, the global state, the action chunks in flight ``[K, E, H, ...]`` and their
+positions, the open episodes' returns); each member's own arrays are views of its slice, so
+its checkpoint part and everything that reads a member are unchanged.
+
+A seed does exactly what its single run does: its warm-up draws come from its own generator,
+its envs, storage and statistics see only its data, and the policy acts for it only when its
+single run would (past its own warm-up, when an env of it needs a fresh chunk). The one act call
+computes every seed's action; for a seed that does not act, whatever the call changed in its
+slice of the algorithm's state (FlashSAC's repeated noise, ``rlzoo.algos.exploration``) is put
+back, so a seed leaving its warm-up later than another starts acting from its single run's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from rlzoo.algos.base import Algorithm
+from rlzoo.algos.seeds import SeedAxis
+from rlzoo.buffers.rollout import SeedRollouts
+from rlzoo.buffers.seed_replay import SeedReplay
+from rlzoo.envs.base import SeedEnvs, StepResult
+from rlzoo.run.finite import check_env_output
+from rlzoo.run.member import Member
+from rlzoo.run.normalize import fold_collected, pending
+from rlzoo.run.settings import Settings
+
+
+class Collector:
+    """Acts, steps the envs, checks and stores one vector step of every seed at once.
+
+    Args:
+        members: the run's members, first seed first.
+        algo: the algorithm (group) that acts for them.
+        axis: its seed axis.
+        storage: the group's storage (seed k's is ``members[k].storage``).
+        settings: the run's settings.
+        env_name: the env's name, for the one-line errors.
+        where: where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``).
+    """
+
+    def __init__(self, members: list[Member], algo: Algorithm, axis: SeedAxis,
+                 storage: SeedReplay | SeedRollouts, settings: Settings, env_name: str,
+                 where: Callable[[], str]) -> None:
+        self.members, self.algo, self.axis, self.storage = members, algo, axis, storage
+        self.s, self.env_name, self.where = settings, env_name, where
+        self.horizon = algo.action_horizon
+        self.envs = SeedEnvs([m.env for m in members])
+        self.seeds = [m.seed for m in members]
+        self.everyone = np.arange(len(members))
+
+    # ------------------------------------------------------------------ the loop arrays
+    def reset(self) -> None:
+        """Every env's first reset (a fresh run), then the checks of its observations."""
+        for m in self.members:
+            m.reset_envs(self.horizon)
+        self.gather()
+        self.check(self.everyone, obs=self.obs, state=self.env_state)
+
+    def gather(self) -> None:
+        """Stack the members' loop arrays (after a reset or a restore) and make each member's
+        arrays views of its slice."""
+        ms = self.members
+        self.obs = np.stack([np.asarray(m.obs) for m in ms])
+        self.env_state = (None if ms[0].env_state is None
+                          else np.stack([np.asarray(m.env_state) for m in ms]))
+        self.chunk = np.stack([m.chunk for m in ms])
+        self.chunk_pos = np.stack([m.chunk_pos for m in ms])
+        self.episode_return = np.stack([m.episode_return for m in ms])
+        self.agent_return = (None if ms[0].agent_return is None
+                             else np.stack([m.agent_return for m in ms]))
+        for k, m in enumerate(ms):
+            m.obs, m.chunk, m.chunk_pos = self.obs[k], self.chunk[k], self.chunk_pos[k]
+            m.episode_return = self.episode_return[k]
+            if self.env_state is not None:
+                m.env_state = self.env_state[k]
+            if self.agent_return is not None:
+                m.agent_return = self.agent_return[k]
+
+    # ------------------------------------------------------------------ one env step
+    def collect(self) -> None:
+        """Act, step the envs, store the step, log finished episodes, for every seed that has
+        not reached ``total_steps`` (on-policy: every seed, as rollouts fill together)."""
+        s = self.s
+        steps = np.array([m.step for m in self.members])
+        live = np.ones(len(steps), dtype=bool) if s.on_policy else steps < s.total_steps
+        seeds = np.flatnonzero(live)
+        if self.algo.normalizes:  # the statistics take in what the last step collected
+            for k in seeds:
+                m = self.members[k]
+                fold_collected(self.algo, self.axis.slot(int(k)), m.obs, m.env_state,
+                               m.pending, s.device)
+        action, pre_tanh = self.choose_actions(live, steps)
+        result = self.envs.step(action, seeds)
+        # the action first: a policy gone NaN is the cause of the NaN it then gets back
+        self.check(seeds, action=action, reward=result.reward, agent_reward=result.agent_reward,
+                   obs=result.obs, state=result.state)
+        all_live = len(seeds) == len(steps)
+
+        def mine(a: np.ndarray | None) -> np.ndarray | None:
+            return a if a is None or all_live else a[seeds]
+
+        extra = {} if pre_tanh is None else {"pre_tanh": pre_tanh}
+        self.storage.add(seeds, mine(self.obs), action, result.reward, result.obs,
+                         result.terminated, result.truncated, result.reset_step,
+                         state=mine(self.env_state), next_state=result.state,
+                         agent_reward=result.agent_reward, **extra)
+        if all_live:
+            self.chunk_pos[result.reset_step] = self.horizon
+        else:
+            self.chunk_pos[seeds] = np.where(result.reset_step, self.horizon,
+                                             self.chunk_pos[seeds])
+        if self.algo.normalizes:  # merged before the next action (rlzoo.run.normalize)
+            for i, k in enumerate(seeds):
+                self.members[k].pending = pending(_row(result, i))
+        self.advance(seeds, result, all_live)
+
+    def choose_actions(self, live: np.ndarray,
+                       steps: np.ndarray) -> tuple[np.ndarray, torch.Tensor | None]:
+        """The actions ``[n, E, *act_shape]`` in ``[-1, 1]`` of the ``n`` seeds in ``live [K]``
+        (and the policy's pre-tanh sample for an on-policy rollout): uniform random during a
+        seed's warm-up, from its own generator; then the policy, one call for every seed;
+        action chunks run open-loop."""
+        s, H, K = self.s, self.horizon, len(live)
+        obs = torch.as_tensor(self.obs, dtype=torch.float32).to(s.device, non_blocking=True)
+        if s.on_policy:
+            action, pre = self.axis.call(self.algo.explore, obs)  # type: ignore[attr-defined]
+            return action.cpu().numpy(), pre
+        warm = steps < s.learning_starts
+        renew = self.chunk_pos >= H  # [K, E]: this env needs a fresh chunk
+        acting = live & ~warm & renew.any(axis=1)
+        if acting.any():
+            fresh = self.act(obs, acting).cpu().numpy()
+            chunk = self.chunk
+            new = fresh.reshape(chunk.shape)
+            update = renew & acting[:, None]
+            chunk[update] = new[update]
+            self.chunk_pos[update] = 0
+        E = self.chunk_pos.shape[1]
+        at = np.minimum(self.chunk_pos, H - 1)  # a seed in its warm-up has no chunk
+        action = self.chunk[np.arange(K)[:, None], np.arange(E)[None, :], at]
+        self.chunk_pos[live & ~warm] += 1
+        for k in np.flatnonzero(live & warm):
+            m = self.members[k]
+            random = m.rng.uniform(-1.0, 1.0, size=(E, *m.env.act_shape))
+            action[k] = random.astype(np.float32) * m.env.act_mask  # padding 0
+        return (action if live.all() else action[live]), None
+
+    def act(self, obs: torch.Tensor, acting: np.ndarray) -> torch.Tensor:
+        """``algo.act`` for every seed at once (``obs [K, E, ...]`` -> ``[K, E, H * A]``), as if
+        only the seeds in ``acting [K]`` acted: the other seeds' slices of the algorithm's
+        buffers (state an act may advance) are put back after the call."""
+        if acting.all():
+            return self.axis.call(self.algo.act, obs)
+        K = len(acting)
+        idle = torch.as_tensor(np.flatnonzero(~acting))
+        kept = [(b, i, b[i].clone()) for b in self.algo.buffers() if b.dim() and b.shape[0] == K
+                for i in [idle.to(b.device)]]
+        fresh = self.axis.call(self.algo.act, obs)
+        with torch.no_grad():
+            for buffer, i, before in kept:
+                buffer[i] = before
+        return fresh
+
+    def advance(self, seeds: np.ndarray, result: StepResult, all_live: bool) -> None:
+        """Take in the step ``result`` (rows: ``seeds``): add its rewards to the open episodes,
+        log the episodes it ended, move to its observations, count each seed's transitions (a
+        reset call of next-step autoreset is none)."""
+        valid = ~result.reset_step
+        n_new = valid.sum(axis=1)
+        at = slice(None) if all_live else seeds
+        self.episode_return[at] += np.where(valid, result.reward, 0.0)
+        if self.agent_return is not None:
+            self.agent_return[at] += np.where(valid[..., None], result.agent_reward, 0.0)
+        ended = (result.terminated | result.truncated) & valid
+        for i in np.flatnonzero(ended.any(axis=1)):
+            self.members[seeds[i]].log_episodes(ended[i], int(n_new[i]))
+        self.obs[at] = result.obs
+        if self.env_state is not None:
+            self.env_state[at] = result.state
+        for i, k in enumerate(seeds):
+            self.members[k].step += int(n_new[i])
+
+    def check(self, seeds: np.ndarray, **arrays: Any) -> None:
+        """Stop before storing a NaN/inf array (``[n, E, ...]``, rows: ``seeds``) with one line
+        (``rlzoo.run.finite.check_env_output``)."""
+        check_env_output(self.seeds, [int(k) for k in seeds],
+                         [self.members[k].step + 1 for k in seeds], self.env_name, self.where,
+                         **arrays)
+
+
+def _row(result: StepResult, i: int) -> StepResult:
+    """Row ``i`` of a stacked step result: one seed's ``[E, ...]`` arrays."""
+    return StepResult(*(None if v is None else v[i] for v in (
+        result.obs, result.reward, result.terminated, result.truncated, result.reset_step,
+        result.state, result.agent_reward)))  # type: ignore[arg-type]

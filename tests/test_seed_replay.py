@@ -1,0 +1,96 @@
+"""The seed axis through the replay: one storage ``[K, T, E, ...]``, one add and one sample call
+for every seed, each seed's slice bit for bit what its own ``ReplayBuffer`` (a single run's)
+stores and samples, checkpoints included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.sampling import Sampling
+from rlzoo.buffers.seed_replay import SeedReplay
+
+K, E, STEPS = 3, 2, 40
+
+
+def stream(seed: int, steps: int = STEPS, agents: int = 0) -> list[dict[str, np.ndarray]]:
+    """One seed's vector steps with episode ends and reset calls where they fall."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(E, 4)).astype(np.float32)
+    out, pending = [], np.zeros(E, dtype=bool)
+    for _ in range(steps):
+        nxt = rng.normal(size=(E, 4)).astype(np.float32)
+        term = (rng.random(E) < 0.1) & ~pending
+        trunc = (rng.random(E) < 0.1) & ~pending & ~term
+        step = {"obs": obs, "action": rng.uniform(-1, 1, (E, 2)).astype(np.float32),
+                "reward": rng.normal(size=E).astype(np.float32), "next_obs": nxt,
+                "terminated": term, "truncated": trunc, "reset_step": pending.copy()}
+        if agents:
+            step["state"] = obs[:, :3].copy()
+            step["next_state"] = nxt[:, :3].copy()
+            step["agent_reward"] = rng.normal(size=(E, agents)).astype(np.float32)
+        out.append(step)
+        pending = term | trunc
+        obs = nxt
+    return out
+
+
+def stacked(steps: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    return {key: np.stack([s[key] for s in steps]) for key in steps[0]}
+
+
+@pytest.mark.parametrize("sampling", [Sampling(), Sampling(n_step=3, gamma=0.9),
+                                      Sampling(horizon=4, gamma=0.8)], ids=["1", "n3", "h4"])
+@pytest.mark.parametrize("agents", [0, 2])
+def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int) -> None:
+    """A group of K seeds fed K streams (capacity small enough that the ring wraps) stores and
+    samples, seed by seed, exactly what K separate buffers do; one sample call, ``[K, B, ...]``."""
+    seeds = [4, 5, 6]
+    extra = {"state_dim": 3, "agent_rewards": agents} if agents else {}
+    group = SeedReplay(seeds, 30, (4,), (2,), E, **extra)
+    alone = [ReplayBuffer(30, (4,), (2,), E, seed=s, **extra) for s in seeds]
+    streams = [stream(s, agents=agents) for s in seeds]
+    for t in range(STEPS):
+        group.add(np.arange(K), **stacked([streams[k][t] for k in range(K)]))
+        for buf, steps in zip(alone, streams):
+            buf.add(**steps[t])
+    for _ in range(3):
+        batch = group.sample(64, sampling)
+        for k, buf in enumerate(alone):
+            want = buf.sample(64, sampling)
+            for name, value in want.tensors().items():
+                got = getattr(batch, name)
+                assert got.shape == (K, *value.shape), name
+                assert torch.equal(got[k], value), (k, name)
+    for k, buf in enumerate(alone):  # the checkpoint of a seed is its single buffer's
+        mine, theirs = group.buffers[k].state_dict(), buf.state_dict()
+        assert mine.keys() == theirs.keys()
+        for key in ("ptr", "head", "tail", "started", "filled"):
+            assert mine[key] == theirs[key], key
+        for name, value in theirs["tensors"].items():
+            assert torch.equal(mine["tensors"][name], value), name
+
+
+def test_seeds_at_other_rows_are_stored_one_by_one() -> None:
+    """A seed that stopped (it reached total_steps) and seeds added alone still give each seed
+    its own buffer's contents; a checkpoint loads into the group's storage, not beside it."""
+    seeds = [0, 1]
+    group = SeedReplay(seeds, 30, (4,), (2,), E)
+    alone = [ReplayBuffer(30, (4,), (2,), E, seed=s) for s in seeds]
+    streams = [stream(s) for s in seeds]
+    for t in range(STEPS):
+        live = np.array([0, 1]) if t < 10 or t >= 20 else np.array([1])
+        group.add(live, **stacked([streams[k][t] for k in live]))
+        for k in live:
+            alone[k].add(**streams[k][t])
+    assert group.buffers[0].ptr != group.buffers[1].ptr
+    batch = group.sample(32)
+    for k in range(2):
+        assert torch.equal(batch.obs[k], alone[k].sample(32).obs)
+    # load seed 1's state into seed 0: it lands in the group's tensors (take=True copies)
+    state = alone[1].state_dict()
+    group.buffers[0].load_state_dict(state, take=True)
+    assert group.buffers[0].obs.data_ptr() == group.fields["obs"][0].data_ptr()
+    assert torch.equal(group.fields["obs"][0], group.fields["obs"][1])
