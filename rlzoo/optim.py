@@ -31,7 +31,44 @@ class Adam(torch.optim.Adam):
     def __init__(self, params: Any, **kwargs: Any) -> None:
         super().__init__(params, **kwargs)
         self._lean: tuple[list[torch.Tensor], ...] | None = None
-        self.register_load_state_dict_post_hook(lambda opt: setattr(opt, "_lean", None))
+        self._capturable = bool(self.param_groups[0]["capturable"])
+        self._live_lrs: list[Any] = []
+        self.register_load_state_dict_pre_hook(Adam._before_load)
+        self.register_load_state_dict_post_hook(Adam._after_load)
+
+    def set_capturable(self, capturable: bool) -> None:
+        """Keep the step counters on the device (``capturable``: CUDA graphs) or not; the
+        choice is the run's, so a checkpoint saved by another kind of run keeps it."""
+        self._capturable = capturable
+        for group in self.param_groups:
+            group["capturable"] = capturable
+        self._lean = None
+
+    def set_lr(self, lr: torch.Tensor) -> None:
+        """Make every group's learning rate the tensor ``lr`` (0-d, on the parameters' device:
+        float64 on the CPU, float32 on CUDA, where the fused step reads it on the device). A
+        schedule then writes the rate into ``lr`` in place, inside a captured update; a
+        checkpoint's rate is copied into it on load."""
+        for group in self.param_groups:
+            group["lr"] = lr
+        self._lean = None
+
+    @staticmethod
+    def _before_load(opt: Adam, state_dict: dict[str, Any]) -> None:
+        opt._live_lrs = [group["lr"] for group in opt.param_groups]
+
+    @staticmethod
+    def _after_load(opt: Adam) -> None:
+        """The run's own ``capturable`` choice and learning-rate tensors survive a load (the
+        checkpoint's rates are copied into them), so a captured graph keeps reading them."""
+        for group, live in zip(opt.param_groups, opt._live_lrs):
+            group["capturable"] = opt._capturable
+            if isinstance(live, torch.Tensor):
+                with torch.no_grad():
+                    live.copy_(torch.as_tensor(group["lr"], dtype=live.dtype))
+                group["lr"] = live
+        opt._live_lrs = []
+        opt._lean = None
 
     def _lean_lists(self) -> tuple[list[torch.Tensor], ...] | None:
         group = self.param_groups[0]
@@ -60,11 +97,19 @@ class Adam(torch.optim.Adam):
         beta1, beta2 = group["betas"]
         torch._foreach_add_(steps, 1)
         torch._fused_adam_(
-            params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=float(group["lr"]),
+            params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=self._lean_lr(group["lr"]),
             beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
             amsgrad=False, maximize=False,
         )
         return None
+
+    @staticmethod
+    def _lean_lr(lr: float | torch.Tensor) -> float | torch.Tensor:
+        """The rate as the fused kernel takes it: a Python float on the CPU (a CPU tensor's
+        value, exactly, as the stock step reads it), the tensor itself on CUDA (no host read)."""
+        if isinstance(lr, torch.Tensor) and lr.device.type != "cpu":
+            return lr
+        return float(lr)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if self._lean is None or not set_to_none:
@@ -128,14 +173,32 @@ class MemberAdam(torch.optim.Optimizer):
                         f"{tuple(p.shape)}"
                     )
         self.seeds = 1  # K, set by stack_seeds: parameters [K, M, ...] when K > 1
+        self.capturable = False  # the device step on any device (set_capturable)
+
+    def set_capturable(self, capturable: bool) -> None:
+        """Take the device step (:meth:`device_step`) on every device, the CPU included."""
+        self.capturable = capturable
+
+    def on_device(self) -> bool:
+        """Whether ``step`` takes the device step: off the CPU, or when ``capturable``."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        return self.capturable or any(p.device.type != "cpu" for p in params)
 
     @torch.no_grad()
-    def step(self, member: int | Sequence[int] = 0) -> None:  # type: ignore[override]
+    def step(self, member: int | Sequence[int] | torch.Tensor = 0) -> None:  # type: ignore[override]
         """One Adam step on slice ``[member]`` of every parameter that has a gradient.
 
         In a seed group (parameters ``[K, M, ...]``), slice ``[k, member[k]]`` for every seed
         ``k``: ``member`` is a sequence of K members (one per seed), or one int for all seeds.
+        ``member`` may be an int64 tensor (``[]``, or ``[K]``) on the parameters' device; off the
+        CPU (or with ``capturable``) the step is :meth:`device_step`, which reads nothing from
+        the host.
         """
+        if self.on_device():
+            self.device_step(member)
+            return
+        if isinstance(member, torch.Tensor):
+            member = member.tolist()
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             # Parameters grouped by their step count (equal unless some had no gradient once),
@@ -169,6 +232,45 @@ class MemberAdam(torch.optim.Optimizer):
                 torch._foreach_add_(denom, group["eps"])
                 step_size = group["lr"] / (1.0 - beta1**t)
                 torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)
+
+    @torch.no_grad()
+    def device_step(self, member: int | Sequence[int] | torch.Tensor) -> None:
+        """``step`` computed on the device with no host read, so it can be captured in a CUDA
+        graph: every slice's Adam update is computed and kept only where ``member`` says (a
+        mask over ``[K?, M]``); step counts ``[K?, M]`` live on the device (float64), and so do
+        the bias corrections. The same update as the host step up to float rounding."""
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            lr, eps = group["lr"], group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                lead = (self.seeds,) if self.seeds > 1 else ()
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.zeros(*lead, self.members, dtype=torch.float64,
+                                                device=p.device)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                elif state["step"].device != p.device:  # a checkpoint of the host step
+                    state["step"] = state["step"].to(p.device)
+                chosen = torch.as_tensor(member, device=p.device)
+                chosen = chosen.expand(lead) if lead else chosen.reshape(())
+                # [K?, M]: a comparison, not one_hot (which checks its input on the host)
+                selected = chosen[..., None] == torch.arange(self.members, device=p.device)
+                step = state["step"]
+                step.add_(selected.to(step.dtype))
+                view = (*selected.shape, *([1] * (p.dim() - selected.dim())))
+                mask = selected.reshape(view)
+                t = step.reshape(view)
+                exp_avg, exp_avg_sq, grad = state["exp_avg"], state["exp_avg_sq"], p.grad
+                exp_avg.copy_(torch.where(mask, torch.lerp(exp_avg, grad, 1.0 - beta1), exp_avg))
+                new_sq = exp_avg_sq * beta2 + grad * grad * (1.0 - beta2)
+                exp_avg_sq.copy_(torch.where(mask, new_sq, exp_avg_sq))
+                bias2 = torch.sqrt(1.0 - torch.pow(beta2, t)).to(p.dtype)
+                step_size = (lr / (1.0 - torch.pow(beta1, t))).to(p.dtype)
+                denom = exp_avg_sq.sqrt() / bias2 + eps
+                p.copy_(torch.where(mask, p - step_size * exp_avg / denom, p))
 
     @staticmethod
     def _slices(member: int | Sequence[int], seeds: int) -> list[tuple[int, ...]]:

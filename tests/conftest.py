@@ -195,3 +195,13 @@ def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -
     assert len(lines) == 1, proc.stderr[-2000:]
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``cuda`` need a GPU: skipped, with the reason, where torch sees none."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import shutil
+from dataclasses import astuple
 from functools import partial
 from pathlib import Path
 
@@ -17,7 +18,16 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.errors import UserError
 from rlzoo.nets import DeterministicActor, TanhGaussianActor, TwinCritic
 from rlzoo.optim import Adam, adam
-from rlzoo.run.accel import GraphedUpdate, check_accel, compile_networks, make_capturable
+from rlzoo.run.accel import (
+    Acceleration,
+    CaptureFailed,
+    GraphedUpdate,
+    check_accel,
+    compile_networks,
+    make_capturable,
+    resolve_accel,
+    update_fn,
+)
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.tuners.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
@@ -174,17 +184,68 @@ def test_cudagraphs_on_cpu_is_one_line(tmp_path: Path) -> None:
     assert_user_error(proc, "cudagraphs=true needs a CUDA device")
 
 
-def test_accel_flags_must_be_booleans(tmp_path: Path) -> None:
+def test_accel_flags_must_be_switches(tmp_path: Path) -> None:
     proc = run_cli(["algo=sac", "env=Pendulum", "compile=maybe"], tmp_path)
-    assert_user_error(proc, "compile is a switch, true or false, not 'maybe'")
+    assert_user_error(proc, "compile is auto, true or false, not 'maybe'")
 
 
-def test_cudagraphs_refuses_algorithms_with_host_side_state() -> None:
+class HostSideAlgo(SAC):
+    """An algorithm that does not declare itself capturable (a user's, say)."""
+
+    graph_safe = False
+
+
+def test_cudagraphs_true_refuses_algorithms_with_host_side_state() -> None:
     cuda = torch.device("cuda")  # only the check runs; nothing is put on the device
-    with pytest.raises(UserError, match="not supported for algo=hasac"):
-        check_accel(False, True, cuda, HASAC, "hasac")
-    check_accel(False, True, cuda, SAC, "sac")  # accepted
+    with pytest.raises(UserError, match="not supported for algo=mine: its class does not "
+                                        "declare graph_safe = True"):
+        check_accel(False, True, cuda, HostSideAlgo, "mine")
+    for algo in (SAC, HASAC):
+        check_accel(False, True, cuda, algo, "x")  # accepted
     check_accel(True, False, torch.device("cpu"), SAC, "sac")  # compile on CPU is accepted
+    check_accel("auto", "auto", torch.device("cpu"), HostSideAlgo, "mine")  # auto: never refused
+
+
+def test_auto_captures_on_cuda_and_changes_nothing_on_cpu() -> None:
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_accel("auto", "auto", cpu, SAC, "sac") == Acceleration(False, False)
+    assert resolve_accel("auto", "auto", cpu, HostSideAlgo, "mine") == Acceleration(False, False)
+    assert resolve_accel("auto", "auto", cuda, SAC, "sac") == Acceleration(False, True, True)
+    off = resolve_accel("auto", "auto", cuda, HostSideAlgo, "mine")
+    assert (off.compile, off.cudagraphs, off.fallback) == (False, False, False)
+    assert off.notes == ("cudagraphs=auto: algo=mine runs its updates eager, not as CUDA graphs: "
+                         f"{HostSideAlgo.graph_unsafe_reason}",)
+    assert "\n" not in off.notes[0]
+    # true and false keep their meaning; a failed capture under true stops the run
+    assert resolve_accel(True, True, cuda, SAC, "sac") == Acceleration(True, True, False)
+    assert resolve_accel(False, False, cuda, SAC, "sac") == Acceleration(False, False)
+    assert update_fn(make_sac(), *astuple(resolve_accel("auto", "auto", cpu, SAC, "sac"))[:3]
+                     ).__func__ is SAC.update  # type: ignore[attr-defined]
+
+
+def test_every_algorithm_of_the_zoo_can_be_captured() -> None:
+    from rlzoo.algos import COMA, DSACT, MADDPG, TD3, FlashSAC, SimbaV2
+
+    assert all(cls.graph_safe for cls in (SAC, TD3, DSACT, SimbaV2, FlashSAC, MADDPG, HASAC,
+                                          COMA))
+
+
+def test_the_default_cpu_run_is_the_run_without_acceleration(tmp_path: Path) -> None:
+    """compile=auto cudagraphs=auto (the defaults) on the CPU train exactly the run that
+    compile=false cudagraphs=false trains: the same weights, bit for bit, and no note."""
+    args = ["algo=sac", "env=Pendulum", "device=cpu", "total_steps=300",
+            "algo.learning_starts=200", "eval.every=0", "eval.episodes=1",
+            "algo.actor.hidden=[16]", "critic.hidden=[16]", "log.progress=false"]
+    auto = run_cli(args, tmp_path / "auto")
+    assert auto.returncode == 0, auto.stderr[-2000:]
+    off = run_cli([*args, "compile=false", "cudagraphs=false"], tmp_path / "off")
+    assert off.returncode == 0, off.stderr[-2000:]
+    assert "cudagraphs" not in auto.stdout + auto.stderr
+    assert read_summary(tmp_path / "auto")["updates"] == 100
+    weights = [load_checkpoint(list_checkpoints(tmp_path / name / "checkpoints")[-1])["algo"]
+               ["modules"] for name in ("auto", "off")]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
 def test_update_phases_follow_the_delays() -> None:
@@ -205,7 +266,7 @@ def test_make_capturable_sets_every_group() -> None:
     assert all(g["capturable"] for o in algo.optimizers.values() for g in o.param_groups)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.cuda
 def test_graphed_updates_equal_eager_updates_on_cuda() -> None:
     # TD3 without target smoothing noise is deterministic, so replays must match eager exactly
     # (up to float reassociation); both phases (critic only, critic + actor) get a graph.
@@ -223,15 +284,41 @@ def test_graphed_updates_equal_eager_updates_on_cuda() -> None:
     assert_same_parameters(eager, graphed, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.cuda
 def test_graphed_sac_learns_like_eager_on_cuda() -> None:
     algo = make_sac("cuda")
     make_capturable(algo)
     update = GraphedUpdate(algo)
-    before = {k: v.clone() for k, v in algo.named_parameters()}
+    # detached: a clone with gradient tracking would hold each weight's AccumulateGrad node,
+    # made on the legacy default stream, into the capture (GraphedUpdate's docstring)
+    before = {k: v.detach().clone() for k, v in algo.named_parameters()}
     for batch in batches(10, "cuda"):
         metrics = update(batch)
     torch.cuda.synchronize()
     assert algo.updates == 10 and set(update.graphs) == {(True, True)}
     assert all(torch.isfinite(v).all() for v in metrics.values())
     assert all(not torch.equal(before[k], v) for k, v in algo.named_parameters())
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_weight_graph_held_outside_the_update_is_one_clear_line(fallback: bool) -> None:
+    """The cause of the old failure (cudaErrorStreamCaptureImplicit): autograd nodes of the
+    weights made on the legacy default stream and held by the caller. Capture either succeeds
+    (a torch that redirects such nodes) or fails with a line saying what to detach; under
+    cudagraphs=auto (fallback) the run continues eager and makes every update."""
+    algo = make_sac("cuda")
+    make_capturable(algo)
+    update = GraphedUpdate(algo, fallback=fallback)
+    held = [p.clone() for p in algo.parameters()]  # gradient tracked, on the default stream
+    data = batches(8, "cuda")
+    try:
+        for batch in data:
+            update(batch)
+    except CaptureFailed as err:
+        assert not fallback and "detach it" in str(err)
+        return
+    torch.cuda.synchronize()
+    assert algo.updates == len(data) and len(held) > 0
+    if update.failure is not None:
+        assert fallback and "detach it" in update.failure

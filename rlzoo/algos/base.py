@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from rlzoo.algos.schedules import ScheduledRates
 from rlzoo.algos.seeds import clip_grad_norm, run_per_seed, seed_mean
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
@@ -158,14 +159,20 @@ class Algorithm(nn.Module):
         seed_groups: ``update`` and ``act`` read the weights only through ``per_seed``, so K
             seeds can train as one group (``seeds=K``; ``rlzoo.algos.seeds``).
         graph_safe: ``update`` branches only as ``update_phase()`` says, draws its randomness
-            on the device and changes no host-side state but ``self.updates``, so
-            ``cudagraphs=true`` can capture it (see ``rlzoo/run/accel.py``).
+            on the device, reads no host value that changes between updates (learning-rate
+            schedules are device tensors) and changes no host-side state but ``self.updates``,
+            so ``cudagraphs`` can capture it (see ``rlzoo/run/accel.py``).
+        graph_unsafe_reason: why a class that is not ``graph_safe`` cannot be captured (the
+            line ``cudagraphs=auto`` prints at start and ``cudagraphs=true`` refuses with).
     """
 
     supported_critics: ClassVar[tuple[type[Critic], ...]] = (Critic,)
     on_policy: ClassVar[bool] = False
     multi_agent: ClassVar[bool] = False
     graph_safe: ClassVar[bool] = False
+    graph_unsafe_reason: ClassVar[str] = (
+        "its class does not declare graph_safe = True (its update may read host-side state "
+        "that a captured graph would freeze; docs/extending.md)")
     seed_groups: ClassVar[bool] = False
 
     def __init__(self, spec: EnvSpec, gamma: float, n_step: int) -> None:
@@ -182,6 +189,8 @@ class Algorithm(nn.Module):
         self.state_normalizer: ObservationNormalizer | None = None
         self.reward_scaler: RewardScaler | None = None
         self._inputs_normalized = False  # inside a wrapped call: inputs already normalized
+        # learning rates set on the device from an update clock (SimbaV2, FlashSAC)
+        self.lr_schedule: ScheduledRates | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -357,4 +366,15 @@ class Algorithm(nn.Module):
         for name, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][name])
         self.updates = int(state["updates"])
+        if self.lr_schedule is not None:
+            self.lr_schedule.reset(self.updates)
         return result
+
+    def _apply(self, fn: Callable[..., Any], recurse: bool = True) -> Any:
+        """``nn.Module._apply`` (``to``, ``cuda``, ...), then the schedule's clock and rates
+        follow the parameters (they are no buffers: a seed group stacks buffers)."""
+        out = super()._apply(fn, recurse)
+        schedule = self.__dict__.get("lr_schedule")
+        if schedule is not None:
+            schedule.to_device()
+        return out

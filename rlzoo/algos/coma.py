@@ -63,6 +63,7 @@ class COMA(MultiAgentAlgorithm):
     """
 
     seed_groups = True
+    graph_safe = True  # the target copies follow update_phase(), all else is on the device
     supported_critics = (EnsembleCritic,)
     on_policy: ClassVar[bool] = True
 
@@ -113,6 +114,13 @@ class COMA(MultiAgentAlgorithm):
     def critic_updates(self) -> int:
         """Critic gradient steps so far (``critic_steps`` per update; restored with ``updates``)."""
         return self.updates * self.critic_steps
+
+    def update_phase(self) -> tuple[int, ...]:
+        """The critic steps ``k`` (``0 .. critic_steps - 1``) of the next update after which
+        the target critic is copied (a CUDA graph is captured per distinct value)."""
+        done = self.critic_updates
+        return tuple(k for k in range(self.critic_steps)
+                     if (done + k + 1) % self.target_update_every == 0)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -241,11 +249,12 @@ class COMA(MultiAgentAlgorithm):
         per seed) for a group.
         """
         action, weight, targets = self.per_seed(self.update_inputs, rollout)
+        copies = self.update_phase()
         for k in range(self.critic_steps):
             critic_loss, q_mean = self.per_seed(self.critic_terms, rollout, action, targets,
                                                 weight)
             self.step(self.critic_optimizer, critic_loss, self.max_grad_norm)
-            if (self.critic_updates + k + 1) % self.target_update_every == 0:
+            if k in copies:
                 polyak_update(self.target_critic, self.critic, 1.0)  # a hard copy
         advantage, advantage_stats = self.per_seed(self.advantages, rollout, action, weight)
         actor_losses, entropy = self.per_seed(self.actor_terms, rollout, advantage, weight)

@@ -44,7 +44,7 @@ import torch
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.exploration import RepeatedNoise
 from rlzoo.algos.sac import SAC
-from rlzoo.algos.schedules import warmup_cosine
+from rlzoo.algos.schedules import Factor, ScheduledRates, Step, ceil_div, warmup_cosine
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
@@ -72,7 +72,7 @@ class FlashSAC(SAC):
     """
 
     supported_critics = (CategoricalCritic,)
-    graph_safe = False  # the learning rates change on the host at every update
+    graph_safe = True  # the learning rates are set on the device (ScheduledRates)
     seed_groups = True
 
     def __init__(
@@ -109,8 +109,7 @@ class FlashSAC(SAC):
             )
         self.lr_init_fraction, self.lr_end_fraction = lr_init_fraction, lr_end_fraction
         self.lr_warmup_updates, self.lr_decay_updates = lr_warmup_updates, lr_decay_updates
-        self.initial_lrs = {name: float(opt.param_groups[0]["lr"])
-                            for name, opt in self.optimizers.items()}
+        self.lr_schedule = ScheduledRates(self.optimizers, self.lr_factor)
         self.exploration = RepeatedNoise(noise_envs, spec.act_dim, noise_zeta_mu,
                                          noise_zeta_max)
 
@@ -118,16 +117,19 @@ class FlashSAC(SAC):
         """Whether the next update steps the actor and the temperature."""
         return self.updates % self.policy_delay == 0
 
+    def lr_factor(self, name: str, updates: Step) -> Factor:
+        """``f(k)`` of optimizer ``name`` after ``updates`` updates, ``k`` its own steps so far
+        (module docstring): the critic steps at every update, the actor and the temperature at
+        updates 0, d, 2d, ... (``ceil(updates / d)`` steps so far)."""
+        k = updates if name == "critic" else ceil_div(updates, self.policy_delay)
+        return warmup_cosine(k, self.lr_init_fraction, self.lr_end_fraction,
+                             self.lr_warmup_updates, self.lr_decay_updates)
+
     def set_learning_rates(self) -> None:
-        """``lr * f(k)`` for every optimizer, ``k`` its own steps so far (module docstring)."""
-        critic_steps = self.updates
-        actor_steps = -(-self.updates // self.policy_delay)  # updates 0, d, 2d, ... step it
-        for name, opt in self.optimizers.items():
-            k = critic_steps if name == "critic" else actor_steps
-            factor = warmup_cosine(k, self.lr_init_fraction, self.lr_end_fraction,
-                                   self.lr_warmup_updates, self.lr_decay_updates)
-            for group in opt.param_groups:
-                group["lr"] = self.initial_lrs[name] * factor
+        """``lr * f(k)`` for every optimizer for the update about to run (on the device from
+        the schedule's clock on CUDA: ``ScheduledRates``)."""
+        assert self.lr_schedule is not None
+        self.lr_schedule.apply(self.updates)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -192,6 +194,7 @@ class FlashSAC(SAC):
                                                           self.alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
+        self.lr_schedule.tick()
         self.update_targets()
         return {"loss/critic": critic_loss.detach(), "stats/q_mean": q_mean, **critic_stats,
                 **metrics}

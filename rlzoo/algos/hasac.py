@@ -71,12 +71,16 @@ class HASAC(MultiAgentAlgorithm):
         share_actor: one actor for all agents with the agent id appended (False).
         n_step: n-step returns (20, HARL MPE).
 
-    The agent permutations come from torch's default CPU generator (seeded by the trainer and
-    saved in checkpoints), so they cost no device synchronisation. In a seed group every seed
-    draws its own permutation each update (``update_order`` is then one list per seed).
+    The agent permutations are drawn where the weights live: on the CPU from torch's default
+    CPU generator (``randperm``, seeded by the trainer and saved in checkpoints); on CUDA on the
+    device (the argsort of uniform keys from the device's generator), so a CUDA update reads
+    nothing from the host and can be captured as a CUDA graph (``cudagraphs``). In a seed group
+    every seed draws its own permutation each update (``update_order`` is then one list per
+    seed).
     """
 
     seed_groups = True
+    graph_safe = True
     supported_critics = (EnsembleCritic, DistributionalCritic, CategoricalCritic)
 
     def __init__(
@@ -120,8 +124,14 @@ class HASAC(MultiAgentAlgorithm):
             self.optimizers["alpha"] = self.tuner.optimizer
         if self.critic_tuner.optimizer is not None:
             self.optimizers["critic_alpha"] = self.critic_tuner.optimizer
-        # Agent order of the last sequential actor update (a seed group: one order per seed).
-        self.update_order: list[int] | list[list[int]] = []
+        # Agent order of the last sequential actor update ([N], or [K, N] for a seed group).
+        self.last_orders: torch.Tensor | None = None
+
+    @property
+    def update_order(self) -> list[int] | list[list[int]]:
+        """The agent order of the last sequential actor update (a seed group: one list per
+        seed); read on the host when asked, never inside the update."""
+        return [] if self.last_orders is None else self.last_orders.tolist()
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -171,10 +181,13 @@ class HASAC(MultiAgentAlgorithm):
         })
         return metrics
 
-    def draw_orders(self) -> torch.Tensor:
-        """The agent order of this update's sequential actor steps, from torch's default CPU
-        generator (no device synchronisation): ``[N]``, or ``[K, N]`` for a seed group, where
-        every seed draws its own permutation."""
+    def draw_orders(self, device: torch.device) -> torch.Tensor:
+        """The agent order of this update's sequential actor steps: ``[N]``, or ``[K, N]`` for
+        a seed group, where every seed draws its own permutation. On the CPU from torch's
+        default CPU generator; elsewhere on ``device``, from its generator, with no host read
+        (the argsort of ``[K?, N]`` uniform keys)."""
+        if device.type != "cpu":
+            return torch.rand(*seed_shape(self.seeds), self.n_agents, device=device).argsort(-1)
         return draw_per_seed(lambda: torch.randperm(self.n_agents, device="cpu"), self.seeds)
 
     @torch.no_grad()
@@ -215,8 +228,10 @@ class HASAC(MultiAgentAlgorithm):
         with frozen(self.critic):
             q_pi = self.critic.actor_value(self.critic(state, self.joint(mixed)))
         shift = self.tuner.log_prob_shift.reshape(-1).expand(self.n_agents)  # entropy units
-        agent_log_prob = log_prob[:, agent] + shift[agent]  # [B]
-        loss = (alpha[agent] * agent_log_prob - q_pi).mean()
+        # entry ``agent`` by index_select: indexing with a 0-d tensor reads it on the host
+        pick = agent.reshape(1)
+        agent_log_prob = log_prob.index_select(1, pick)[:, 0] + shift.index_select(0, pick)[0]
+        loss = (alpha.index_select(0, pick)[0] * agent_log_prob - q_pi).mean()
         losses = torch.where(own[:, 0], loss.detach(), losses)
         pre_update = torch.where(own, agent_log_prob.detach()[None], pre_update)
         return loss, joint_sample, losses, pre_update
@@ -232,9 +247,11 @@ class HASAC(MultiAgentAlgorithm):
         # The temperatures before this update's steps: [N] ([K, N]).
         alpha = self.tuner.alpha.reshape(*lead, -1).expand(*lead, n)
         joint_sample = self.per_seed(self.old_joint_sample, obs)  # [B, N, A]: old policies
-        orders = self.draw_orders()  # [N] ([K, N]), on the host
-        self.update_order = orders.tolist()
+        orders = self.draw_orders(obs.device)  # [N] ([K, N])
+        self.last_orders = orders
         on_device = orders.to(obs.device)
+        # the actor member of each agent in the orders (AgentActors.member_of, as a tensor)
+        members = torch.zeros_like(on_device) if self.actor.shared else on_device
         losses = obs.new_zeros(*lead, n)
         pre_update = obs.new_zeros(*lead, n, batch_size)  # log-probs, in entropy units
         for position in range(n):
@@ -245,9 +262,8 @@ class HASAC(MultiAgentAlgorithm):
             )
             self.actor_optimizer.zero_grad(set_to_none=True)
             (loss.sum() if loss.dim() else loss).backward()
-            # each seed's agent at this position -> its member: an int (or K ints, a group)
-            members = orders[..., position].clone().apply_(self.actor.member_of).tolist()
-            self.actor_optimizer.step(members)
+            # each seed's agent at this position -> its member ([] or [K] int64)
+            self.actor_optimizer.step(members[..., position])
             self.apply_constraints(self.actor_optimizer)
         alpha_loss = self.per_seed(self.tuner.loss, pre_update)
         if self.tuner.optimizer is not None:

@@ -59,6 +59,7 @@ class MADDPG(MultiAgentAlgorithm):
     """
 
     seed_groups = True
+    graph_safe = True
     supported_critics = (AgentCritics, DistributionalCritic, CategoricalCritic)
 
     def __init__(

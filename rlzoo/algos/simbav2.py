@@ -28,6 +28,7 @@ import torch
 
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.sac import SAC
+from rlzoo.algos.schedules import Factor, ScheduledRates, Step, linear_decay
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import Critic
@@ -50,7 +51,7 @@ class SimbaV2(SAC):
     ``conf/algo/simbav2.yaml``.
     """
 
-    graph_safe = False  # the learning rates change on the host at every update
+    graph_safe = True  # the learning rates are set on the device (ScheduledRates)
 
     def __init__(
         self,
@@ -73,20 +74,20 @@ class SimbaV2(SAC):
         if lr_decay_updates < 1:
             raise ValueError(f"algo.lr_decay_updates must be >= 1, got {lr_decay_updates}")
         self.lr_decay_to, self.lr_decay_updates = lr_decay_to, lr_decay_updates
-        self.initial_lrs = {name: float(opt.param_groups[0]["lr"])
-                            for name, opt in self.optimizers.items()}
+        self.lr_schedule = ScheduledRates(self.optimizers, self.lr_factor)
 
     def update_phase(self) -> None:
         return None
 
+    def lr_factor(self, name: str, updates: Step) -> Factor:
+        """Every optimizer's ``lr_t / lr_0`` at ``t = updates`` (optax's linear_schedule)."""
+        return linear_decay(updates, self.lr_decay_to, self.lr_decay_updates)
+
     def set_learning_rates(self) -> None:
-        """``lr_t`` of every optimizer for the update about to run (optax's linear_schedule at
-        count ``t = self.updates``)."""
-        fraction = min(self.updates / self.lr_decay_updates, 1.0)
-        factor = 1.0 - (1.0 - self.lr_decay_to) * fraction
-        for name, opt in self.optimizers.items():
-            for group in opt.param_groups:
-                group["lr"] = self.initial_lrs[name] * factor
+        """``lr_t`` of every optimizer for the update about to run, ``t = self.updates`` (on
+        the device from the schedule's clock on CUDA: ``ScheduledRates``)."""
+        assert self.lr_schedule is not None
+        self.lr_schedule.apply(self.updates)
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         self.set_learning_rates()
@@ -100,6 +101,7 @@ class SimbaV2(SAC):
         critic_loss, q_mean, critic_stats = self.per_seed(self.critic_terms, batch, new_alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
+        self.lr_schedule.tick()
         self.update_targets()
         return {
             "loss/critic": critic_loss.detach(),

@@ -65,8 +65,8 @@ class Settings:
     batch_size: int
     buffer_size: int
     utd: float
-    compile: bool = False
-    cudagraphs: bool = False
+    compile: bool | str = False  # True, False or "auto" (rlzoo.run.accel.resolve_accel)
+    cudagraphs: bool | str = False  # True, False or "auto"
     progress_every_s: float = 300.0
     on_policy: bool = False
     rollout_steps: int = 0  # on-policy only
@@ -154,10 +154,10 @@ def read_settings(cfg: DictConfig) -> Settings:
         raise UserError(f"log.progress_every_s must be a number of seconds >= 0, got {every_s!r}")
     accel = {}
     for key in ("compile", "cudagraphs"):
-        value = cfg.get(key, False)
-        if not isinstance(value, bool):
-            raise UserError(f"{key} is a switch, true or false, not {value!r}; write "
-                            f"{key}=true or {key}=false")
+        value = cfg.get(key, False)  # run dirs written before auto existed: false
+        if not isinstance(value, bool) and value != "auto":
+            raise UserError(f"{key} is auto, true or false, not {value!r}; write "
+                            f"{key}=auto, {key}=true or {key}=false")
         accel[key] = value
     threads = cfg.get("torch_threads", "auto")
     if isinstance(threads, str) and threads != "auto":
