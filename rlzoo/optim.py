@@ -53,6 +53,15 @@ class Adam(torch.optim.Adam):
             group["lr"] = lr
         self._lean = None
 
+    def state_dict(self) -> dict[str, Any]:
+        """``torch.optim.Adam``'s, with a tensor learning rate copied: the saved state holds
+        the rate's value now, not the live tensor a schedule keeps writing."""
+        state = super().state_dict()
+        for group in state["param_groups"]:
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"] = group["lr"].detach().clone()
+        return state
+
     @staticmethod
     def _before_load(opt: Adam, state_dict: dict[str, Any]) -> None:
         opt._live_lrs = [group["lr"] for group in opt.param_groups]
