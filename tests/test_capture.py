@@ -6,13 +6,16 @@ and per-member Adam) compute what the CPU's host paths compute, and a CPU run is
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import pytest
 import torch
 
 from rlzoo.algos import HASAC, FlashSAC, SimbaV2
 from rlzoo.algos.schedules import warmup_cosine
+from rlzoo.algos.seeds import stack_seeds
 from rlzoo.optim import MemberAdam
 from rlzoo.run.accel import GraphedUpdate, make_capturable
 from tests.capture import CASES, TracedUpdate, batches, build, state_tensors
@@ -61,6 +64,37 @@ def test_a_replayed_update_equals_the_eager_one(name: str) -> None:
     for want, got in zip(eager_metrics, traced_metrics):
         for key, value in got.items():  # a replay's metrics are this update's, not the trace's
             assert torch.equal(value, want[key]), key
+
+
+def stacked(items: list[list[Any]]) -> list[Any]:
+    """K seeds' inputs (one list per seed) as a group's inputs, the seed axis first."""
+    out = []
+    for row in zip(*items):
+        names = [f.name for f in dataclasses.fields(row[0])
+                 if isinstance(getattr(row[0], f.name), torch.Tensor)]
+        out.append(dataclasses.replace(row[0], **{
+            name: torch.stack([getattr(x, name) for x in row]) for name in names}))
+    return out
+
+
+@pytest.mark.parametrize("name", ["sac", "flashsac", "hasac", "coma"])
+def test_a_seed_groups_replayed_update_equals_the_eager_one(name: str) -> None:
+    """A group of two seeds (``seeds=2``: the update vmapped over the seed axis, HASAC's
+    per-seed agent orders and member steps) is captured as well as a single run."""
+    extra = SHORT.get(name, ())
+    eager, traced = (stack_seeds([build(name, "cpu", seed, *extra) for seed in (0, 1)])
+                     for _ in range(2))
+    make_capturable(eager)
+    make_capturable(traced)
+    update = TracedUpdate(traced, warmup=1)
+    n = UPDATES.get(name, 8)
+    for i, item in enumerate(stacked([batches(name, eager, n, seed=s) for s in (1, 2)])):
+        torch.manual_seed(i)
+        eager.update(item)
+        torch.manual_seed(i)
+        update(item)
+    assert update.replays >= 3 and traced.seeds == 2
+    assert_same_state(eager, traced)
 
 
 def old_simbav2_rates(self: SimbaV2) -> None:
