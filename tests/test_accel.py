@@ -186,7 +186,7 @@ def test_cudagraphs_on_cpu_is_one_line(tmp_path: Path) -> None:
 
 def test_accel_flags_must_be_switches(tmp_path: Path) -> None:
     proc = run_cli(["algo=sac", "env=Pendulum", "compile=maybe"], tmp_path)
-    assert_user_error(proc, "compile is auto, true or false, not 'maybe'")
+    assert_user_error(proc, "compile is a switch, auto, true or false, not 'maybe'")
 
 
 class HostSideAlgo(SAC):

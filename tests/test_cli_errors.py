@@ -150,7 +150,7 @@ def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
     (["critic.layer_norm=off"], "critic.layer_norm is a switch, true or false, not 'off'"),
     (["algo=hasac", "env=mpe/simple_spread", "algo.share_actor=yes"],
      "algo.share_actor is a switch"),
-    (["compile=no"], "compile is a switch"),
+    (["normalize.reward=no"], "normalize.reward is a switch"),  # compile=no: test_accel.py
     (["critic.layer_norm=0.5"], "critic.layer_norm is a switch, true or false, not 0.5"),
     (["-m", "critic.layer_norm=false,off", "seed=0,1"],
      "critic.layer_norm is a switch, true or false, not 'off'"),

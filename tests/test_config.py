@@ -182,7 +182,7 @@ def test_unknown_key_is_refused_by_hydra() -> None:
         ("algo.utd=0", "algo.utd"),
         ("eval.episodes=0", "eval.episodes"),
         ("seed=abc", "seed must be an integer"),
-        ("compile=maybe", "compile is a switch, true or false, not 'maybe'"),  # the API path
+        ("compile=maybe", "compile is a switch, auto, true or false, not 'maybe'"),  # the API path
     ],
 )
 def test_impossible_values_are_user_errors(override: str, fragment: str) -> None:

@@ -156,7 +156,7 @@ def read_settings(cfg: DictConfig) -> Settings:
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)  # run dirs written before auto existed: false
         if not isinstance(value, bool) and value != "auto":
-            raise UserError(f"{key} is auto, true or false, not {value!r}; write "
+            raise UserError(f"{key} is a switch, auto, true or false, not {value!r}; write "
                             f"{key}=auto, {key}=true or {key}=false")
         accel[key] = value
     threads = cfg.get("torch_threads", "auto")
