@@ -52,6 +52,9 @@ CASES = {
     # MPE
     "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
     "hasac-mpe-2envs": (["algo=hasac", "num_envs=2", *MPE, *REPLAY], 174, 300),
+    # MPE as batched tensors (rlzoo.envs.mpe_batched): its world and generator resume too
+    "maddpg-mpe-batched-4envs": (
+        ["algo=maddpg", "num_envs=4", "env.backend=batched", *MPE, *REPLAY], 172, 300),
     # COMA updates every 40 vector steps = 80 env steps: one update before K (vector step 65,
     # 25 steps into the second rollout and 15 into an episode), two after
     "coma-mpe-2envs": (["algo=coma", "num_envs=2", "algo.rollout_steps=40", *MPE], 130, 250),
