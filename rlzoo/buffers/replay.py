@@ -304,16 +304,69 @@ class ReplayBuffer:
             "generator": self.generator.get_state(),
         }
 
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Refuse a :meth:`state_dict` (read from a file) that this buffer could not have
+        written, before anything of it is used: counters are integers (``started`` a bool) with
+        ``0 <= ptr < T``, ``tail <= head``, at most ``T * E`` transitions held (``head - tail``),
+        ``filled <= T`` and, once started, ``ptr < filled`` (nothing before the first add);
+        ``row_count`` one count in ``[0, E]`` per filled row summing to ``head - tail``; the
+        FIFO's written slots ``index`` transition starts of filled rows (``[0, filled * E)``);
+        the sampling generator's state a uint8 tensor of this generator's size.
+        A ``ValueError`` names the first one broken."""
+        if not isinstance(state, dict) or not isinstance(state.get("tensors"), dict):
+            raise ValueError("replay buffer state is not a mapping with tensors")
+        T, E = self.rows, self.num_envs
+        ptr = _count(state, "ptr", T - 1)
+        head = _count(state, "head", 2**62)
+        tail = _count(state, "tail", head)
+        if head - tail > T * E:
+            raise ValueError(f"replay buffer head={head} and tail={tail} hold more than its "
+                             f"{T * E} transitions")
+        started = state.get("started")
+        if not isinstance(started, bool):
+            raise ValueError(f"replay buffer started={started!r} is not a bool")
+        index = state["tensors"].get("index")
+        if not torch.is_tensor(index) or index.dtype != torch.int64 or index.dim() != 1:
+            raise ValueError("replay buffer FIFO index is not a 1-D int64 tensor")
+        generator = state.get("generator")
+        size = self.generator.get_state().numel()
+        if not torch.is_tensor(generator) or generator.dtype != torch.uint8 \
+                or generator.shape != (size,):
+            shape = tuple(generator.shape) if torch.is_tensor(generator) else type(generator)
+            raise ValueError(f"replay buffer generator state {shape} is not {size} bytes")
+        if "filled" not in state:  # full [T, E, ...] tensors of an older rlzoo: shapes checked
+            return
+        filled = _count(state, "filled", T)
+        if started != (filled > 0) or (started and ptr >= filled) or (not started and head):
+            raise ValueError(f"replay buffer ptr={ptr}, filled={filled}, head={head} and "
+                             f"started={started} do not fit together (ptr must be below filled)")
+        rows = state.get("row_count")
+        if not torch.is_tensor(rows) or rows.dim() != 1 or rows.shape[0] != filled \
+                or rows.is_floating_point() or rows.is_complex():
+            raise ValueError(f"replay buffer row_count is not {filled} integer counts")
+        if filled and (int(rows.min()) < 0 or int(rows.max()) > E):
+            raise ValueError(f"replay buffer row_count holds counts outside [0, {E}]")
+        if int(rows.sum()) != head - tail:
+            raise ValueError(f"replay buffer row_count sums to {int(rows.sum())}, not the "
+                             f"{head - tail} transitions between tail={tail} and head={head}")
+        slots = min(head, T * E)
+        if index.shape[0] != slots:
+            raise ValueError(f"replay buffer FIFO has {index.shape[0]} slots, not {slots}")
+        if slots and (int(index.min()) < 0 or int(index.max()) >= filled * E):
+            raise ValueError(f"replay buffer FIFO holds entries outside the {filled * E} "
+                             "transition starts of its filled rows")
+
     def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
-        """Put back :meth:`state_dict`, or a checkpoint written before checkpoints were sized
-        by the data (full ``[T, E, ...]`` tensors and no ``filled``). The rows after the
-        checkpoint's are zero afterwards, as in the buffer that wrote it; on a fresh buffer
-        they are not touched (no memory becomes resident for them).
+        """Put back :meth:`state_dict` (checked first: :meth:`check_state`), or a checkpoint
+        written before checkpoints were sized by the data (full ``[T, E, ...]`` tensors and no
+        ``filled``). The rows after the checkpoint's are zero afterwards, as in the buffer that
+        wrote it; on a fresh buffer they are not touched (no memory becomes resident for them).
 
         ``take=True``: ``state``'s tensors are the buffer's to keep (a checkpoint just loaded
         from disk), so a full ring's become its storage instead of being copied (the data is
         then in memory once). Default: copy, so ``state`` (maybe another buffer's memory, as
         :meth:`state_dict` shares it) is never aliased."""
+        self.check_state(state)  # nothing is changed unless every invariant holds
         tensors = dict(state["tensors"])
         index = tensors.pop("index")
         ptr, head, tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
@@ -351,6 +404,14 @@ class ReplayBuffer:
         self.ptr, self.head, self.tail, self.started = ptr, head, tail, started
         self.filled = filled
         self.generator.set_state(state["generator"].cpu())
+
+
+def _count(state: dict[str, Any], name: str, high: int) -> int:
+    """``state[name]``, an integer (not a bool) in ``[0, high]``; ``ValueError`` otherwise."""
+    value = state.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise ValueError(f"replay buffer {name}={value!r} is not an integer in [0, {high:,}]")
+    return value
 
 
 def replay_storage(

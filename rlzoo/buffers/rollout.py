@@ -180,7 +180,14 @@ class RolloutStore:
 
     def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
         """Put back :meth:`state_dict`; ``take=True`` keeps ``state``'s tensors as the storage
-        instead of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``)."""
+        instead of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``).
+        A ``ptr`` that is not an integer in ``[0, steps]`` or a ``started`` that is not a bool
+        is a ``ValueError``, before anything is changed."""
+        ptr, started = state.get("ptr"), state.get("started")
+        if not isinstance(ptr, int) or isinstance(ptr, bool) or not 0 <= ptr <= self.steps \
+                or not isinstance(started, bool):
+            raise ValueError(f"rollout ptr={ptr!r} started={started!r} is not an integer in "
+                             f"[0, {self.steps}] and a bool")
         load_tensors(self, state["tensors"], "rollout", adopt=take)
         self.ptr, self.started = int(state["ptr"]), bool(state["started"])
 

@@ -26,11 +26,25 @@ group's cached state keep pointing at them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from torch import nn
 
 # SimbaV2's (and gymnasium's) RunningMeanStd starts from mean 0, variance 1 and this count.
 PRIOR_COUNT = 1e-4
+
+
+def _check_loaded(state_dict: dict[str, Any], prefix: str,
+                  rules: dict[str, tuple[str, Callable[[torch.Tensor], torch.Tensor]]]) -> None:
+    """``ValueError`` naming the first tensor ``prefix + name`` of ``state_dict`` (being
+    loaded) whose elements are not all ``rules[name]``."""
+    for name, (what, ok) in rules.items():
+        value = state_dict.get(prefix + name)
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(ok(value).all()):
+            raise ValueError(f"normalizer statistic {prefix + name} is not {what} in every "
+                             "entry; no update produces that")
 
 
 def _slot(t: torch.Tensor, seed: int | None) -> torch.Tensor:
@@ -57,6 +71,17 @@ class RunningMeanStd(nn.Module):
 
     def extra_repr(self) -> str:
         return f"shape={self.shape}"
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
+                              *args: Any, **kwargs: Any) -> None:
+        """Refuse statistics no update could produce before any is loaded (``ValueError``
+        naming the buffer): ``mean`` not finite, ``var`` negative or not finite, ``count``
+        not positive or not finite."""
+        rules = {"mean": ("finite", lambda t: torch.isfinite(t)),
+                 "var": ("finite and >= 0", lambda t: torch.isfinite(t) & (t >= 0)),
+                 "count": ("finite and > 0", lambda t: torch.isfinite(t) & (t > 0))}
+        _check_loaded(state_dict, prefix, rules)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @torch.no_grad()
     def update(self, x: torch.Tensor, seed: int | None = None) -> None:
@@ -150,6 +175,15 @@ class RewardScaler(nn.Module):
 
     def extra_repr(self) -> str:
         return f"gamma={self.gamma}, g_max={self.g_max}, epsilon={self.epsilon}"
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str,
+                              *args: Any, **kwargs: Any) -> None:
+        """Refuse a running return or ``max|G|`` that is not finite, or a negative ``max|G|``
+        (``ValueError``), before anything is loaded (``ret_stats`` checks its own)."""
+        rules = {"ret": ("finite", lambda t: torch.isfinite(t)),
+                 "ret_max": ("finite and >= 0", lambda t: torch.isfinite(t) & (t >= 0))}
+        _check_loaded(state_dict, prefix, rules)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def scale(self) -> torch.Tensor:
         """The divisor ``max(sqrt(var(G) + epsilon), max|G| / G_max)`` (one seed's, ``[]``)."""

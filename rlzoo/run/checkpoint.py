@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlzoo.bounded import BoundError, check_tree
 from rlzoo.errors import UserError
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 
@@ -303,7 +304,10 @@ def load_checkpoint(
     path: Path, map_location: str | torch.device = "cpu", mmap: bool = False
 ) -> dict[str, Any]:
     """Load a checkpoint without executing code from it (``weights_only=True``), after
-    :func:`check_archive` has refused compressed or oversized records unread.
+    :func:`check_archive` has refused compressed or oversized records unread; the loaded
+    structure is then checked to expand to a bounded tree (``rlzoo.bounded.check_tree``: no
+    cycles, shared references counted where they appear, a depth cap) before anything walks it.
+    Any failure is a one-line ``CheckpointError``.
 
     ``mmap=True`` maps the file instead of reading it (``map_location`` must then be the CPU):
     tensors are read from disk only when touched, so a reader that needs the networks but not
@@ -314,14 +318,17 @@ def load_checkpoint(
     check_archive(path)
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError,
-            ValueError, AttributeError, TypeError) as err:
+    except (Exception, MemoryError) as err:  # noqa: BLE001 - any failure: the file is unusable
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if isinstance(err, pickle.UnpicklingError) and "weights_only" in str(err):
             first = "it asks to run code on loading, which rlzoo refuses"
         raise CheckpointError(f"{path} cannot be loaded ({first[:160]})") from None
     if not isinstance(state, dict) or "format" not in state:
         raise CheckpointError(f"{path} is not an rlzoo checkpoint")
+    try:  # before any walk: a few KB of shared references can stand for 2**45 entries
+        check_tree(state)
+    except BoundError as err:
+        raise CheckpointError(f"{path} is refused: {err}") from None
     check_tensors(state, path)
     return state
 

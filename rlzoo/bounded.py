@@ -1,0 +1,324 @@
+"""Reading files rlzoo did not write at bounded cost: a run dir may come from elsewhere, and a few
+bytes can describe an enormous structure.
+
+* A loaded ``torch.save`` payload (checkpoint, ``policy.pt``) or JSON record is a graph of dicts,
+  lists and tuples: ``x = [t]`` doubled 45 times by ``x = [x, x]`` is 2 KB on disk and 2**45
+  items to any walk that follows each reference. :func:`check_tree` visits each container once
+  (by ``id``), refuses cycles, and counts the items a recursive walk would see (the expanded
+  tree) and its depth against :data:`MAX_ITEMS` and :data:`MAX_DEPTH`, so every later walk
+  (NaN checks, trust checks, ``OmegaConf.create``, ``load_state_dict``) is bounded too.
+* A YAML config (``.hydra/config.yaml``, ``hydra.yaml``, ``overrides.yaml``) is read by
+  :func:`load_yaml`: at most :data:`MAX_CONFIG_BYTES`, aliases refused (an alias bomb: ``a: &a
+  [x, x]; b: &b [*a, *a]; ...``), nesting at most :data:`MAX_DEPTH`, and its ``${...}``
+  interpolations costed before OmegaConf resolves them (:func:`check_interpolations`:
+  ``b: ${a}${a}`` doubles a string at each level just like an alias).
+* JSON records (:func:`load_json`) are capped in size and checked as a tree.
+
+Every refusal is a :class:`BoundError` (a ``ValueError``) whose message is a short clause
+("it is larger than 1 MiB"); callers put it in their own one-line error naming the file.
+This module imports nothing of rlzoo, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+MAX_CONFIG_BYTES = 1 << 20  # a run's config.yaml is about 2 KB; group.json has the same cap
+MAX_DEPTH = 32  # nesting of containers; rlzoo's checkpoints and configs reach about 8
+MAX_ITEMS = 2_000_000  # items of the expanded tree; a checkpoint holds thousands (tensors count 1)
+MAX_RESOLVED = 4_000_000  # characters and nodes a config's interpolations may resolve to
+MAX_CHAIN = 8  # interpolations through interpolations; rlzoo's configs chain at most 2
+
+
+class BoundError(ValueError):
+    """A file or structure beyond rlzoo's caps; the message is a short clause saying which."""
+
+
+def _children(value: Any) -> list[Any] | None:
+    """The items a walk of ``value`` visits (dict keys and values, list and tuple items), or
+    None for a leaf."""
+    if isinstance(value, dict):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return None
+
+
+def check_tree(value: Any, max_items: int = MAX_ITEMS, max_depth: int = MAX_DEPTH) -> int:
+    """The number of items a recursive walk of ``value`` visits (containers and leaves, shared
+    containers counted at every place they appear), checked without such a walk.
+
+    Each container is visited once, by ``id``, iteratively (no recursion), so the cost is linear
+    in the distinct containers however they are shared.
+
+    Raises:
+        BoundError: ``value`` contains itself (a cycle), expands to more than ``max_items``
+            items, or nests deeper than ``max_depth`` containers.
+    """
+    sizes: dict[int, int] = {}  # id -> items of its expanded subtree
+    depths: dict[int, int] = {}
+    keep: list[Any] = []  # containers seen, so no id is reused while this runs
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        kids = _children(node)
+        if kids is None:
+            continue
+        if done:
+            on_path.discard(key)
+            size = 1 + sum(sizes.get(id(k), 1) for k in kids)
+            depth = 1 + max((depths.get(id(k), 0) for k in kids), default=0)
+            if size > max_items:
+                raise BoundError(f"it expands to more than {max_items:,} items (shared or "
+                                 "repeated references); rlzoo never writes such a structure")
+            if depth > max_depth:
+                raise BoundError(f"it nests containers more than {max_depth} deep; rlzoo never "
+                                 "writes such a structure")
+            sizes[key], depths[key] = size, depth
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise BoundError("it contains itself (a reference cycle); rlzoo never writes one")
+        on_path.add(key)
+        keep.append(node)
+        if len(on_path) > max_depth:
+            raise BoundError(f"it nests containers more than {max_depth} deep; rlzoo never "
+                             "writes such a structure")
+        stack.append((node, True))
+        for kid in kids:
+            if _children(kid) is not None:
+                if id(kid) in on_path:
+                    raise BoundError("it contains itself (a reference cycle); rlzoo never "
+                                     "writes one")
+                if id(kid) not in sizes:
+                    stack.append((kid, False))
+    return sizes.get(id(value), 1)
+
+
+def read_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, read only up to ``limit`` (a FIFO, a device or a
+    directory is refused before it is opened for reading).
+
+    Raises:
+        BoundError: not a regular file, or larger than ``limit`` bytes.
+        OSError: it cannot be read.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BoundError("it is not a regular file")
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise BoundError(f"it is larger than {_size(limit)}")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
+
+
+def load_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
+    """``path`` parsed as JSON, at most ``limit`` bytes and :func:`check_tree`'s caps.
+
+    Raises:
+        BoundError, ValueError (not JSON), OSError: one short clause each.
+    """
+    import json
+
+    try:
+        value = json.loads(read_bytes(path, limit))
+    except RecursionError:
+        raise BoundError(f"it nests containers more than {MAX_DEPTH} deep") from None
+    check_tree(value)
+    return value
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+def _yaml_events(text: str) -> None:
+    """Refuse aliases and deep nesting in ``text`` by reading its parser events (linear; no
+    node is built)."""
+    import yaml
+    from omegaconf._utils import get_yaml_loader
+
+    depth = 0
+    loader = get_yaml_loader()(io.StringIO(text))
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise BoundError(
+                    f"it uses a YAML alias (*{event.anchor}); rlzoo's configs have none, and "
+                    "aliases can expand a small file into an enormous config")
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise BoundError(f"it nests more than {MAX_DEPTH} levels deep")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
+    """``path`` (a YAML config) as an OmegaConf ``DictConfig`` or ``ListConfig`` (an empty file:
+    an empty ``DictConfig``), read at bounded cost: at most ``limit`` bytes, no aliases, nesting
+    at most :data:`MAX_DEPTH`, and interpolations that resolve to at most
+    :data:`MAX_RESOLVED` characters (:func:`check_interpolations`).
+
+    Raises:
+        BoundError: beyond a cap; ``ValueError`` or ``yaml.YAMLError`` for text that is not a
+            config; ``OSError`` when it cannot be read.
+    """
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf._utils import get_yaml_loader
+
+    raw = read_bytes(path, limit)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BoundError("it is not UTF-8 text") from None
+    _yaml_events(text)
+    plain = yaml.load(text, Loader=get_yaml_loader())  # noqa: S506 - OmegaConf's safe loader
+    if plain is None:
+        plain = {}
+    if not isinstance(plain, (dict, list)):
+        raise BoundError("it is not a mapping or a list")
+    check_interpolations(plain)
+    return OmegaConf.create(plain)
+
+
+def plain_config(config: Any) -> Any:
+    """A config given as plain data (``policy.pt``'s), checked as a tree
+    (:func:`check_tree`) and for its interpolations' cost, as an OmegaConf container.
+
+    Raises:
+        BoundError: beyond a cap.
+    """
+    from omegaconf import OmegaConf
+
+    check_tree(config)
+    check_interpolations(config)
+    return OmegaConf.create(config)
+
+
+_OPEN = "${"
+
+
+def _interpolations(text: str) -> list[str]:
+    """The bodies of the top-level ``${...}`` of ``text`` (nested ones stay inside)."""
+    found, i = [], text.find(_OPEN)
+    while i >= 0:
+        depth, j = 0, i
+        while j < len(text):
+            if text.startswith(_OPEN, j):
+                depth, j = depth + 1, j + 2
+                continue
+            if text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        found.append(text[i + 2:j])
+        i = text.find(_OPEN, j + 1)
+    return found
+
+
+_PART = re.compile(r"[^.\[\]]+")
+
+
+def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
+    """The size (characters of strings plus one per node) ``plain`` (a config as dicts and
+    lists) has once OmegaConf resolves its ``${...}`` interpolations, computed from the
+    unresolved text with each node costed once: ``a1: ${a0}${a0}``, ``a2: ${a1}${a1}``, ... is
+    a few hundred bytes that resolve to 2**n characters.
+
+    A ``${path}`` costs what its target resolves to (absolute ``a.b``, relative ``.x``,
+    ``..x``); a resolver call ``${name:args}`` costs its text plus its nested interpolations.
+
+    Raises:
+        BoundError: the resolved size exceeds ``limit``, interpolations refer in a cycle or
+            through a chain longer than :data:`MAX_CHAIN`.
+    """
+    cost: dict[tuple[Any, ...], int] = {}
+    active: set[tuple[Any, ...]] = set()
+
+    def lookup(path: tuple[Any, ...]) -> Any:
+        node = plain
+        for part in path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return _MISSING
+        return node
+
+    def target(here: tuple[Any, ...], ref: str) -> tuple[Any, ...] | None:
+        dots = len(ref) - len(ref.lstrip("."))
+        parts: list[Any] = [int(p) if p.isdigit() else p for p in _PART.findall(ref[dots:])]
+        if dots:
+            base = here[:-1]  # the node's parent: one dot is a sibling
+            base = base[:len(base) - (dots - 1)] if dots - 1 <= len(base) else None
+            if base is None:
+                return None
+            return (*base, *parts)
+        return tuple(parts)
+
+    def text_cost(here: tuple[Any, ...], text: str, chain: int) -> int:
+        total = len(text)
+        for body in _interpolations(text):
+            if ":" in body.split(_OPEN, 1)[0]:  # a resolver call: its args may interpolate
+                total += text_cost(here, body, chain + 1)
+            elif _OPEN in body:
+                total += text_cost(here, body, chain + 1)
+            else:
+                path = target(here, body.strip())
+                if path is not None:
+                    total += node_cost(path, chain + 1)
+            if total > limit:
+                raise BoundError(f"its interpolations resolve to more than {limit:,} "
+                                 "characters; rlzoo's configs resolve to a few thousand")
+        return total
+
+    def node_cost(path: tuple[Any, ...], chain: int) -> int:
+        if path in cost:
+            return cost[path]
+        if chain > MAX_CHAIN:
+            raise BoundError(f"its interpolations refer through more than {MAX_CHAIN} levels")
+        if path in active:
+            raise BoundError(f"its interpolation at {'.'.join(map(str, path))} refers to itself")
+        node = lookup(path)
+        if node is _MISSING:
+            return 1  # OmegaConf reports it when resolving
+        active.add(path)
+        try:
+            if isinstance(node, dict):
+                total = 1 + sum(node_cost((*path, k), chain) for k in node)
+            elif isinstance(node, list):
+                total = 1 + sum(node_cost((*path, i), chain) for i in range(len(node)))
+            elif isinstance(node, str):
+                total = text_cost(path, node, chain)
+            else:
+                total = 1
+        finally:
+            active.discard(path)
+        if total > limit:
+            raise BoundError(f"its interpolations resolve to more than {limit:,} characters; "
+                             "rlzoo's configs resolve to a few thousand")
+        cost[path] = total
+        return total
+
+    check_tree(plain)
+    return node_cost((), 0)
+
+
+_MISSING = object()
