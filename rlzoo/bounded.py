@@ -249,6 +249,7 @@ def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
             through a chain longer than :data:`MAX_CHAIN`.
     """
     cost: dict[tuple[Any, ...], int] = {}
+    hops: dict[tuple[Any, ...], int] = {}  # the longest chain of interpolations below a node
     active: set[tuple[Any, ...]] = set()
 
     def lookup(path: tuple[Any, ...]) -> Any:
@@ -273,6 +274,8 @@ def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
             return (*base, *parts)
         return tuple(parts)
 
+    longest = [0]
+
     def text_cost(here: tuple[Any, ...], text: str, chain: int) -> int:
         total = len(text)
         for body in _interpolations(text):
@@ -284,6 +287,10 @@ def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
                 path = target(here, body.strip())
                 if path is not None:
                     total += node_cost(path, chain + 1)
+                    longest[0] = max(longest[0], 1 + hops.get(path, 0))
+                    if longest[0] > MAX_CHAIN:
+                        raise BoundError("its interpolations refer through more than "
+                                         f"{MAX_CHAIN} levels")
             if total > limit:
                 raise BoundError(f"its interpolations resolve to more than {limit:,} "
                                  "characters; rlzoo's configs resolve to a few thousand")
@@ -306,7 +313,9 @@ def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
             elif isinstance(node, list):
                 total = 1 + sum(node_cost((*path, i), chain) for i in range(len(node)))
             elif isinstance(node, str):
+                saved, longest[0] = longest[0], 0
                 total = text_cost(path, node, chain)
+                hops[path], longest[0] = longest[0], saved
             else:
                 total = 1
         finally:

@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from torch import nn
 
 from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.bounded import plain_config
 from rlzoo.errors import UserError, one_line
 from rlzoo.policy_export import export_policy
 from rlzoo.policy_file import policy_path, read_record, read_spec
@@ -219,7 +220,7 @@ def load_policy(
                   how_to_trust='pass trust=["{module}"] to rlzoo.load_policy')
     try:
         spec = read_spec(record["spec"])
-        cfg = OmegaConf.create(config)
+        cfg = plain_config(config)  # its interpolations' cost bounded (rlzoo.bounded)
         if not isinstance(cfg.get("algo"), DictConfig) or "_target_" not in cfg.algo:
             raise ValueError("no algo._target_")
     except Exception as err:  # noqa: BLE001 - omegaconf and the dataclass raise many kinds

@@ -107,6 +107,17 @@ def get_wrapper_state(env: Any) -> list[dict[str, Any]]:
 
 
 def set_wrapper_state(env: Any, saved: list[dict[str, Any]]) -> None:
+    """Put back :func:`get_wrapper_state`; only :data:`WRAPPER_FIELDS` a layer already has, of
+    the same type (``ValueError`` before anything is set): a saved ``_max_episode_steps`` would
+    change the env, not continue it."""
+    for layer, fields in zip(wrapper_chain(env), saved, strict=True):
+        for key, value in fields.items():
+            mine = vars(layer).get(key, _SKIP)
+            if key not in WRAPPER_FIELDS or mine is _SKIP or type(value) is not type(mine):
+                raise ValueError(f"saved env wrapper field {key}={value!r} is not one this "
+                                 f"{type(layer).__name__} has")
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"saved env wrapper field {key}={value} is negative")
     for layer, fields in zip(wrapper_chain(env), saved, strict=True):
         for key, value in fields.items():
             setattr(layer, key, value)
@@ -147,6 +158,13 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
     after a checkpoint round trip (see :func:`restore_arrays`)."""
     state = restore_arrays(state)
     base = env.unwrapped
+    for key, value in state.get("attributes", {}).items():  # checked before anything is set
+        mine = vars(base).get(key, _SKIP)
+        if mine is _SKIP or key.startswith("__") or key in ("np_random", "_np_random") or not (
+                isinstance(value, (bool, int, float, np.number, np.bool_))
+                or isinstance(value, np.ndarray) and value.dtype != object):
+            raise ValueError(f"saved env attribute {key!r} is not a plain attribute this "
+                             f"{type(base).__name__} has; only its own state is restored")
     set_wrapper_state(env, state["wrappers"])
     if "np_random" in state:
         base.np_random.bit_generator.state = state["np_random"]

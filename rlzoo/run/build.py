@@ -20,6 +20,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.bounded import load_yaml
 from rlzoo.buffers.rollout import RolloutStore, SeedRollouts
 from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.envs.base import VecEnv
@@ -61,7 +62,7 @@ def read_run_config(
             "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
         )
     try:
-        cfg = OmegaConf.load(path)
+        cfg = load_yaml(path)  # size, aliases and interpolations bounded (rlzoo.bounded)
         OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
         if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
             raise ValueError("no algo or env section")

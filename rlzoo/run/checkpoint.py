@@ -248,9 +248,14 @@ def list_checkpoints(directory: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def prune_checkpoints(directory: Path, keep: int) -> None:
-    """Delete all but the newest ``keep`` checkpoints."""
-    for old in list_checkpoints(directory)[:-keep] if keep > 0 else []:
+def prune_checkpoints(directory: Path, keep: int, newest: Path | None = None) -> None:
+    """Delete all but the newest ``keep`` checkpoints, counting only those up to ``newest``
+    (the one just written): a newer file a resume skipped as unusable is neither counted nor
+    deleted, so it never pushes a good older checkpoint out."""
+    found = list_checkpoints(directory)
+    if newest is not None and newest in found:
+        found = found[:found.index(newest) + 1]
+    for old in found[:-keep] if keep > 0 else []:
         old.unlink(missing_ok=True)
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlzoo.bounded import load_yaml
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.rundir import write_atomic
 from rlzoo.run.settings import MAX_SEED, MAX_SEEDS
@@ -160,7 +161,7 @@ def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> 
     member's ``group.json`` says the same, and its ``.hydra/config.yaml`` parses and has its
     member's ``seed`` and the group's ``seeds``. ``present``: the members to check (default all).
     Raises one ``UserError`` line naming the first member that disagrees; writes nothing."""
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig
 
     want = group.record()
     for d in group.dirs if present is None else present:  # in the caller's order
@@ -177,7 +178,7 @@ def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> 
                             "of a seed group holds the same one: restore it from the home's")
         config = d / ".hydra" / "config.yaml"
         try:
-            cfg = OmegaConf.load(config)
+            cfg = load_yaml(config)  # size, aliases and interpolations bounded
             if not isinstance(cfg, DictConfig):
                 raise ValueError("not a mapping")
             seed, seeds = cfg.get("seed"), cfg.get("seeds")

@@ -57,8 +57,7 @@ from rlzoo.run.saved_state import (
     check_budget,
     checked_state,
     last_good_note,
-    load_run_state,
-    read_latest,
+    restore_latest,
 )
 from rlzoo.run.settings import read_settings, schedule_warnings
 from rlzoo.run.signals import Interrupted, StopSignals
@@ -107,6 +106,7 @@ class Trainer:
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
+        self.good: Path | None = None  # the checkpoint restored or written last
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
         self.warnings = schedule_warnings(s, cfg) + list(accel.notes)
@@ -305,7 +305,8 @@ class Trainer:
                                             self.last_good_checkpoint_note))
         write_policies(self.members, self.members, self.algo, self.axis,
                        dataclasses.asdict(self.spec))
-        prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep)
+        self.good = path  # written from a checked state: the newest to go back to
+        prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep, newest=path)
         if self.on_checkpoint is not None and self.on_checkpoint(
                 Checkpoint(step, path, self.run_dir)):
             self.stop_requested = True
@@ -314,13 +315,15 @@ class Trainer:
     def restore(self) -> Path:
         """Load the newest valid checkpoint of ``run_dir`` (older ones on failure, with a
         warning); returns its path. Raises ``UserError`` if none fits this run."""
-        path, state = read_latest(self.checkpoint_dir, self.cfg, self.members,
-                                  self.settings.device)
-        for member in self.members:  # the loop's arrays, and every env's first reset
-            member.reset_envs(self.horizon)
-        self.clock = load_run_state(state, path, self.algo, self.members)
+        def reset() -> None:  # the loop's arrays, and every env's first reset (before each try)
+            for member in self.members:
+                member.reset_envs(self.horizon)
+
+        s = self.settings
+        path, self.clock = restore_latest(self.checkpoint_dir, self.cfg, self.algo, self.members,
+                                          s.device, s.utd * s.num_envs + 1.0, reset)
         self.collector.gather()
-        self.restored = path
+        self.restored = self.good = path
         return path
 
     def check_resume_budget(self) -> None:
@@ -331,4 +334,4 @@ class Trainer:
 
     def last_good_checkpoint_note(self) -> str:
         """Where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``)."""
-        return last_good_note(self.checkpoint_dir)
+        return last_good_note(self.checkpoint_dir, self.good)

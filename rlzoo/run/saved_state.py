@@ -14,6 +14,7 @@ at the top, its counters beside the clock and its warm-up generator in ``rng``;
 
 from __future__ import annotations
 
+import math
 import sys
 import warnings
 from collections.abc import Callable
@@ -25,12 +26,17 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_latest_valid
+from rlzoo.errors import UserError, one_line
+from rlzoo.run.checkpoint import (
+    CheckpointError,
+    list_checkpoints,
+    load_checkpoint,
+    load_latest_valid,
+)
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.signals import AlreadyFinished, NonFiniteError
-from rlzoo.run.state import global_rng_state, restore_global_rng
+from rlzoo.run.state import check_global_rng, global_rng_state, restore_global_rng
 
 STATE_FORMAT = 2  # 1: a single run's parts at the top (read as a group of one)
 
@@ -148,6 +154,120 @@ def read_latest(checkpoint_dir: Path, cfg: DictConfig, members: list[Member],
     return path, state
 
 
+MAX_STEP = 2**53  # env steps: a counter beyond this is no run's
+
+
+def _integer(value: Any, name: str, high: int = MAX_STEP) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise ValueError(f"{name}={value!r} is not an integer in [0, {high:,}]")
+    return value
+
+
+def _number(value: Any, name: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or not 0 <= value <= high:
+        raise ValueError(f"{name}={value!r} is not a finite number in [0, {high:g}]")
+    return float(value)
+
+
+def check_run_state(state: dict[str, Any], seed: int, credit_limit: float) -> None:
+    """Refuse a checkpoint's counters no run could have written, before anything of it is used
+    (``ValueError`` naming the first): ``counters.step`` an integer in ``[0, 2**53]`` equal to
+    the slowest member's ``step``; ``update_credit`` finite in ``[0, credit_limit]`` (updates
+    owed: at most ``utd * num_envs`` plus one); ``wall_time`` finite and non-negative; each
+    member's ``episodes`` at most its ``step``, its ``last_eval`` two finite numbers or none,
+    its replay buffer's ``head`` (transitions ever stored) at most its ``step``; the global
+    generators' states of their sizes (``rlzoo.run.state.check_global_rng``)."""
+    counters = state.get("counters")
+    if not isinstance(counters, dict):
+        raise ValueError("counters is not a mapping")
+    step = _integer(counters.get("step"), "counters.step")
+    _number(counters.get("update_credit"), "counters.update_credit", credit_limit)
+    _number(counters.get("wall_time", 0.0), "counters.wall_time", 1e12)
+    steps = []
+    for k, part in enumerate(saved_members(state, seed)):
+        mine = part.get("counters") if isinstance(part, dict) else None
+        if not isinstance(mine, dict):
+            raise ValueError(f"members.{k}.counters is not a mapping")
+        m_step = _integer(mine.get("step"), f"members.{k}.counters.step")
+        _integer(mine.get("episodes"), f"members.{k}.counters.episodes", m_step)
+        last = mine.get("last_eval")
+        if last is not None and (not isinstance(last, (list, tuple)) or len(last) != 2 or any(
+                isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+                for x in last)):
+            raise ValueError(f"members.{k}.counters.last_eval={last!r} is not two finite numbers")
+        buffer = part.get("buffer")
+        if isinstance(buffer, dict) and "head" in buffer:
+            _integer(buffer["head"], f"members.{k}.buffer.head", m_step)
+        steps.append(m_step)
+    if steps and step != min(steps):
+        raise ValueError(f"counters.step={step} is not the slowest member's step {min(steps)}")
+    check_global_rng(state.get("rng"))
+
+
+def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
+                   members: list[Member], device: torch.device, credit_limit: float,
+                   reset: Callable[[], None]) -> tuple[Path, Clock]:
+    """Put back the newest checkpoint of ``checkpoint_dir`` that loads, is finite, is this
+    run's (:func:`read_latest`'s checks), passes :func:`check_run_state` and every component's
+    own checks while loading; any failure skips it with one ``rlzoo: warning:`` line and tries
+    the previous one (``reset()``, the envs' first reset, runs before each try). Returns the
+    checkpoint and the loop's clock; ``UserError`` if none can be used (a checkpoint of another
+    run: that message)."""
+    found = list_checkpoints(checkpoint_dir)
+    if not found:
+        raise UserError(f"cannot resume: no checkpoint in {checkpoint_dir}; start a new run "
+                        "instead")
+    first: UserError | None = None
+    foreign = 0
+    for path in reversed(found):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                state = load_checkpoint(path, device)
+            bad = nonfinite_entries(state)
+            if bad:
+                raise CheckpointError(f"{path}: NaN or inf in {describe_nonfinite(bad)}")
+            check_owner(path, state, cfg, members)
+            check_run_state(state, members[0].seed, credit_limit)
+            reset()
+            return path, load_run_state(state, path, algo, members)
+        except UserError as err:  # another run's checkpoint
+            first, foreign = first or err, foreign + 1
+            reason = str(err).removeprefix("cannot resume: ")
+        except (Exception, MemoryError) as err:  # noqa: BLE001 - any failure: try the previous
+            reason = one_line(f"{err}" if isinstance(err, CheckpointError)
+                              else f"{path}: {type(err).__name__}: {err}", 300)
+        print(f"rlzoo: warning: skipping {one_line(reason, 300)}; trying the previous "
+              "checkpoint", file=sys.stderr, flush=True)
+    if first is not None and foreign == len(found):
+        raise first
+    raise UserError(f"cannot resume: none of the {len(found)} checkpoints in {checkpoint_dir} "
+                    "can be used (each is named above with its reason); start a new run instead")
+
+
+def check_owner(path: Path, state: dict[str, Any], cfg: DictConfig,
+                members: list[Member]) -> None:
+    """``UserError`` unless ``state`` (of ``path``) is this run's: its algo, env and seeds."""
+    for key, mine in (("algo_name", cfg.algo.name), ("env_name", cfg.env.name)):
+        if state.get(key) != mine:
+            raise UserError(
+                f"cannot resume: {path} was written by {key.split('_')[0]}={state.get(key)}, "
+                f"but this run is {key.split('_')[0]}={mine}; point resume= at its own run dir"
+            )
+    parts = saved_members(state, members[0].seed)
+    if len(parts) != len(members):
+        raise UserError(f"cannot resume: {path} holds {len(parts)} seeds, this run has "
+                        f"{len(members)}; point resume= at its own run dir")
+    saved = [part.get("seed") if isinstance(part, dict) else None for part in parts]
+    if saved != [m.seed for m in members]:
+        raise UserError(
+            f"cannot resume: {path} holds seed{'s' if len(members) > 1 else ''} "
+            f"{', '.join(map(str, saved))}, but this run's config and group.json say "
+            f"{', '.join(str(m.seed) for m in members)}; point resume= at the run dir "
+            "the checkpoint belongs to")
+
+
 def load_run_state(state: dict[str, Any], path: Path, algo: Algorithm,
                    members: list[Member]) -> Clock:
     """Put a checkpoint (:func:`read_latest`) back into ``algo`` and ``members`` (whose envs
@@ -185,8 +305,11 @@ def check_budget(total_steps: int, step: int, restored: Path | None, run_dir: Pa
         )
 
 
-def last_good_note(checkpoint_dir: Path) -> str:
-    """Where a stopped run can go back to, for a NaN/inf message (every checkpoint written is
-    finite, so the newest one in ``checkpoint_dir`` is good)."""
+def last_good_note(checkpoint_dir: Path, good: Path | None = None) -> str:
+    """Where a stopped run can go back to, for a NaN/inf message: ``good`` (the checkpoint this
+    process restored or wrote last; a newer file it skipped as unusable is not good), else the
+    newest in ``checkpoint_dir`` (every checkpoint a run writes is finite)."""
+    if good is not None:
+        return f"the last good checkpoint is {good}"
     found = list_checkpoints(checkpoint_dir)
     return f"the last good checkpoint is {found[-1]}" if found else "no checkpoint was saved"

@@ -28,6 +28,31 @@ def global_rng_state() -> dict[str, Any]:
     return rng
 
 
+def check_global_rng(rng: Any) -> None:
+    """Refuse (``ValueError``) saved global generator states that are not this process's kind
+    and size: torch's a uint8 tensor of ``torch.get_rng_state()``'s size, numpy's an MT19937
+    state of 624 words and a position in ``[0, 624]``, python's ``random.getstate()``'s shape."""
+    if not isinstance(rng, dict):
+        raise ValueError("rng is not a mapping")
+    mine = torch.get_rng_state()
+    saved = rng.get("torch")
+    if not torch.is_tensor(saved) or saved.dtype != torch.uint8 or saved.shape != mine.shape:
+        shape = tuple(saved.shape) if torch.is_tensor(saved) else type(saved).__name__
+        raise ValueError(f"rng.torch {shape} is not a {mine.numel()}-byte generator state")
+    numpy_state = rng.get("numpy")
+    inner = numpy_state.get("state") if isinstance(numpy_state, dict) else None
+    key = inner.get("key") if isinstance(inner, dict) else None
+    pos = inner.get("pos") if isinstance(inner, dict) else None
+    kind = numpy_state.get("bit_generator") if isinstance(numpy_state, dict) else None
+    if kind != "MT19937" or len(np.asarray(key).reshape(-1)) != 624 \
+            or not isinstance(pos, int) or isinstance(pos, bool) or not 0 <= pos <= 624:
+        raise ValueError("rng.numpy is not an MT19937 state of 624 words")
+    python = rng.get("python")
+    if not isinstance(python, (list, tuple)) or len(python) != 3 \
+            or not isinstance(python[1], (list, tuple)) or len(python[1]) != 625:
+        raise ValueError("rng.python is not a random.getstate() of 625 words")
+
+
 def restore_global_rng(rng: dict[str, Any]) -> None:
     """Put back what :func:`global_rng_state` returned (after a checkpoint round trip; a
     checkpoint's ``rng`` may also hold a ``warmup`` generator, the member's to restore)."""
