@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY, run_cli
@@ -78,3 +79,43 @@ def test_every_seed_of_a_warmup_group_is_its_single_run(tmp_path: Path) -> None:
             sorted((tmp_path / f"single-{k}" / "checkpoints").glob("*.pt"))[-1])
         # a seed that reached total_steps before the slowest one stopped there, as alone
         assert_seed_is_single_run(group, k, single)
+
+
+@pytest.mark.parametrize("envs", [1, 3])
+def test_one_merge_for_every_seed_is_each_seeds_own_merge(envs: int) -> None:
+    """``fold_seeds`` (one merge of the observation and reward statistics for all seeds of a
+    group, seed by seed after an episode end or a reset call) leaves every statistic bit for
+    bit where ``fold_collected`` seed after seed leaves it, over steps with and without ends."""
+    from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
+    from rlzoo.run.normalize import fold_collected, fold_seeds
+
+    class Holder(torch.nn.Module):  # what fold_* read of an algorithm
+        normalizes, state_normalizer = True, None
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.obs_normalizer = ObservationNormalizer((2, 3))
+            self.reward_scaler = RewardScaler(envs, 0.99)
+
+    K, rng, cpu = 3, np.random.default_rng(0), torch.device("cpu")
+    one, many = Holder(), Holder()
+    for holder in (one, many):  # stacked as a group's buffers are
+        for name, buf in list(holder.named_buffers()):
+            owner, _, leaf = name.rpartition(".")
+            target = holder.get_submodule(owner) if owner else holder
+            target._buffers[leaf] = torch.stack([buf] * K).clone()
+    grouped = 0
+    for t in range(30):
+        obs = rng.normal(size=(K, envs, 2, 3)).astype(np.float32) * (t + 1)
+        ended = rng.random((K, envs)) < 0.15
+        valid = rng.random((K, envs)) > 0.1
+        last = [{"reward": rng.normal(size=envs).astype(np.float32), "ended": ended[k] & valid[k],
+                 "valid": valid[k]} for k in range(K)]
+        for k in range(K):
+            fold_collected(one, k, obs[k], None, last[k], cpu)
+        fold_seeds(many, list(range(K)), obs, None, last, cpu)
+        grouped += not any(r["ended"].any() for r in last)
+    assert grouped >= 3  # some steps took the one-merge path
+    for (name, a), b in zip(one.state_dict().items(), many.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert not torch.equal(one.obs_normalizer.mean[0], one.obs_normalizer.mean[1])

@@ -44,12 +44,19 @@ def stacked(steps: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("sampling", [Sampling(), Sampling(n_step=3, gamma=0.9),
                                       Sampling(horizon=4, gamma=0.8)], ids=["1", "n3", "h4"])
 @pytest.mark.parametrize("agents", [0, 2])
-def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int) -> None:
+@pytest.mark.parametrize("host", [True, False], ids=["numpy-writes", "device-writes"])
+def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int,
+                                             host: bool) -> None:
     """A group of K seeds fed K streams (capacity small enough that the ring wraps) stores and
-    samples, seed by seed, exactly what K separate buffers do; one sample call, ``[K, B, ...]``."""
+    samples, seed by seed, exactly what K separate buffers do; one sample call, ``[K, B, ...]``.
+    Also through the write path a CUDA replay takes (tensor copies, not numpy views)."""
     seeds = [4, 5, 6]
     extra = {"state_dim": 3, "agent_rewards": agents} if agents else {}
     group = SeedReplay(seeds, 30, (4,), (2,), E, **extra)
+    if not host:
+        group._host = None
+        for buf in group.buffers:
+            buf._host = None
     alone = [ReplayBuffer(30, (4,), (2,), E, seed=s, **extra) for s in seeds]
     streams = [stream(s, agents=agents) for s in seeds]
     for t in range(STEPS):

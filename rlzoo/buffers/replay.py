@@ -138,10 +138,13 @@ class ReplayBuffer:
             put("state", nxt, next_state)
         self.advance(valid)
 
-    def advance(self, valid: np.ndarray) -> None:
+    def advance(self, valid: np.ndarray,
+                write_index: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """The bookkeeping of one stored vector step, once its rows ``ptr`` and ``ptr + 1`` are
         written: the transitions of the row about to be overwritten leave the FIFO (they are
-        the oldest), the envs where ``valid [E]`` push their start, and ``ptr`` moves on."""
+        the oldest), the envs where ``valid [E]`` push their start, and ``ptr`` moves on.
+        Returns the FIFO slots and the starts pushed into them; ``write_index=False`` leaves
+        writing them to ``index`` to the caller (a group writes every seed's at once)."""
         T, E, p = self.rows, self.num_envs, self.ptr
         self.started = True
         nxt = (p + 1) % T
@@ -149,16 +152,17 @@ class ReplayBuffer:
         self.row_count[nxt] = 0
         starts = np.flatnonzero(valid) + p * E
         n = len(starts)
-        if n:
-            slots = (np.arange(self.head, self.head + n) % (T * E))
+        slots = np.arange(self.head, self.head + n) % (T * E)
+        if n and write_index:
             if self._host is not None:
                 self._host["index"][slots] = starts
             else:
                 self.index[torch.as_tensor(slots)] = torch.as_tensor(starts).to(self.device)
-            self.head += n
+        self.head += n
         self.row_count[p] = n
         self.ptr = nxt
         self.filled = max(self.filled, min(p + 2, T))  # rows p and p + 1 (T once the ring wraps)
+        return slots, starts
 
     def _host_views(self) -> dict[str, np.ndarray]:
         """Numpy views of the CPU storage, by field name."""

@@ -114,8 +114,16 @@ class SeedReplay:
         nxt = (p + 1) % self.rows
         put("obs", nxt, next_obs)
         put("state", nxt, next_state)
-        for b, row in zip(bufs, valid):
-            b.advance(row)
+        pushed = [b.advance(row, write_index=False) for b, row in zip(bufs, valid)]
+        TE = self.rows * self.num_envs  # every seed's FIFO entries in one write
+        at = np.concatenate([slots + k * TE for k, (slots, _) in enumerate(pushed)])
+        if at.size:
+            starts = np.concatenate([starts for _, starts in pushed])
+            if self._host is not None:
+                self._host["index"].reshape(-1)[at] = starts
+            else:
+                self.fields["index"].view(-1)[torch.as_tensor(at)] = (
+                    torch.as_tensor(starts).to(self.device))
 
     def _put(self, field: str, row: int, value: Any) -> None:
         """Row ``row`` of every seed's ``field`` (if this replay has it) = ``value [K, E, ...]``."""

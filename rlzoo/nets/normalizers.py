@@ -95,17 +95,33 @@ class RunningMeanStd(nn.Module):
         variance). ``seed``: update that seed's slice of a group.
         """
         mean, var, count = (_slot(t, seed) for t in (self.mean, self.var, self.count))
-        x = x.to(torch.float64)
-        n = x.shape[0]
-        batch_mean = x.mean(dim=0)
-        batch_var = x.var(dim=0, unbiased=False)
-        total = count + n
-        ratio = n / total
-        delta = batch_mean - mean
-        m2 = var * count + batch_var * n + delta.square() * count * ratio
-        mean.add_(delta * ratio)
-        var.copy_(m2 / total)
-        count.copy_(total)
+        _merge(mean, var, count, x, 0)
+
+    @torch.no_grad()
+    def update_seeds(self, x: torch.Tensor) -> None:
+        """Merge every seed's samples at once (a group of K): ``x [K, n, *shape]``, seed k's
+        ``x[k]`` into its own statistics; the arithmetic of ``update(x[k], seed=k)`` for each
+        k, in one pass."""
+        count = self.count.view(self.count.shape[0], *(1 for _ in self.shape))
+        _merge(self.mean, self.var, count, x, 1)
+
+
+def _merge(mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor, x: torch.Tensor,
+           dim: int) -> None:
+    """:meth:`RunningMeanStd.update`'s merge of the samples along ``dim`` of ``x`` into the
+    statistics ``mean``, ``var`` and ``count`` (views, updated in place; ``count`` broadcast
+    against ``mean``)."""
+    x = x.to(torch.float64)
+    n = x.shape[dim]
+    batch_mean = x.mean(dim=dim)
+    batch_var = x.var(dim=dim, unbiased=False)
+    total = count + n
+    ratio = n / total
+    delta = batch_mean - mean
+    m2 = var * count + batch_var * n + delta.square() * count * ratio
+    mean.add_(delta * ratio)
+    var.copy_(m2 / total)
+    count.copy_(total)
 
 
 class ObservationNormalizer(RunningMeanStd):
@@ -212,3 +228,13 @@ class RewardScaler(nn.Module):
         ret[envs] = seen
         self.ret_stats.update(seen, seed)
         ret_max.copy_(torch.maximum(ret_max, seen.abs().max()))
+
+    @torch.no_grad()
+    def update_seeds(self, reward: torch.Tensor, done: torch.Tensor) -> None:
+        """Fold one vector step of every seed of a group at once, every env's step a
+        transition: ``reward`` and ``done`` ``[K, E]``; the arithmetic of
+        ``update(reward[k], done[k], all envs, seed=k)`` for each k, in one pass."""
+        new = self.gamma * (1.0 - done.to(self.ret.dtype)) * self.ret + reward.to(self.ret.dtype)
+        self.ret.copy_(new)
+        self.ret_stats.update_seeds(new)
+        self.ret_max.copy_(torch.maximum(self.ret_max, new.abs().amax(dim=1)))

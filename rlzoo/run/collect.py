@@ -30,7 +30,7 @@ from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.envs.base import SeedEnvs, StepResult
 from rlzoo.run.finite import check_env_output
 from rlzoo.run.member import Member
-from rlzoo.run.normalize import fold_collected, pending
+from rlzoo.run.normalize import fold_seeds, pending
 from rlzoo.run.settings import Settings
 
 
@@ -94,10 +94,9 @@ class Collector:
         live = np.ones(len(steps), dtype=bool) if s.on_policy else steps < s.total_steps
         seeds = np.flatnonzero(live)
         if self.algo.normalizes:  # the statistics take in what the last step collected
-            for k in seeds:
-                m = self.members[k]
-                fold_collected(self.algo, self.axis.slot(int(k)), m.obs, m.env_state,
-                               m.pending, s.device)
+            fold_seeds(self.algo, [self.axis.slot(int(k)) for k in seeds], self.obs[seeds],
+                       None if self.env_state is None else self.env_state[seeds],
+                       [self.members[k].pending for k in seeds], s.device)
         action, pre_tanh = self.choose_actions(live, steps)
         result = self.envs.step(action, seeds)
         # the action first: a policy gone NaN is the cause of the NaN it then gets back
