@@ -210,3 +210,27 @@ def test_alias_bomb_in_config_is_one_line(finished_run: Path, tmp_path: Path,
             else [str(run_dir), "--episodes", "1"])
     proc = run_cli(args, module="rlzoo.train" if command == "resume" else "rlzoo.evaluate")
     assert_user_error(proc, "YAML alias")
+
+
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
+def test_killed_run_with_poisoned_newest_checkpoint_resumes_bit_exact(tmp_path: Path) -> None:
+    """A run stopped at 300 whose newest checkpoint was then damaged (negative head) resumes
+    from 200 and ends exactly as an unbroken 400-step run: the skipped file left no trace."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert run_cli([*PENDULUM, "total_steps=400"], straight).returncode == 0
+    assert run_cli([*PENDULUM, "total_steps=300"], split).returncode == 0
+    newest = list_checkpoints(split / "checkpoints")[-1]
+    state = load_checkpoint(newest)
+    state["members"][0]["buffer"]["head"] = -1
+    torch.save(state, newest)
+    proc = run_cli([f"resume={split}", "total_steps=400"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "from step_0000000200.pt at step 200" in proc.stderr
+    a = load_checkpoint(list_checkpoints(straight / "checkpoints")[-1])
+    b = load_checkpoint(list_checkpoints(split / "checkpoints")[-1])
+    assert a["counters"]["step"] == b["counters"]["step"] == 400
+    assert a["algo"]["modules"].keys() == b["algo"]["modules"].keys()
+    for key, value in a["algo"]["modules"].items():
+        assert torch.equal(value, b["algo"]["modules"][key]), key
+    assert torch.equal(a["members"][0]["buffer"]["tensors"]["obs"],
+                       b["members"][0]["buffer"]["tensors"]["obs"])

@@ -219,14 +219,23 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
         raise UserError(f"cannot resume: no checkpoint in {checkpoint_dir}; start a new run "
                         "instead")
     first: UserError | None = None
-    foreign = 0
+    foreign = unreadable = poisoned = 0
     for path in reversed(found):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 state = load_checkpoint(path, device)
+        except (Exception, MemoryError) as err:  # noqa: BLE001 - any failure: try the previous
+            unreadable += 1
+            reason = f"{err}" if isinstance(err, CheckpointError) \
+                else f"{path}: {type(err).__name__}: {err}"
+            print(f"rlzoo: warning: skipping {one_line(reason, 300)}; trying the previous "
+                  "checkpoint", file=sys.stderr, flush=True)
+            continue
+        try:
             bad = nonfinite_entries(state)
             if bad:
+                poisoned += 1
                 raise CheckpointError(f"{path}: NaN or inf in {describe_nonfinite(bad)}")
             check_owner(path, state, cfg, members)
             check_run_state(state, members[0].seed, credit_limit)
@@ -242,8 +251,11 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
               "checkpoint", file=sys.stderr, flush=True)
     if first is not None and foreign == len(found):
         raise first
+    checked = len(found) - unreadable - poisoned - foreign
     raise UserError(f"cannot resume: none of the {len(found)} checkpoints in {checkpoint_dir} "
-                    "can be used (each is named above with its reason); start a new run instead")
+                    f"can be used ({unreadable} unreadable, {poisoned} holding NaN or inf, "
+                    f"{foreign} of another run, {checked} failing their checks; each is named "
+                    "above with its reason); start a new run instead")
 
 
 def check_owner(path: Path, state: dict[str, Any], cfg: DictConfig,
