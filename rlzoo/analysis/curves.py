@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rlzoo.analysis.messages import note
-from rlzoo.analysis.runs import EVENT_PREFIX, FinishedRun
+from rlzoo.analysis.runs import EVENT_PREFIX, RETURN_LIMIT, STEP_LIMIT, FinishedRun
 
 CURVE_TAG = "eval/return"
 """The scalar tag plotted by default (``--tag``)."""
@@ -22,7 +23,14 @@ SCALARS_CSV = "eval.csv"
 """A run dir's scalars as CSV, for run dirs kept without TensorBoard events (the raw results under
 ``results/``, runs of other libraries): a header ``step,<tag>,<tag>,...`` (e.g.
 ``step,eval/return,eval/return_std``), then one row per step, steps in env steps, an empty cell
-where a tag has no value at that step. Written by :func:`write_scalars_csv`."""
+where a tag has no value at that step, steps rising (no step twice), every value finite.
+Written by :func:`write_scalars_csv`; :func:`read_scalars_csv` refuses a file that breaks this."""
+
+CSV_BYTES_LIMIT = 64 * 2**20
+"""The largest :data:`SCALARS_CSV` (or ``train.csv``) read, in bytes: a 1M-step run logging
+every 100 steps writes about 1 MiB; a larger file is refused before it is read."""
+
+_STEP = re.compile(r"[0-9]{1,19}")  # a step cell: a plain non-negative integer
 
 
 @dataclass
@@ -93,26 +101,62 @@ def read_scalars_csv(path: Path, tags: set[str] | None = None) -> dict[str, dict
     """``{tag: {step: value}}`` from a file in the :data:`SCALARS_CSV` format (``tags``: only
     these; default all); empty cells are skipped.
 
-    Raises ValueError with a short reason when the file is not in that format.
+    The file is refused, with a ValueError whose message names it (its path, the line and what
+    is wrong), when it is larger than :data:`CSV_BYTES_LIMIT`, lacks the ``step`` header, has a
+    row of another width, a step that is not a plain integer in ``[0, STEP_LIMIT]`` or not
+    above the row before it (a repeated or out-of-order row), a cell that is not a number or is
+    not finite, or a return (a tag starting with ``eval/return``) whose magnitude is above
+    :data:`~rlzoo.analysis.runs.RETURN_LIMIT`. Every cell is checked, not only those of ``tags``.
     """
     out: dict[str, dict[int, float]] = {}
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header or header[0] != "step":
-            raise ValueError(f"{path.name} does not start with a 'step' column")
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise ValueError(f"{path.name} line {line} has {len(row)} cells, not {len(header)}")
-            try:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror})") from None
+    if size > CSV_BYTES_LIMIT:
+        raise ValueError(f"{path}: {size:,} bytes, above the {CSV_BYTES_LIMIT:,} a curve may have")
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if not header or header[0] != "step":
+                raise ValueError(f"{path}: does not start with a 'step' column")
+            previous: tuple[int, int] | None = None  # (line, step)
+            for line, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise ValueError(f"{path} line {line}: {len(row)} cells, not {len(header)}")
+                if not _STEP.fullmatch(row[0]) or int(row[0]) > STEP_LIMIT:
+                    raise ValueError(f"{path} line {line}: step {row[0][:20]!r} is not an "
+                                     f"integer from 0 to {STEP_LIMIT:,}")
                 step = int(row[0])
+                if previous is not None and step <= previous[1]:
+                    word = "repeats" if step == previous[1] else "comes after"
+                    raise ValueError(f"{path} line {line}: step {step:,} {word} line "
+                                     f"{previous[0]}'s step {previous[1]:,} (steps must rise)")
+                previous = (line, step)
                 for tag, cell in zip(header[1:], row[1:]):
-                    if cell != "" and (tags is None or tag in tags):
-                        out.setdefault(tag, {})[step] = float(cell)
-            except ValueError:
-                raise ValueError(f"{path.name} line {line} is not numeric") from None
+                    if cell == "":
+                        continue
+                    try:
+                        value = float(cell)
+                    except ValueError:
+                        raise ValueError(f"{path} line {line}: {tag} {cell[:20]!r} is not a "
+                                         "number") from None
+                    if not math.isfinite(value):
+                        raise ValueError(f"{path} line {line}: {tag} is {value}")
+                    if tag.startswith(CURVE_TAG) and abs(value) > RETURN_LIMIT:
+                        raise ValueError(f"{path} line {line}: {tag} {value:.3g} is beyond "
+                                         f"+-{RETURN_LIMIT:,.0f}, no episode return")
+                    if tags is None or tag in tags:
+                        out.setdefault(tag, {})[step] = value
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:  # a folder, a file gone or unreadable since its stat
+        raise ValueError(f"{path}: cannot read it ({exc.strerror})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: not CSV ({exc})") from None
     return out
 
 

@@ -20,6 +20,20 @@ from rlzoo.analysis.config import flatten_config, normalize
 from rlzoo.analysis.messages import note
 
 SUMMARY_FILE = "summary.json"
+SUMMARY_BYTES_LIMIT = 2**20
+"""The largest summary.json read, in bytes (the trainer's are under 1 KiB)."""
+
+RETURN_LIMIT = 1e6
+"""The largest magnitude of an episode return that a run dir's files may hold (summary.json's
+``final_eval_return``, eval.csv's ``eval/return``): a value beyond it is refused as a corrupt or
+edited file, never averaged. Declared once, for rlzoo.compare and the results page alike; no
+task rlzoo ships comes near it (the best published MuJoCo returns at 1M steps are below 2e4,
+MPE's and MaMuJoCo's at these budgets below 1e4 in magnitude), so it only catches garbage
+(``1e308``). A user's env whose returns pass it cannot be compared with these tools."""
+
+STEP_LIMIT = 10**12
+"""The largest env step a run dir's files may name (summary.json's ``total_steps``, eval.csv's
+steps): far beyond any run, and exact in both int64 and float64."""
 EVENT_PREFIX = "events.out.tfevents."
 # Subfolders of a run dir that never hold runs; not descended into.
 _SKIP_DIRS = {"checkpoints", ".hydra", "videos", "__pycache__"}
@@ -55,24 +69,38 @@ def read_summary(run_dir: Path) -> FinishedRun:
 
     The returned run has no config yet (:func:`read_config` reads it).
     """
+    path = run_dir / SUMMARY_FILE
     try:
-        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"unreadable {SUMMARY_FILE} ({exc})") from None
+        size = path.stat().st_size
+        if size > SUMMARY_BYTES_LIMIT:
+            raise ValueError(f"{SUMMARY_FILE} has {size:,} bytes, above the "
+                             f"{SUMMARY_BYTES_LIMIT:,} read")
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        reason = "empty" if isinstance(exc, json.JSONDecodeError) and not exc.doc.strip() else exc
+        raise ValueError(f"unreadable {SUMMARY_FILE} ({reason})") from None
     if not isinstance(summary, dict):
         raise ValueError(f"{SUMMARY_FILE} is not a JSON object")
     missing = [k for k in ("algo", "env", "seed", "final_eval_return") if k not in summary]
     if missing:
         raise ValueError(f"{SUMMARY_FILE} lacks {', '.join(missing)}")
+    if isinstance(summary["final_eval_return"], bool | str):  # float() would take them
+        raise ValueError(f"{SUMMARY_FILE}'s final_eval_return is not a number")
     try:
         final = float(summary["final_eval_return"])
         seed = int(summary["seed"])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{SUMMARY_FILE} has a non-numeric seed or final_eval_return") from None
-    if not math.isfinite(final):
-        raise ValueError(f"final_eval_return is {final}")
+    if not math.isfinite(final) or abs(final) > RETURN_LIMIT:
+        raise ValueError(f"{SUMMARY_FILE}'s final_eval_return is {final:.6g}, not a finite "
+                         f"return within +-{RETURN_LIMIT:,.0f}")
     steps = summary.get("total_steps")
-    total_steps = int(steps) if isinstance(steps, int | float) and math.isfinite(steps) else None
+    total_steps = None
+    if steps is not None:
+        if not isinstance(steps, int) or isinstance(steps, bool) or not 0 <= steps <= STEP_LIMIT:
+            raise ValueError(f"{SUMMARY_FILE}'s total_steps {str(steps)[:20]} is not an "
+                             f"integer from 0 to {STEP_LIMIT:,}")
+        total_steps = steps
     return FinishedRun(
         run_dir, str(summary["env"]), str(summary["algo"]), seed, final, summary, total_steps
     )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlzoo.reproduce.console import say
+from rlzoo.reproduce.console import fail, say
 from rlzoo.reproduce.files import (
     PROFILE_GLOB,
     PROVENANCE_FILE,
@@ -27,6 +27,7 @@ from rlzoo.reproduce.files import (
     repo_relative,
     write_text_atomic,
 )
+from rlzoo.reproduce.page.checks import BadResults, check_results
 from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, aggregate_task_sets
 from rlzoo.reproduce.page.figures import plot_profile, plot_published, published_figure
 from rlzoo.reproduce.page.render import render_page
@@ -115,12 +116,17 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
         root = plan.results / plan.suite.name
         record_status(plan, outcomes, root / STATUS_FILE)
         say(f"exported {cells} finished cells ({written} run dirs written) to {root}")
-        runs = find_runs([root]) if root.is_dir() else []
-        if runs:
-            compare_and_draw(plan, runs, root / REPORT_DIR)
-            say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
         on_page = plan.suite.name in PAGE_SUITES
-        write_page(plan.results, plan.page, PAGE_SUITES if on_page else [plan.suite.name])
+        suites = PAGE_SUITES if on_page else [plan.suite.name]
+        try:  # before rlzoo.compare and the figures read them: a bad file stops the report
+            check_results(plan.results, [SUITES[s] for s in suites])
+            runs = find_runs([root]) if root.is_dir() else []
+            if runs:
+                compare_and_draw(plan, runs, root / REPORT_DIR)
+                say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
+            write_page(plan.results, plan.page, suites)
+        except BadResults as err:  # the page and report stay as they were
+            fail(f"{err}")
         say(f"wrote {plan.page}")
     finally:
         lock.release()

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rlzoo.reproduce.page.checks import check_results
 from rlzoo.reproduce.page.data import SuiteData
 from rlzoo.reproduce.page.headline import headline_lines, seed_lines
 from rlzoo.reproduce.page.method import method_lines
@@ -40,7 +41,10 @@ def render_page(results: Path, page_dir: Path, suites: Sequence[Suite],
                 leads: dict[str, str] | None = None) -> str:
     """The page's text from ``results`` for a page in ``page_dir`` (its links are relative to
     it): the headline of each suite with headline budgets, the per-seed values, the method, each
-    suite in detail (``leads``: a suite's first sentence), the sources."""
+    suite in detail (``leads``: a suite's first sentence), the sources. Every run dir read is
+    checked first (:func:`check_results`): a bad file raises :class:`BadResults` naming it, and
+    nothing of the page is written."""
+    check_results(results, suites)
     with curves_read_once():
         tests = Tests()
         data = [SuiteData.read(s, results) for s in suites]
