@@ -201,8 +201,15 @@ class SeedEnvs:
         """Step the envs of the seeds ``seeds`` (``[n]`` indices, in order) with
         ``action [n, E, *act_shape]``; returns one :class:`StepResult` whose arrays are
         ``[n, E, ...]``, row i being seed ``seeds[i]``'s (the other seeds' envs are left as
-        they are)."""
-        results = [self.envs[k].step(action[i]) for i, k in enumerate(seeds)]
+        they are). Envs in worker processes (``step_async``/``step_wait``) of every seed step
+        at the same time."""
+        chosen = [self.envs[k] for k in seeds]
+        if all(hasattr(env, "step_async") for env in chosen):  # env workers: all at once
+            for i, env in enumerate(chosen):
+                env.step_async(action[i])  # type: ignore[attr-defined]
+            results = [env.step_wait() for env in chosen]  # type: ignore[attr-defined]
+        else:
+            results = [env.step(action[i]) for i, env in enumerate(chosen)]
         first = results[0]
 
         def stack(name: str) -> np.ndarray | None:

@@ -17,7 +17,13 @@ from rlzoo.buffers.rollout import SeedRollouts
 from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel
-from rlzoo.run.build import build_algorithm, check_spec, env_spec, make_env, make_storage
+from rlzoo.run.build import (
+    build_algorithm,
+    check_spec,
+    env_spec,
+    make_storage,
+    make_train_env,
+)
 from rlzoo.run.member import Member
 from rlzoo.run.normalize import check_observations
 from rlzoo.run.settings import Settings
@@ -65,7 +71,7 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             member_cfg = with_seed(cfg, seed)
             if k:
                 seed_everything(seed)  # each seed's weights start as its single run's
-            env = make_env(member_cfg, s.num_envs, seed)
+            env = make_train_env(member_cfg, s, seed)
             members.append(Member(seed, member_cfg, member_dir, env, None,  # type: ignore[arg-type]
                                   np.random.default_rng(seed)))
             spec = env_spec(env)

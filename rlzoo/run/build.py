@@ -27,6 +27,7 @@ from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.mpe_batched import BatchedMPE
 from rlzoo.envs.pettingzoo import make_multi_agent_env
+from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import LOOP_KEYS, Settings
@@ -119,6 +120,15 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         )
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
+
+
+def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
+    """A seed's training envs: :func:`make_env`'s, in ``s.env_workers`` worker processes when
+    that is above 0 (same seeds, same numbers; rlzoo.envs.workers)."""
+    if s.env_workers == 0:
+        return make_env(cfg, s.num_envs, seed)
+    return WorkerVecEnv(lambda n, first: make_env(cfg, n, first), s.num_envs, seed,
+                        s.env_workers, timeout=s.env_timeout_s)
 
 
 def env_spec(env: VecEnv) -> EnvSpec:

@@ -72,6 +72,8 @@ class Settings:
     rollout_steps: int = 0  # on-policy only
     seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
     torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
+    env_workers: int = 0  # processes stepping the training envs (0: in this process)
+    env_timeout_s: float = 60.0  # seconds an env worker may take per request before it is hung
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -91,6 +93,15 @@ def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None)
         raise UserError(f"{key} must be <= {maximum}, got {value}; choose a value in "
                         f"[{minimum}, {maximum}]")
     return value
+
+
+def env_timeout(cfg: DictConfig) -> float:
+    """``env_timeout_s`` (seconds, > 0; 60 for run dirs written before it existed)."""
+    value = cfg.get("env_timeout_s", 60.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
+        raise UserError(f"env_timeout_s must be a number of seconds in (0, 1e6), got {value!r}; "
+                        "e.g. env_timeout_s=60")
+    return float(value)
 
 
 def seed_range(cfg: DictConfig) -> tuple[int, int]:
@@ -171,6 +182,8 @@ def read_settings(cfg: DictConfig) -> Settings:
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
         num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),
+        env_workers=int_key(cfg, "env_workers", 0, MAX_NUM_ENVS) if "env_workers" in cfg else 0,
+        env_timeout_s=env_timeout(cfg),
         eval_every=int_key(cfg, "eval.every", 0),
         eval_episodes=int_key(cfg, "eval.episodes", 1, MAX_EVAL_EPISODES),
         checkpoint_every=int_key(cfg, "checkpoint.every", 0),

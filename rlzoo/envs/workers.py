@@ -1,0 +1,262 @@
+"""A run's envs stepped in worker processes (``env_workers=W``): the same envs, the same seeds,
+the same numbers, W cores.
+
+:class:`WorkerVecEnv` splits ``num_envs`` envs into ``W`` contiguous slices; worker ``w`` builds its
+slice as an ordinary in-process :class:`~rlzoo.envs.base.VecEnv` of ``n_w`` envs seeded
+``seed + start_w`` (so env ``e`` gets ``seed + e``, as in one process) and steps it on request.
+Actions and observations go through shared memory (``[E, *act_shape]`` float32 and
+``[E, *obs_shape]`` float32); one message per worker and vector step carries the rest (rewards,
+flags, global state). :meth:`step_async` / :meth:`step_wait` let several such envs (a seed
+group's) step at once. A run with workers is bit-identical to the same run stepped in turn: each
+env runs the same code on the same seed, only in another process.
+
+Failure: a worker that dies, or answers nothing for ``timeout`` seconds, raises
+:class:`EnvWorkerError` (one line: which worker, its exit code, what to do); the run then ends
+and its last good checkpoint stays as it was. Workers ignore Ctrl-C and SIGTERM (the trainer
+catches them and checkpoints, which needs the workers' env states) and are killed with their
+parent (Linux ``PR_SET_PDEATHSIG``), so none outlives the run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rlzoo.envs.base import StepResult, VecEnv
+from rlzoo.errors import UserError
+
+__all__ = ["EnvWorkerError", "WorkerVecEnv"]
+
+MakeEnv = Callable[[int, int], VecEnv]  # (num_envs, seed) -> an in-process VecEnv
+
+
+class EnvWorkerError(UserError):
+    """An env worker died or hung; the run ends with its last good checkpoint."""
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no orphans after a SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:  # pragma: no cover - no libc: daemon processes still end with a clean exit
+            pass
+
+
+def _serve(make: MakeEnv, n: int, seed: int, conn: Any, obs_buf: Any, act_buf: Any,
+           start: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...], total: int) -> None:
+    """A worker: build envs ``start .. start + n - 1`` and answer the parent's requests."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(total, *obs_shape)[start:start + n]
+    act = np.frombuffer(act_buf, dtype=np.float32).reshape(total, *act_shape)[start:start + n]
+    env = make(n, seed)
+    while True:
+        try:
+            cmd, arg = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            if cmd == "step":
+                r = env.step(act.copy(), active=arg)
+                obs[:] = r.obs
+                conn.send(("ok", (r.reward, r.terminated, r.truncated, r.reset_step, r.state,
+                                  r.agent_reward)))
+            elif cmd == "reset":
+                o, s = env.reset(seed=arg)
+                obs[:] = o
+                conn.send(("ok", s))
+            elif cmd == "get_state":
+                conn.send(("ok", env.get_state()))
+            elif cmd == "set_state":
+                env.set_state(arg)
+                conn.send(("ok", None))
+            elif cmd == "close":
+                env.close()
+                conn.send(("ok", None))
+                return
+        except Exception as err:  # noqa: BLE001 - reported in the parent, in one line
+            conn.send(("error", f"{type(err).__name__}: {err}"))
+
+
+class WorkerVecEnv(VecEnv):
+    """``num_envs`` envs in ``workers`` processes behind the :class:`VecEnv` contract.
+
+    Args:
+        make: ``make(n, seed)`` builds an in-process vector env of ``n`` envs, env ``i`` seeded
+            ``seed + i`` (e.g. ``lambda n, s: SingleAgentVecEnv("Hopper-v5", n, s)``).
+        num_envs: E, split into ``workers`` contiguous slices (at most E workers are started).
+        seed: env ``e``'s seed is ``seed + e``, as in one process.
+        workers: W >= 1.
+        timeout: seconds a worker may take to answer one request before it counts as hung.
+    """
+
+    def __init__(self, make: MakeEnv, num_envs: int, seed: int, workers: int,
+                 timeout: float = 60.0) -> None:
+        if int(workers) < 1:
+            raise ValueError(f"env_workers must be >= 1 to use workers, got {workers}")
+        self._probe = make(1, seed)  # the spec: shapes, bounds, masks, adapter attributes
+        for name in ("obs_shape", "act_shape", "n_agents", "state_dim", "act_mask",
+                     "action_low", "action_high"):
+            setattr(self, name, getattr(self._probe, name))
+        self._start(num_envs, seed)
+        self.timeout = float(timeout)
+        W = min(int(workers), self.num_envs)
+        bounds = np.linspace(0, self.num_envs, W + 1).round().astype(int)
+        self._slices = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        ctx = mp.get_context("fork")
+        E = self.num_envs
+        obs_buf = ctx.RawArray("f", int(E * np.prod(self.obs_shape)))
+        act_buf = ctx.RawArray("f", int(E * np.prod(self.act_shape)))
+        self._obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(E, *self.obs_shape)
+        self._act = np.frombuffer(act_buf, dtype=np.float32).reshape(E, *self.act_shape)
+        self._conns, self._procs = [], []
+        for a, b in self._slices:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_serve, daemon=True, name=f"rlzoo-env-{a}-{b}",
+                               args=(make, b - a, int(seed) + a, child, obs_buf, act_buf, a,
+                                     self.obs_shape, self.act_shape, E))
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+        self._waiting = False
+
+    def __getattr__(self, name: str) -> Any:
+        """Adapter attributes (``obs_mask``, ``max_episode_steps``, ``agent_ids``, ...) from the
+        in-process probe env."""
+        if name.startswith("__") or name == "_probe":
+            raise AttributeError(name)
+        return getattr(self._probe, name)
+
+    # ------------------------------------------------------------------ the contract
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Reset every env (env ``e`` seeded ``seed + e``; see :meth:`VecEnv.reset`)."""
+        self._send_all(lambda a: ("reset", None if seed is None else int(seed) + a))
+        states = self._recv_all()
+        self._seeded = True
+        self._needs_reset[:] = False
+        state = np.concatenate(states) if self.state_dim else None
+        return self._obs.copy(), state
+
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
+        """Step every env (or those where ``active``): :meth:`step_async` then :meth:`step_wait`."""
+        self.step_async(action, active)
+        return self.step_wait()
+
+    def step_async(self, action: np.ndarray, active: np.ndarray | None = None) -> None:
+        """Hand ``action [E, *act_shape]`` (clipped to ``[-1, 1]`` as every backend does) to the
+        workers and return at once; :meth:`step_wait` collects the step."""
+        if not self._seeded:
+            raise RuntimeError("call reset() before step()")
+        self._act[:] = np.clip(np.asarray(action, dtype=np.float32), -1.0, 1.0)
+        self._send_all(lambda a: ("step", None if active is None else
+                                  np.asarray(active)[a:a + self._size(a)].copy()))
+        self._waiting = True
+
+    def step_wait(self) -> StepResult:
+        """The step started by :meth:`step_async`, as :meth:`VecEnv.step` returns it."""
+        parts = self._recv_all()
+        self._waiting = False
+
+        def cat(i: int) -> np.ndarray | None:
+            return None if parts[0][i] is None else np.concatenate([p[i] for p in parts])
+
+        result = StepResult(self._obs.copy(), cat(0), cat(1), cat(2), cat(3),  # type: ignore[arg-type]
+                            state=cat(4), agent_reward=cat(5))
+        self._needs_reset = result.terminated | result.truncated
+        return result
+
+    def get_state(self) -> dict[str, Any]:
+        """Each worker's env state, in slice order (see the in-process adapter's)."""
+        self._send_all(lambda a: ("get_state", None))
+        return {"workers": self._recv_all(), "slices": [list(s) for s in self._slices],
+                "seeded": self._seeded, "seed": self._seed}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`get_state`'s result; the saved split into workers must be this one."""
+        if not isinstance(state, dict) or "workers" not in state:
+            raise ValueError("the saved env state was taken without env_workers; resume with "
+                             "the env_workers the run was started with")
+        slices = [tuple(int(x) for x in s) for s in state["slices"]]
+        if slices != self._slices:
+            raise ValueError(f"the saved env state was split over workers {slices}, this run "
+                             f"over {self._slices}: resume with the same env_workers")
+        self._send_all(lambda a: ("set_state", state["workers"][self._index(a)]))
+        self._recv_all()
+        self._seed, self._seeded = int(state["seed"]), bool(state["seeded"])
+
+    def render_env(self, e: int = 0) -> Any:
+        raise NotImplementedError("envs in worker processes do not render; use env_workers=0")
+
+    def close(self) -> None:
+        """Stop the workers (a hung one is killed)."""
+        for conn, proc in zip(self._conns, self._procs, strict=True):
+            try:
+                if proc.is_alive() and not self._waiting:
+                    conn.send(("close", None))
+                    if conn.poll(5.0):
+                        conn.recv()
+            except (OSError, EOFError, BrokenPipeError):
+                pass
+            proc.join(timeout=5.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+            conn.close()
+        self._probe.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        for proc in getattr(self, "_procs", []):
+            if proc.is_alive():
+                proc.kill()
+
+    # ------------------------------------------------------------------ plumbing
+    def _size(self, start: int) -> int:
+        return dict(self._slices)[start] - start
+
+    def _index(self, start: int) -> int:
+        return [a for a, _ in self._slices].index(start)
+
+    def _send_all(self, message: Callable[[int], tuple[str, Any]]) -> None:
+        for w, ((a, _), conn) in enumerate(zip(self._slices, self._conns, strict=True)):
+            try:
+                conn.send(message(a))
+            except (OSError, BrokenPipeError):
+                self._fail(w, "died")
+
+    def _recv_all(self) -> list[Any]:
+        out = []
+        for w, conn in enumerate(self._conns):
+            try:
+                if not conn.poll(self.timeout):
+                    self._fail(w, f"answered nothing for {self.timeout:g} s (hung)")
+                status, value = conn.recv()
+            except (EOFError, OSError):
+                self._fail(w, "died")
+            if status == "error":
+                self._fail(w, f"failed: {value}")
+            out.append(value)
+        return out
+
+    def _fail(self, w: int, what: str) -> None:
+        proc = self._procs[w]
+        if proc.is_alive() and "hung" in what:
+            proc.kill()
+        proc.join(timeout=1.0)
+        code = proc.exitcode
+        a, b = self._slices[w]
+        for other in self._procs:
+            if other.is_alive():
+                other.kill()
+        raise EnvWorkerError(
+            f"env worker {w} (envs {a}-{b - 1}, pid {proc.pid}, exit code {code}) {what}; "
+            "the run stops here and its last checkpoint is kept: resume=RUN_DIR continues from it"
+        )
