@@ -570,3 +570,32 @@ def test_a_setting_older_runs_lack_is_no_difference_at_its_default(
     write_composed_run(runs / "new", [*PLAIN, "critic=ensemble", *newer], 0, -90.0)
     data, _ = _compare(capsys, tmp_path, tmp_path / "out")
     assert list(data["results"]["Pendulum"]) == ["sac", label]
+
+
+@pytest.mark.parametrize("net_first", [False, True])
+def test_groups_that_differ_only_in_a_config_group_are_labelled_by_its_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], net_first: bool,
+) -> None:
+    # net= writes keys outside a `net` node (algo.actor.network, critic.network) that plain runs
+    # lack; runs are found in path order, so the two orders of discovery are both tried
+    runs = tmp_path / "runs"
+    first, second = ("b", "a") if net_first else ("a", "b")
+    for seed in (0, 1):
+        write_composed_run(runs / f"{first}{seed}", PLAIN, seed, -150.0)
+        write_composed_run(runs / f"{second}{seed}", [*PLAIN, "net=simbav2"], seed, -100.0)
+        write_composed_run(runs / f"c{seed}", [*PLAIN, "net=simbav2", "total_steps=3000"],
+                           seed, -500.0)
+        write_composed_run(runs / f"d{seed}", ["algo=simbav2", "env=Pendulum", "net=mlp"],
+                           seed, -300.0)
+    write_composed_run(runs / "e0", ["algo=simbav2", "env=Pendulum"], 0, -90.0)
+    data, proc = _compare(capsys, tmp_path, tmp_path / "out")
+    results = data["results"]["Pendulum"]
+    assert list(results) == [
+        "sac", "sac net=simbav2", "sac net=simbav2 total_steps=3000", "simbav2", "simbav2 net=mlp"
+    ]
+    assert sorted(results["sac"]["final_eval_returns"]) == [-150.0, -150.0]
+    assert sorted(results["sac net=simbav2"]["final_eval_returns"]) == [-100.0, -100.0]
+    assert results["sac net=simbav2"]["differs_by"] == {"net": "simbav2"}
+    assert results["simbav2 net=mlp"]["final_eval_returns"] == [-300.0, -300.0]
+    assert "[2]" not in proc.stdout + proc.stderr  # never the fallback for a clash
+    assert not any(label.startswith(("sac family", "sac algo_")) for label in results)
