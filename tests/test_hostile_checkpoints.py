@@ -234,3 +234,46 @@ def test_killed_run_with_poisoned_newest_checkpoint_resumes_bit_exact(tmp_path: 
         assert torch.equal(value, b["algo"]["modules"][key]), key
     assert torch.equal(a["members"][0]["buffer"]["tensors"]["obs"],
                        b["members"][0]["buffer"]["tensors"]["obs"])
+
+
+def test_wrapper_fields_go_back_only_where_the_env_holds_them() -> None:
+    """A fresh, never-reset env's TimeLimit holds ``_elapsed_steps=None`` (gymnasium sets it on
+    reset): a checkpoint's int goes back there. A field the env does not have, a changed
+    ``_max_episode_steps``, a field on a layer that does not own it, a negative count or a value
+    of another type are refused before anything is set."""
+    import gymnasium as gym
+
+    from rlzoo.envs.snapshot import get_wrapper_state, set_wrapper_state
+
+    def fresh() -> Any:
+        return gym.make("Pendulum-v1", max_episode_steps=10)
+
+    env = fresh()
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    saved = get_wrapper_state(env)
+    assert saved[:2] == [{"_elapsed_steps": 3}, {"_has_reset": True}]
+    target = fresh()
+    assert get_wrapper_state(target)[0] == {"_elapsed_steps": None}
+    set_wrapper_state(target, saved)
+    assert get_wrapper_state(target) == saved
+    del vars(target)["_elapsed_steps"]  # a TimeLimit that creates it lazily
+    set_wrapper_state(target, saved)
+    assert target._elapsed_steps == 3
+    for layer, fields, match in [
+        (0, {"_max_episode_steps": 3}, "_max_episode_steps=3 is not one"),
+        (0, {"_elapsed_steps": -1}, "negative"),
+        (0, {"_elapsed_steps": True}, "is not one this TimeLimit has"),
+        (0, {"_elapsed_steps": 2.0}, "is not one this TimeLimit has"),
+        (1, {"_elapsed_steps": 3}, "is not one this OrderEnforcing has"),
+        (1, {"_has_reset": 1}, "is not one this OrderEnforcing has"),
+        (2, {"_has_reset": True}, "is not one this PassiveEnvChecker has"),
+        (3, {"_counter": 3}, "is not one this PendulumEnv has"),
+    ]:
+        bad = [{} for _ in saved]
+        bad[layer] = fields
+        target = fresh()
+        with pytest.raises(ValueError, match=match):
+            set_wrapper_state(target, bad)
+        assert get_wrapper_state(target)[:2] == [{"_elapsed_steps": None}, {"_has_reset": False}]

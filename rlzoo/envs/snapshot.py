@@ -33,6 +33,13 @@ import numpy as np
 
 MUJOCO_DERIVED_FIELDS = ("xpos", "xipos")
 WRAPPER_FIELDS = ("_elapsed_steps", "_has_reset")
+# each wrapper field's type and the gymnasium wrapper that owns it: a fresh, never-reset env may
+# hold None there (TimeLimit's _elapsed_steps until its first reset) while a checkpoint holds
+# a value of this type
+WRAPPER_FIELD_TYPES: dict[str, tuple[type, type]] = {
+    "_elapsed_steps": (int, gym.wrappers.TimeLimit),
+    "_has_reset": (bool, gym.wrappers.OrderEnforcing),
+}
 SCALAR_TAG = "__numpy_scalar__"
 
 
@@ -106,18 +113,31 @@ def get_wrapper_state(env: Any) -> list[dict[str, Any]]:
             for layer in wrapper_chain(env)]
 
 
+def _check_wrapper_field(layer: Any, key: str, value: Any) -> None:
+    """``ValueError`` unless ``value`` may be put back as ``layer.<key>``: ``key`` is one of
+    :data:`WRAPPER_FIELDS` and the layer already holds it with a value of the same type, or
+    holds ``None`` (or, on the gymnasium wrapper that owns the field, nothing yet: a fresh,
+    never-reset ``TimeLimit`` holds ``_elapsed_steps=None``) while the saved value has the
+    field's type (:data:`WRAPPER_FIELD_TYPES`); a saved int must be >= 0."""
+    mine = vars(layer).get(key, _SKIP)
+    kind, owner = WRAPPER_FIELD_TYPES.get(key, (None, None))
+    lazy = mine is None or (mine is _SKIP and owner is not None and isinstance(layer, owner))
+    if key not in WRAPPER_FIELDS or not (
+            (mine is not _SKIP and type(value) is type(mine))
+            or (lazy and type(value) is kind)):
+        raise ValueError(f"saved env wrapper field {key}={value!r} is not one this "
+                         f"{type(layer).__name__} has")
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"saved env wrapper field {key}={value} is negative")
+
+
 def set_wrapper_state(env: Any, saved: list[dict[str, Any]]) -> None:
-    """Put back :func:`get_wrapper_state`; only :data:`WRAPPER_FIELDS` a layer already has, of
-    the same type (``ValueError`` before anything is set): a saved ``_max_episode_steps`` would
-    change the env, not continue it."""
+    """Put back :func:`get_wrapper_state`; only :data:`WRAPPER_FIELDS` a layer already has (or
+    creates lazily), of their type (:func:`_check_wrapper_field`; ``ValueError`` before anything
+    is set): a saved ``_max_episode_steps`` would change the env, not continue it."""
     for layer, fields in zip(wrapper_chain(env), saved, strict=True):
         for key, value in fields.items():
-            mine = vars(layer).get(key, _SKIP)
-            if key not in WRAPPER_FIELDS or mine is _SKIP or type(value) is not type(mine):
-                raise ValueError(f"saved env wrapper field {key}={value!r} is not one this "
-                                 f"{type(layer).__name__} has")
-            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-                raise ValueError(f"saved env wrapper field {key}={value} is negative")
+            _check_wrapper_field(layer, key, value)
     for layer, fields in zip(wrapper_chain(env), saved, strict=True):
         for key, value in fields.items():
             setattr(layer, key, value)
