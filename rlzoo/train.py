@@ -39,7 +39,6 @@ from rlzoo.launch.claim import claim_run_dir
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import REBUILD_OPTION, parse_rebuild, parse_trust, prepare_resume
 from rlzoo.run.group import read_group
-from rlzoo.run.progress import speed_words
 from rlzoo.run.rundir import discard_created
 from rlzoo.run.signals import (
     AlreadyFinished,
@@ -78,7 +77,7 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
         say(
             f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
             f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
-            f"{summary['total_steps']} steps ({speed_words(summary)})"
+            f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
             f"; run dir {d}", sys.stdout,
         )
     settle_streams()

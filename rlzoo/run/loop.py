@@ -47,7 +47,6 @@ from rlzoo.run.checkpoint import (
     save_checkpoint,
 )
 from rlzoo.run.collect import Collector
-from rlzoo.run.cost import cost_note
 from rlzoo.run.evaluation import evaluate, log_evaluation
 from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
@@ -110,10 +109,7 @@ class Trainer:
         self.good: Path | None = None  # the checkpoint restored or written last
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
-        self.warnings = schedule_warnings(s, cfg) + list(accel.notes) + [note for note in [
-            cost_note(self.algo, s.device, self.spec.obs_dim, self.spec.act_dim, s.batch_size,
-                      s.utd * (not s.on_policy), s.total_steps, s.learning_starts,
-                      str(cfg.algo.name))] if note]
+        self.warnings = schedule_warnings(s, cfg) + list(accel.notes)
         self.logger: Logger | None = None  # the first member's, which writes train.log
 
     # ------------------------------------------------------------------ the loop
