@@ -29,12 +29,10 @@ LAYER_OF = {
     "compare": "analysis", "analysis": "analysis",
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
-    "threads": "threads", "reproduce": "reproduce", "bounded": "bounded",
+    "threads": "threads", "reproduce": "reproduce",
 }
 ENTRY = ("train", "launch", "cli_check", "evaluate", "policy")  # what a user calls
-# import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
-# policy and run)
-LEAVES = ("optim", "errors", "video", "threads", "bounded")
+LEAVES = ("optim", "errors", "video", "threads")  # import no rlzoo layer but errors
 # layer -> the layers it must not import
 FORBIDDEN = {
     "nets": ("algos", "run", "envs", "analysis", *ENTRY),

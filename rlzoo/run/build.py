@@ -26,17 +26,19 @@ from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.mpe_batched import BatchedMPE
+from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
-from rlzoo.run.settings import LOOP_KEYS, Settings
+from rlzoo.run.settings import LOOP_KEYS, Settings, resolve_device
 from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
 
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
 ENV_KINDS = ("single", "multi")
 ENV_BACKENDS = ("pettingzoo", "batched")  # multi-agent env.backend (rlzoo.envs.mpe_batched)
+SINGLE_BACKENDS = ("gymnasium", "warp")  # single-agent env.backend (rlzoo.envs.mujoco_warp)
 
 
 # --------------------------------------------------------------------------- the run dir
@@ -98,6 +100,8 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
     """The vector env of the ``env`` config: ``num_envs`` copies, env ``e`` seeded ``seed + e``
     at the first reset; ``extra`` goes to each env's constructor too (e.g. ``render_mode``)."""
     if env_kind(cfg) == "single":
+        if str(cfg.env.get("backend", "gymnasium")) != "gymnasium":
+            return make_warp_env(cfg, num_envs, seed, **extra)
         try:
             return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg), **extra)
         except (ValueError, gym.error.Error) as err:
@@ -131,18 +135,40 @@ def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
                         s.env_workers, timeout=s.env_timeout_s)
 
 
+def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
+    """``env.backend=warp``: the task ``env.id`` on MuJoCo Warp, its worlds on ``cfg.device``
+    (rlzoo.envs.mujoco_warp); one line when the backend is unknown or not installed."""
+    backend = str(cfg.env.backend)
+    if backend not in SINGLE_BACKENDS:
+        raise UserError(f"env.backend of a single-agent env must be one of "
+                        f"{', '.join(SINGLE_BACKENDS)}, got {backend!r}")
+    try:
+        check_warp_installed()
+    except ImportError as err:
+        raise UserError(str(err)) from None
+    if extra.get("render_mode") is not None:
+        raise UserError("env.backend=warp draws nothing; film with env.backend=gymnasium")
+    device = resolve_device(str(cfg.get("device", "cpu")))
+    try:
+        return WarpMuJoCo(str(cfg.env.id), num_envs, seed, device=device, **env_kwargs(cfg))
+    except (ValueError, TypeError) as err:
+        raise UserError(f"cannot make env={cfg.env.name} on env.backend=warp: {err}") from None
+
+
 def env_spec(env: VecEnv) -> EnvSpec:
     """What an algorithm needs to know about ``env``: sizes, agents and the env's own action
     bounds (agent-major for a multi-agent env, 0 on padding)."""
     low = tuple(float(x) for x in env.action_low.reshape(-1))
     high = tuple(float(x) for x in env.action_high.reshape(-1))
+    limit = getattr(env, "max_episode_steps", None)
+    limit = int(limit) if limit is not None else None
     if not env.multi_agent:
         return EnvSpec(obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1],
-                       action_low=low, action_high=high)
+                       action_low=low, action_high=high, max_episode_steps=limit)
     return EnvSpec(
         obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1], n_agents=env.n_agents,
         state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_mask.sum(axis=-1)),
-        action_low=low, action_high=high,
+        action_low=low, action_high=high, max_episode_steps=limit,
     )
 
 
@@ -180,6 +206,14 @@ def misfit_message(cfg: DictConfig, multi_agent_algo: bool) -> str:
             "single-agent env (e.g. env=Hopper)")
 
 
+def run_updates(cfg: DictConfig) -> int:
+    """The updates a run is counted to make, ``int(total_steps x algo.utd)``, its random warm-up's
+    env steps included, as SimbaV2's and FlashSAC's code count their learning-rate horizon
+    (``num_interaction_steps x updates_per_interaction_step``); passed as ``run_updates`` to an
+    algorithm whose constructor takes it. 1 for an on-policy run (no ``algo.utd``)."""
+    return max(1, int(int(cfg.total_steps) * float(cfg.algo.get("utd", 1))))
+
+
 def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Algorithm:
     """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``."""
     try:
@@ -197,6 +231,8 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
     algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in LOOP_KEYS])
     check_critic_kind(cfg, cls)
     extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
+    if "run_updates" in inspect.signature(cls).parameters:  # a schedule over the run's budget
+        extra["run_updates"] = run_updates(cfg)
     tuner = inspect.signature(cls).parameters.get("tuner")
     if cfg.get("tuner"):
         if tuner is None:
