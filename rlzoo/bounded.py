@@ -235,6 +235,100 @@ def _interpolations(text: str) -> list[str]:
 _PART = re.compile(r"[^.\[\]]+")
 
 
+def _lookup(plain: Any, path: tuple[Any, ...]) -> Any:
+    """The node of ``plain`` at ``path`` (dict keys and list indices), or ``_MISSING``."""
+    node = plain
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return _MISSING
+    return node
+
+
+def _target(here: tuple[Any, ...], ref: str) -> tuple[Any, ...] | None:
+    """The path ``${ref}`` at node ``here`` points to: absolute (``a.b``, ``a[0]``) or relative
+    to the node's parent (``.x`` a sibling, ``..x`` one level up); None above the root."""
+    dots = len(ref) - len(ref.lstrip("."))
+    parts: list[Any] = [int(p) if p.isdigit() else p for p in _PART.findall(ref[dots:])]
+    if dots:
+        base = here[:-1]  # the node's parent: one dot is a sibling
+        if dots - 1 > len(base):
+            return None
+        return (*base[:len(base) - (dots - 1)], *parts)
+    return tuple(parts)
+
+
+def _too_large(limit: int) -> BoundError:
+    return BoundError(f"its interpolations resolve to more than {limit:,} characters; "
+                      "rlzoo's configs resolve to a few thousand")
+
+
+class _InterpolationCost:
+    """:func:`check_interpolations`' walk: each node's resolved size computed once (``cost``),
+    the longest chain of interpolations below each string (``hops``), the nodes being costed
+    (``active``, a cycle when one is met again)."""
+
+    def __init__(self, plain: Any, limit: int) -> None:
+        self.plain, self.limit = plain, limit
+        self.cost: dict[tuple[Any, ...], int] = {}
+        self.hops: dict[tuple[Any, ...], int] = {}  # longest chain of interpolations below
+        self.active: set[tuple[Any, ...]] = set()
+        self.longest = 0  # longest chain met in the string being costed
+
+    def text(self, here: tuple[Any, ...], text: str, chain: int) -> int:
+        """``text`` (the string at ``here``, or a resolver call's body) resolved: its length
+        plus what each of its interpolations resolves to."""
+        total = len(text)
+        for body in _interpolations(text):
+            if ":" in body.split(_OPEN, 1)[0] or _OPEN in body:  # a resolver call, or nested
+                total += self.text(here, body, chain + 1)
+            else:
+                path = _target(here, body.strip())
+                if path is not None:
+                    total += self.node(path, chain + 1)
+                    self.longest = max(self.longest, 1 + self.hops.get(path, 0))
+                    if self.longest > MAX_CHAIN:
+                        raise BoundError("its interpolations refer through more than "
+                                         f"{MAX_CHAIN} levels")
+            if total > self.limit:
+                raise _too_large(self.limit)
+        return total
+
+    def node(self, path: tuple[Any, ...], chain: int) -> int:
+        """The resolved size of the node at ``path`` (one per container and scalar, plus a
+        string's resolved characters), reached through ``chain`` interpolations."""
+        if path in self.cost:
+            return self.cost[path]
+        if chain > MAX_CHAIN:
+            raise BoundError(f"its interpolations refer through more than {MAX_CHAIN} levels")
+        if path in self.active:
+            raise BoundError(f"its interpolation at {'.'.join(map(str, path))} refers to itself")
+        node = _lookup(self.plain, path)
+        if node is _MISSING:
+            return 1  # OmegaConf reports it when resolving
+        self.active.add(path)
+        try:
+            if isinstance(node, dict):
+                total = 1 + sum(self.node((*path, k), chain) for k in node)
+            elif isinstance(node, list):
+                total = 1 + sum(self.node((*path, i), chain) for i in range(len(node)))
+            elif isinstance(node, str):
+                saved, self.longest = self.longest, 0
+                total = self.text(path, node, chain)
+                self.hops[path], self.longest = self.longest, saved
+            else:
+                total = 1
+        finally:
+            self.active.discard(path)
+        if total > self.limit:
+            raise _too_large(self.limit)
+        self.cost[path] = total
+        return total
+
+
 def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
     """The size (characters of strings plus one per node) ``plain`` (a config as dicts and
     lists) has once OmegaConf resolves its ``${...}`` interpolations, computed from the
@@ -248,86 +342,8 @@ def check_interpolations(plain: Any, limit: int = MAX_RESOLVED) -> int:
         BoundError: the resolved size exceeds ``limit``, interpolations refer in a cycle or
             through a chain longer than :data:`MAX_CHAIN`.
     """
-    cost: dict[tuple[Any, ...], int] = {}
-    hops: dict[tuple[Any, ...], int] = {}  # the longest chain of interpolations below a node
-    active: set[tuple[Any, ...]] = set()
-
-    def lookup(path: tuple[Any, ...]) -> Any:
-        node = plain
-        for part in path:
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
-                return _MISSING
-        return node
-
-    def target(here: tuple[Any, ...], ref: str) -> tuple[Any, ...] | None:
-        dots = len(ref) - len(ref.lstrip("."))
-        parts: list[Any] = [int(p) if p.isdigit() else p for p in _PART.findall(ref[dots:])]
-        if dots:
-            base = here[:-1]  # the node's parent: one dot is a sibling
-            base = base[:len(base) - (dots - 1)] if dots - 1 <= len(base) else None
-            if base is None:
-                return None
-            return (*base, *parts)
-        return tuple(parts)
-
-    longest = [0]
-
-    def text_cost(here: tuple[Any, ...], text: str, chain: int) -> int:
-        total = len(text)
-        for body in _interpolations(text):
-            if ":" in body.split(_OPEN, 1)[0]:  # a resolver call: its args may interpolate
-                total += text_cost(here, body, chain + 1)
-            elif _OPEN in body:
-                total += text_cost(here, body, chain + 1)
-            else:
-                path = target(here, body.strip())
-                if path is not None:
-                    total += node_cost(path, chain + 1)
-                    longest[0] = max(longest[0], 1 + hops.get(path, 0))
-                    if longest[0] > MAX_CHAIN:
-                        raise BoundError("its interpolations refer through more than "
-                                         f"{MAX_CHAIN} levels")
-            if total > limit:
-                raise BoundError(f"its interpolations resolve to more than {limit:,} "
-                                 "characters; rlzoo's configs resolve to a few thousand")
-        return total
-
-    def node_cost(path: tuple[Any, ...], chain: int) -> int:
-        if path in cost:
-            return cost[path]
-        if chain > MAX_CHAIN:
-            raise BoundError(f"its interpolations refer through more than {MAX_CHAIN} levels")
-        if path in active:
-            raise BoundError(f"its interpolation at {'.'.join(map(str, path))} refers to itself")
-        node = lookup(path)
-        if node is _MISSING:
-            return 1  # OmegaConf reports it when resolving
-        active.add(path)
-        try:
-            if isinstance(node, dict):
-                total = 1 + sum(node_cost((*path, k), chain) for k in node)
-            elif isinstance(node, list):
-                total = 1 + sum(node_cost((*path, i), chain) for i in range(len(node)))
-            elif isinstance(node, str):
-                saved, longest[0] = longest[0], 0
-                total = text_cost(path, node, chain)
-                hops[path], longest[0] = longest[0], saved
-            else:
-                total = 1
-        finally:
-            active.discard(path)
-        if total > limit:
-            raise BoundError(f"its interpolations resolve to more than {limit:,} characters; "
-                             "rlzoo's configs resolve to a few thousand")
-        cost[path] = total
-        return total
-
     check_tree(plain)
-    return node_cost((), 0)
+    return _InterpolationCost(plain, limit).node((), 0)
 
 
 _MISSING = object()

@@ -118,20 +118,24 @@ def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
 
 
 # What each complete program of docs/extending.md prints, line by line (regexes), in order:
-# the contract check; the four critic bases' signatures (sizes first, the YAML's keys after,
-# only dropout and network with a default); a SAC subclass built from the composed YAML (its
-# ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its update's metrics;
-# the import trap (the folder, not the package: no rlzoo.train).
+# the critic's and the actor's contract checks; the four critic bases' signatures (sizes first,
+# the YAML's keys after, only dropout and network with a default); a SAC subclass built from the
+# composed YAML (its ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its
+# update's metrics;
+# the import trap (one line naming the folder, then the clone's package, working).
 SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float' = 0\.0, "
              r"network: [^=]* = None(, n_agents: 'int' = 1)?\) -> 'None'")
 BLOCK_PRINTS = [
     [r"contract holds"],
+    [r"actor contract holds"],
     [rf"{name} {SIGNATURE}" for name in
      ("EnsembleCritic", "TwinCritic", "ActionSequenceCritic", "DistributionalCritic")],
     [r"EnsembleCritic 4 0\.001",
      r"\['loss/actor', 'loss/alpha', 'loss/critic', 'stats/alpha', 'stats/entropy', "
      r"'stats/q_mean'.*\]"],
-    [r".* False"],
+    [r"rlzoo: warning: 'rlzoo' is the folder .*/rlzoo here \(a clone\), not the installed "
+     r"package; the package inside it, .*/rlzoo/rlzoo, is used; .*\"The import trap\"\)",
+     r".*/rlzoo/rlzoo/__init__\.py True"],
 ]
 
 

@@ -29,10 +29,12 @@ LAYER_OF = {
     "compare": "analysis", "analysis": "analysis",
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
-    "threads": "threads", "reproduce": "reproduce",
+    "threads": "threads", "reproduce": "reproduce", "bounded": "bounded",
 }
 ENTRY = ("train", "launch", "cli_check", "evaluate", "policy")  # what a user calls
-LEAVES = ("optim", "errors", "video", "threads")  # import no rlzoo layer but errors
+# import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
+# policy and run)
+LEAVES = ("optim", "errors", "video", "threads", "bounded")
 # layer -> the layers it must not import
 FORBIDDEN = {
     "nets": ("algos", "run", "envs", "analysis", *ENTRY),

@@ -29,14 +29,9 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.batch import Batch
+from rlzoo.buffers.replay_state import check_replay_state, saved_rows
 from rlzoo.buffers.sampling import Sampling
-from rlzoo.buffers.storage import (
-    field_for,
-    leading_rows,
-    load_leading_rows,
-    to_storage,
-    zeros,
-)
+from rlzoo.buffers.storage import leading_rows, load_leading_rows, to_storage, zeros
 
 ONE_STEP = Sampling()
 
@@ -310,55 +305,9 @@ class ReplayBuffer:
 
     def check_state(self, state: dict[str, Any]) -> None:
         """Refuse a :meth:`state_dict` (read from a file) that this buffer could not have
-        written, before anything of it is used: counters are integers (``started`` a bool) with
-        ``0 <= ptr < T``, ``tail <= head``, at most ``T * E`` transitions held (``head - tail``),
-        ``filled <= T`` and, once started, ``ptr < filled`` (nothing before the first add);
-        ``row_count`` one count in ``[0, E]`` per filled row summing to ``head - tail``; the
-        FIFO's written slots ``index`` transition starts of filled rows (``[0, filled * E)``);
-        the sampling generator's state a uint8 tensor of this generator's size.
-        A ``ValueError`` names the first one broken."""
-        if not isinstance(state, dict) or not isinstance(state.get("tensors"), dict):
-            raise ValueError("replay buffer state is not a mapping with tensors")
-        T, E = self.rows, self.num_envs
-        ptr = _count(state, "ptr", T - 1)
-        head = _count(state, "head", 2**62)
-        tail = _count(state, "tail", head)
-        if head - tail > T * E:
-            raise ValueError(f"replay buffer head={head} and tail={tail} hold more than its "
-                             f"{T * E} transitions")
-        started = state.get("started")
-        if not isinstance(started, bool):
-            raise ValueError(f"replay buffer started={started!r} is not a bool")
-        index = state["tensors"].get("index")
-        if not torch.is_tensor(index) or index.dtype != torch.int64 or index.dim() != 1:
-            raise ValueError("replay buffer FIFO index is not a 1-D int64 tensor")
-        generator = state.get("generator")
-        size = self.generator.get_state().numel()
-        if not torch.is_tensor(generator) or generator.dtype != torch.uint8 \
-                or generator.shape != (size,):
-            shape = tuple(generator.shape) if torch.is_tensor(generator) else type(generator)
-            raise ValueError(f"replay buffer generator state {shape} is not {size} bytes")
-        if "filled" not in state:  # full [T, E, ...] tensors of an older rlzoo: shapes checked
-            return
-        filled = _count(state, "filled", T)
-        if started != (filled > 0) or (started and ptr >= filled) or (not started and head):
-            raise ValueError(f"replay buffer ptr={ptr}, filled={filled}, head={head} and "
-                             f"started={started} do not fit together (ptr must be below filled)")
-        rows = state.get("row_count")
-        if not torch.is_tensor(rows) or rows.dim() != 1 or rows.shape[0] != filled \
-                or rows.is_floating_point() or rows.is_complex():
-            raise ValueError(f"replay buffer row_count is not {filled} integer counts")
-        if filled and (int(rows.min()) < 0 or int(rows.max()) > E):
-            raise ValueError(f"replay buffer row_count holds counts outside [0, {E}]")
-        if int(rows.sum()) != head - tail:
-            raise ValueError(f"replay buffer row_count sums to {int(rows.sum())}, not the "
-                             f"{head - tail} transitions between tail={tail} and head={head}")
-        slots = min(head, T * E)
-        if index.shape[0] != slots:
-            raise ValueError(f"replay buffer FIFO has {index.shape[0]} slots, not {slots}")
-        if slots and (int(index.min()) < 0 or int(index.max()) >= filled * E):
-            raise ValueError(f"replay buffer FIFO holds entries outside the {filled * E} "
-                             "transition starts of its filled rows")
+        written, before anything of it is used (``ValueError`` naming the first broken
+        invariant: ``rlzoo.buffers.replay_state.check_replay_state``)."""
+        check_replay_state(state, self.rows, self.num_envs, self.generator.get_state().numel())
 
     def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
         """Put back :meth:`state_dict` (checked first: :meth:`check_state`), or a checkpoint
@@ -371,32 +320,9 @@ class ReplayBuffer:
         then in memory once). Default: copy, so ``state`` (maybe another buffer's memory, as
         :meth:`state_dict` shares it) is never aliased."""
         self.check_state(state)  # nothing is changed unless every invariant holds
-        tensors = dict(state["tensors"])
-        index = tensors.pop("index")
+        tensors, index, filled, row_count = saved_rows(self, state)
         ptr, head, tail = int(state["ptr"]), int(state["head"]), int(state["tail"])
         started = bool(state["started"])
-        row_count = state["row_count"].cpu().numpy().astype(np.int64)
-        slots = min(head, self.index.numel())
-        if not (0 <= ptr < self.rows and 0 <= tail <= head and index.dim() == 1
-                and index.shape[0] >= slots):
-            raise ValueError(f"replay buffer counters ptr={ptr}, head={head}, tail={tail} and "
-                             f"{tuple(index.shape)} FIFO slots do not fit {self.rows} rows")
-        if "filled" in state:
-            filled = int(state["filled"])
-            rows = {t.shape[0] if t.dim() else -1 for t in tensors.values()}
-            if rows != {filled} or not 0 <= filled <= self.rows or index.shape[0] != slots:
-                raise ValueError(f"replay buffer fields with {sorted(rows)} rows and "
-                                 f"{index.shape[0]} FIFO slots do not match its {filled} "
-                                 f"filled rows of {self.rows} and {slots} slots")
-        else:  # full [T, E, ...] tensors: keep the rows that hold data (the rest are zero)
-            for name, tensor in tensors.items():
-                field_for(self, name, tensor, "replay buffer")
-            if row_count.shape != (self.rows,):
-                raise ValueError(f"replay buffer row counts of shape {row_count.shape} do not "
-                                 f"fit {self.rows} rows")
-            filled = _written_rows(row_count, ptr, started)
-            tensors = {name: t[:filled] for name, t in tensors.items()}
-            index = index[:slots]
         take = take and not self.shared  # a group's views stay the group's storage
         load_leading_rows(self, tensors, "replay buffer", written=self.filled, adopt=take)
         load_leading_rows(self, {"index": index}, "replay buffer",
@@ -408,14 +334,6 @@ class ReplayBuffer:
         self.ptr, self.head, self.tail, self.started = ptr, head, tail, started
         self.filled = filled
         self.generator.set_state(state["generator"].cpu())
-
-
-def _count(state: dict[str, Any], name: str, high: int) -> int:
-    """``state[name]``, an integer (not a bool) in ``[0, high]``; ``ValueError`` otherwise."""
-    value = state.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
-        raise ValueError(f"replay buffer {name}={value!r} is not an integer in [0, {high:,}]")
-    return value
 
 
 def replay_storage(
@@ -450,17 +368,3 @@ def end_flags(terminated: np.ndarray, truncated: np.ndarray,
     ended = (terminated | np.asarray(truncated, dtype=bool)) & valid
     return valid, terminated, ended
 
-
-def _written_rows(row_count: np.ndarray, ptr: int, started: bool) -> int:
-    """The rows an older checkpoint's buffer had written (it saved all ``T`` rows): row ``ptr``
-    (the newest observation) and every row up to the next one after the last row that holds a
-    transition start. Every row ``add`` writes is one of those: a row without a start is a
-    reset call, which follows a row whose episode ended (a start), or row ``ptr``; a ring
-    that has wrapped therefore gives ``T``. The rows after are zero, so cutting there and
-    zeroing the rest gives back the same buffer."""
-    T = len(row_count)
-    last = ptr + 1 if started else 0
-    counted = np.flatnonzero(row_count)
-    if counted.size:
-        last = max(last, min(int(counted[-1]) + 2, T))
-    return last

@@ -43,7 +43,11 @@ SOURCES = {s.key: s for s in (
            "Tianshou's former MuJoCo benchmark, [github.com/thu-ml/tianshou at 39acf20]"
            "(https://github.com/thu-ml/tianshou/tree/39acf2094d96268d92ebb54dcbfc3de76d702567/"
            "examples/mujoco), `examples/mujoco/benchmark/<Env>-v3/{sac,td3}/"
-           "test_rew_10seeds.csv` (gym v3 envs, 10 seeds, deterministic evaluation). Its env "
+           "test_rew_10seeds.csv` (gym v3 envs, 10 seeds, deterministic evaluation). The runs "
+           "themselves were made with the code at [e605bde](https://github.com/thu-ml/tianshou/"
+           "tree/e605bdea942b408126ef4fbc740359773259c9ec), the commit that the benchmark's "
+           "README (`examples/mujoco/README.md`) credits for SAC and TD3 (gym 0.17.3, "
+           "mujoco 2.0.2.13, its footnote 3); 39acf20 is where the page read the files. Its env "
            "steps exclude the random warm-up, which the page adds back (its HalfCheetah TD3 file "
            "starts 5,000 steps after the warm-up, at 30k on the page, the others at its end). "
            "Settings: "
@@ -59,16 +63,20 @@ SOURCES = {s.key: s for s in (
            "results/baseline/sac.csv), `results/baseline/sac.csv`, rows `sac` on `<Env>-v4` "
            "(gym v4 envs, 10 seeds, evaluated every 16,666 env steps, so 49,998 stands for 50k "
            "and 99,996 for 100k); the file does not give the settings or the warm-up. From the "
-           "same commit: SimbaV2's own curves, `results/baseline/simbaV2_utd2.csv` (2 updates "
-           "per env step, the paper's headline setting, 10 seeds) and "
-           "`results/scaling/utd/simbaV2_utd1.csv` (1 update per env step, rlzoo's `simbav2` "
-           "setting, 5 seeds), both evaluated every 50,000 env steps after 5,000 random steps "
+           "same commit: SimbaV2's own curves, `results/baseline/simbaV2_utd2.csv` (10 seeds) "
+           "and `results/scaling/utd/simbaV2_utd1.csv` (5 seeds), both evaluated every 50,000 "
+           "env steps after 5,000 random steps "
            "(its `configs/buffer` `min_length`), and CrossQ's, `results/baseline/crossq.csv` "
-           "(10 seeds, every 2,000 env steps)"),
+           "(10 seeds, every 2,000 env steps). The update ratios the page gives these curves "
+           "(UTD 2: 2 updates per env step, the paper's headline setting; UTD 1: rlzoo's "
+           "`simbav2` setting) rest on the files' names alone: no config or log beside them "
+           "says how they were run"),
     Source("cleanrl",
            "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
-           "rl-algorithms/sac and rl-algorithms/td3; gym v4 envs): mean **training** episode "
-           "return at 1M steps, not a deterministic evaluation, so only a scale"),
+           "rl-algorithms/sac and rl-algorithms/td3): HalfCheetah, Hopper and Walker2d on gym "
+           "**v2** envs (mujoco-py), Humanoid on v4, as their tables name them; mean "
+           "**training** episode return at 1M steps, not a deterministic evaluation, so only a "
+           "scale"),
 )}
 
 
@@ -87,6 +95,10 @@ class Reference:
             ``steps - first_update`` updates by ``steps``); None when the source does not say.
         updates_approx: the count is approximate (the TD3 paper's code trains at episode ends).
         points: ``(env steps, mean)`` pairs of a source without per-seed data.
+        yardstick: a curve of another algorithm (CrossQ), set beside rows that have no curve
+            of their own (or have one too): a comparison with another algorithm, never a
+            verdict on reproducing it; the headline takes a row's own algorithm's curves first
+            (:func:`rlzoo.reproduce.page.data.best_reference`).
     """
 
     task: str
@@ -97,6 +109,7 @@ class Reference:
     first_update: int | None = None
     updates_approx: bool = False
     points: tuple[tuple[int, float], ...] = ()
+    yardstick: bool = False
 
     def updates(self, steps: int) -> str:
         """The source's gradient updates by env step ``steps``, as the page writes it."""
@@ -153,8 +166,8 @@ REFERENCES: tuple[Reference, ...] = (
                 first_update=5_000) for task in MUJOCO_TASKS),
     *(Reference(task, ("simbav2",), "SimbaV2, UTD 2 (SimbaV2 repo)", "simbav2", "SimbaV2 UTD 2")
       for task in MUJOCO_TASKS),
-    *(Reference(task, MODERN_ROWS, "CrossQ (SimbaV2 repo)", "simbav2", "CrossQ")
-      for task in MUJOCO_TASKS),
+    *(Reference(task, MODERN_ROWS, "CrossQ (SimbaV2 repo)", "simbav2", "CrossQ",
+                yardstick=True) for task in MUJOCO_TASKS),
     Reference("HalfCheetah", ("sac",), "SAC (CleanRL)", "cleanrl", points=((1_000_000, 9635),)),
     Reference("Hopper", ("sac",), "SAC (CleanRL)", "cleanrl", points=((1_000_000, 2310),)),
     Reference("Humanoid", ("sac",), "SAC (CleanRL)", "cleanrl", points=((1_000_000, 4996),)),

@@ -5,7 +5,9 @@ A checkpoint is a dict of tensors and plain Python data written with ``torch.sav
 so a file crafted to run code on unpickling is refused. Before unpickling, the zip archive's
 directory is checked (:func:`check_archive`): ``torch.save`` stores every record uncompressed, so a
 compressed record, or records that declare more bytes than the file holds, are refused before any
-byte of them is read (a zip bomb never gets inflated).
+byte of them is read (a zip bomb never gets inflated). Those checks, and the loaded tensors'
+(:func:`check_tensors`), are ``rlzoo.run.checkpoint_checks``'s; their names are importable from
+here too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import secrets
 import shutil
 import socket
 import warnings
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,11 @@ import torch
 
 from rlzoo.bounded import BoundError, check_tree
 from rlzoo.errors import UserError
+from rlzoo.run.checkpoint_checks import (  # re-exported: rlzoo.run.checkpoint's names
+    CheckpointError,
+    check_archive,
+    check_tensors,
+)
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
@@ -48,10 +54,6 @@ LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\
 def checkpoint_path(directory: Path, step: int) -> Path:
     """``<directory>/step_<step, 10 digits>.pt``."""
     return directory / f"step_{step:010d}.pt"
-
-
-class CheckpointError(Exception):
-    """A checkpoint that cannot be used: unreadable, truncated, hostile or from another run."""
 
 
 class CheckpointWriteError(CheckpointError, UserError):
@@ -262,56 +264,15 @@ def prune_checkpoints(directory: Path, keep: int, newest: Path | None = None) ->
 # --------------------------------------------------------------------------- reading
 
 
-def check_archive(path: Path) -> None:
-    """Refuse ``path`` before unpickling unless it looks like what ``torch.save`` writes.
-
-    ``torch.save`` writes a zip archive whose records are all stored (uncompressed), so the
-    declared sizes of all records add up to less than the file's size. A compressed record, a
-    record whose declared size differs from its stored size or reaches past the end of the file,
-    or records that together declare more bytes than the file holds (overlapping records) are a
-    zip bomb or a damaged file: ``torch.load`` would inflate them in memory in full before
-    noticing. Only the archive's central directory is read here.
-
-    Raises:
-        CheckpointError: one line naming the file and what is wrong with it.
-    """
-    try:
-        size = path.stat().st_size
-        if not zipfile.is_zipfile(path):
-            raise CheckpointError(f"{path} is not an rlzoo checkpoint (not a zip archive)")
-        with zipfile.ZipFile(path) as archive:
-            records = archive.infolist()
-    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as err:
-        first = " ".join(str(err).split()) or type(err).__name__
-        raise CheckpointError(f"{path} cannot be loaded ({first[:160]})") from None
-    declared = 0
-    for info in records:
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise CheckpointError(
-                f"{path} is refused unread: its record {info.filename!r} is compressed and "
-                f"declares {info.file_size:,} bytes from {info.compress_size:,} (rlzoo "
-                "checkpoints store records uncompressed; a zip bomb looks like this)"
-            )
-        if info.file_size != info.compress_size or info.header_offset + info.file_size > size:
-            raise CheckpointError(
-                f"{path} is refused unread: its record {info.filename!r} declares "
-                f"{info.file_size:,} bytes, more than the {size:,}-byte file can hold"
-            )
-        declared += info.file_size
-    if declared > size:
-        raise CheckpointError(
-            f"{path} is refused unread: its records declare {declared:,} bytes in all, more "
-            f"than the {size:,}-byte file holds (overlapping records)"
-        )
-
-
 def load_checkpoint(
     path: Path, map_location: str | torch.device = "cpu", mmap: bool = False
 ) -> dict[str, Any]:
     """Load a checkpoint without executing code from it (``weights_only=True``), after
-    :func:`check_archive` has refused compressed or oversized records unread; the loaded
-    structure is then checked to expand to a bounded tree (``rlzoo.bounded.check_tree``: no
-    cycles, shared references counted where they appear, a depth cap) before anything walks it.
+    :func:`check_archive` (``rlzoo.run.checkpoint_checks``) has refused compressed or oversized
+    records unread; the loaded structure is then checked to expand to a bounded tree
+    (``rlzoo.bounded.check_tree``: no cycles, shared references counted where they appear, a
+    depth cap) and its tensors to be backed by their bytes (:func:`check_tensors`) before
+    anything walks it.
     Any failure is a one-line ``CheckpointError``.
 
     ``mmap=True`` maps the file instead of reading it (``map_location`` must then be the CPU):
@@ -336,46 +297,6 @@ def load_checkpoint(
         raise CheckpointError(f"{path} is refused: {err}") from None
     check_tensors(state, path)
     return state
-
-
-def check_tensors(state: Any, path: Path | str) -> None:
-    """Refuse a loaded file whose tensors are not plain dense arrays backed by their own bytes,
-    before anything reads them.
-
-    ``torch.save`` stores a tensor as a storage (bytes in the archive, which
-    :func:`check_archive` bounds by the file's size) plus a shape and strides, and loading
-    rebuilds the view without copying. A hostile file can give a one-element storage a huge
-    shape with zero strides: it loads instantly and in a few bytes, and the first operation that
-    reads it (``isfinite`` for the NaN check, ``load_state_dict``'s copy) allocates the full
-    shape. So every tensor must be strided (no sparse, quantized, nested or meta tensor) and its
-    storage must hold at least its ``numel * element_size`` bytes: what is read is then never
-    larger than the file. Nested containers are walked without recursion.
-
-    Raises:
-        CheckpointError: one line naming the entry and its shape.
-    """
-    stack: list[tuple[str, Any]] = [("", state)]
-    while stack:
-        name, value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend((f"{name}.{k}" if name else str(k), v) for k, v in value.items())
-        elif isinstance(value, (list, tuple)):
-            stack.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
-        elif isinstance(value, torch.Tensor):
-            kind = ("sparse" if value.layout != torch.strided else "quantized"
-                    if value.is_quantized else "nested" if value.is_nested else "meta"
-                    if value.is_meta else "")
-            if kind:
-                raise CheckpointError(f"{path} is refused: its entry {name!r} is a {kind} "
-                                      "tensor, which rlzoo never writes")
-            needed = value.numel() * value.element_size()
-            held = value.untyped_storage().nbytes() - value.storage_offset() * value.element_size()
-            if needed > held:
-                raise CheckpointError(
-                    f"{path} is refused: its entry {name!r} has shape {list(value.shape)} "
-                    f"({needed:,} bytes) over a storage of {max(held, 0):,} bytes (repeated by "
-                    "zero or overlapping strides); rlzoo never writes such a tensor, and reading "
-                    "it would allocate the whole shape")
 
 
 def load_latest_valid(

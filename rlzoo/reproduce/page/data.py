@@ -92,12 +92,16 @@ def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
 
 
 def best_reference(found: Sequence[Found]) -> Found | None:
-    """Of a cell's published curves (each with its seeds' windows first, then anything), the
-    one whose seeds' windows have the highest IQM (the hardest to match, the headline's);
-    None without one."""
+    """Of a cell's published curves (each a reference, then its seeds' windows, then
+    anything), the one whose seeds' windows have the highest IQM (the hardest to match, the
+    headline's) among the curves of the row's own algorithm; only a row with none of its own is
+    set against a yardstick (another algorithm's curve, ``Reference.yardstick``); None without
+    any curve."""
     from rlzoo.analysis import stats
 
-    return max(found, key=lambda item: stats.iqm(item[1])) if found else None
+    own = [item for item in found if not item[0].yardstick]
+    pool = own or list(found)
+    return max(pool, key=lambda item: stats.iqm(item[1])) if pool else None
 
 
 def pair_tests(data: SuiteData, tests: Tests, task: str

@@ -14,8 +14,18 @@ from rlzoo.reproduce.page.data import (
     reference_tests,
 )
 from rlzoo.reproduce.page.figures import published_figure
-from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo
-from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci, iqm_text, untested_text
+from rlzoo.reproduce.page.runs import WINDOW, fmt, kilo, updates_by
+from rlzoo.reproduce.page.verdicts import (
+    ALPHA,
+    Test,
+    Tests,
+    iqm_ci,
+    iqm_text,
+    rank_test_power,
+    untested_text,
+)
+from rlzoo.reproduce.references import REFERENCES
+from rlzoo.reproduce.schema import Suite
 
 
 def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
@@ -31,21 +41,13 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
         head += (f" rlzoo, {span}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
                  f"verdict at {kilo(s)} |")
         rule += "---|---|---|"
-    first = (f"at {kilo(budgets[0])}: {kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}"
-             if budgets else "the window")
     lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
-             f"Each cell reads every seed's mean return over its evaluations in the last "
-             f"{kilo(WINDOW)} env steps ({first}), rlzoo's and the published alike: rlzoo's IQM "
-             "over seeds [95% CI]; of the published curves of the same algorithm, the one with "
-             "the highest IQM (the modern rows, `simbav2`, `stac` and `sac-categorical`, are set "
-             "against CrossQ's from the SimbaV2 repo too, with SimbaV2's at UTD 2 the strongest "
-             "curves published per seed at these budgets; `stac` and `sac-categorical` have no "
-             "published curve of their own); and the verdict, P(rlzoo > published) [95% CI] "
-             "with a rank test after Holm's correction ([Method](#method)). `N seeds to Xk "
-             "only`: a cell that stopped short of that budget; every seed's values are under "
-             "[Per-seed returns](#per-seed-returns).", ""]
+             headline_intro(suite), ""]
     table = [head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
+    yardsticks: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}  # other algos
+    compared: list[tuple[str, int, int | None, str]] = []  # (source, steps, ours, theirs)
+    counts: list[tuple[int, int]] = []  # each tested verdict's seeds: (rlzoo's, published)
     untested: dict[int, list[str]] = {s: [] for s in budgets}  # a reference, too few seeds
     others: dict[int, list[str]] = {s: [] for s in budgets}  # differ from a non-best reference
     never: dict[str, list[str]] = {}  # task -> rows with no result at any budget
@@ -67,25 +69,33 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
                 cells += [ours, "no reference", "—"]
                 continue
             ref, theirs, test = best
-            published = f"{ref.algo}: {fmt(iqm_ci(theirs)[0])} ({len(theirs)})"
+            published = (f"{ref.algo}{', another algorithm' if ref.yardstick else ''}: "
+                         f"{fmt(iqm_ci(theirs)[0])} ({len(theirs)})")
             if test is None:
                 untested[s].append(f"{task.name} {row.label}")
                 cells += [ours, published, untested_text(
                     data.windows(task.name, row.label, s) or [], theirs)]
                 continue
-            verdicts[s].append((f"{task.name} {row.label}", test))
+            (yardsticks if ref.yardstick else verdicts)[s].append((f"{task.name} {row.label}",
+                                                                   test))
+            counts.append((len(values), len(theirs)))
             point, lo, hi = test.poi
+            differ = [(r, t) for r, _, t in found
+                      if r is not ref and t is not None and t.adjusted < ALPHA]
             others[s] += [f"{task.name} {row.label} {'above' if t.poi[0] > 0.5 else 'below'} "
-                          f"{r.algo}" for r, _, t in found
-                          if r is not ref and t is not None and t.adjusted < ALPHA]
+                          f"{r.algo}" for r, t in differ]
+            mine = updates_by(data.cell(task.name, row.label)[0], s)
+            compared += [(r.algo, s, mine, r.updates(s)) for r in (ref, *(r for r, _ in differ))
+                         if not r.yardstick]
             cells += [ours, published, f"{test.verdict()} (P = {point:.2f} [{lo:.2f}, "
                                        f"{hi:.2f}])"]
         table.append(f"| {task.name} | {row.label} | " + " | ".join(cells) + " |")
-    caveat = (["Other published curves may have made fewer gradient updates by their step than "
-               "rlzoo (the sections' `updates` columns).", ""] if any(others.values()) else [])
-    lines += ["**In short:**", "",
+    lines += ["**Verdicts** (rows against the best published curve of their own algorithm; "
+              "rows set against another algorithm's curve are counted apart):", "",
               *(f"- {verdict_summary(s, verdicts[s], untested[s])}{others_summary(s, others[s])}"
-                for s in budgets), "", *caveat, *table]
+                f"{yardstick_summary(s, yardsticks[s])}" for s in budgets), "",
+              *(power_lines(*max(set(counts), key=counts.count)) if counts else []),
+              *updates_caveat(compared), *table]
     if never:
         lines += ["", "Not run yet, so not in the table: " + "; ".join(
             f"{task} {', '.join(rows)}" for task, rows in never.items()) + f" (the end of the "
@@ -94,6 +104,42 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
     lines += figure_lines(data, rel)
     lines += aggregate_lines(data, rel)
     return lines
+
+
+def headline_intro(suite: Suite) -> str:
+    """What the headline's cells read, and which rows are set against another algorithm's
+    curve (those with no published curve of their own, :data:`REFERENCES`)."""
+    budgets = suite.headline_steps
+    first = (f"at {kilo(budgets[0])}: {kilo(budgets[0] - WINDOW)}-{kilo(budgets[0])}"
+             if budgets else "the window")
+    labels = [r.label for r in suite.rows]
+    yard = [label for label in labels
+            if any(ref.yardstick and label in ref.rows for ref in REFERENCES)
+            and not any(not ref.yardstick and ref.data_algo and label in ref.rows
+                        for ref in REFERENCES)]
+    algos = sorted({ref.algo for ref in REFERENCES if ref.yardstick
+                    and any(label in ref.rows for label in yard)})
+    other = (f"; a row with no published curve of its own ({', '.join(f'`{r}`' for r in yard)}) "
+             f"is set against {' and '.join(algos)}, another algorithm, marked `another "
+             "algorithm`: a comparison, not a test of reproducing it" if yard else "")
+    return (f"Each cell reads every seed's mean return over its evaluations in the last "
+            f"{kilo(WINDOW)} env steps ({first}), rlzoo's and the published alike: rlzoo's IQM "
+            "over seeds [95% CI]; of the published curves of the same algorithm, the one with "
+            f"the highest IQM{other}; and the verdict, P(rlzoo > published) [95% CI] with a "
+            "rank test after Holm's correction ([Method](#method)). `N seeds to Xk only`: a "
+            "cell that stopped short of that budget; every seed's values are under "
+            "[Per-seed returns](#per-seed-returns).")
+
+
+def power_lines(ours: int, theirs: int) -> list[str]:
+    """The power caveat beside the verdicts: what `no difference found` can mean with ``ours``
+    seeds against a published curve's ``theirs`` (the most common counts among the verdicts;
+    the method's simulation)."""
+    one, more = (rank_test_power(ours, theirs, shift, ALPHA) for shift in (1.0, 1.75))
+    return [f"With {ours} seeds against {theirs}, the rank test finds a true gap of one "
+            f"standard deviation {one:.0%} of the time at p < {ALPHA:g} (1.75 standard "
+            f"deviations: {more:.0%}): `no difference found` is not evidence of a match "
+            "([Method](#method)).", ""]
 
 
 def figure_lines(data: SuiteData, rel: Path) -> list[str]:
@@ -121,6 +167,43 @@ def short_of(runs: list[Path]) -> str:
         return "not run yet"
     seeds = f"{len(runs)} seed{'s' if len(runs) != 1 else ''}"
     return f"{seeds} to {kilo(min(reached))} only"
+
+
+def yardstick_summary(steps: int, found: list[tuple[str, Test]]) -> str:
+    """The cells at ``steps`` set against another algorithm's curve (a comparison, not a
+    reproduction), counted apart from the verdicts; empty without any."""
+    if not found:
+        return ""
+    after = [f"{name} {'above' if t.poi[0] > 0.5 else 'below'}" for name, t in found
+             if t.adjusted < ALPHA]
+    cells = f"{len(found)} cell{'s' if len(found) != 1 else ''}"
+    return (f" Against another algorithm's curve (no curve of their own), {cells} at "
+            f"{kilo(steps)}: {len(after)} {'differs' if len(after) == 1 else 'differ'} after Holm"
+            + (f" ({', '.join(after)})" if after else "") + ".")
+
+
+def updates_caveat(compared: list[tuple[str, int, int | None, str]]) -> list[str]:
+    """Whether each published curve in the verdicts had made fewer or more gradient updates
+    than rlzoo's row by the compared step (its first appearance; the sections' `updates`
+    columns give every one), or that its source does not say."""
+    seen: dict[str, str] = {}
+    for algo, steps, ours, theirs in compared:
+        if algo in seen:
+            continue
+        count = theirs.lstrip("~").replace(",", "")
+        if not count.isdigit():
+            seen[algo] = f"{algo}: not stated by its source"
+            continue
+        if ours is None:  # a run dir without its config
+            seen[algo] = f"{algo}: {theirs} at {kilo(steps)} (rlzoo's row: not known)"
+            continue
+        side = "more" if int(count) > ours else "fewer" if int(count) < ours else "as many"
+        seen[algo] = f"{algo} {side} ({theirs} against {ours:,} at {kilo(steps)})"
+    if not seen:
+        return []
+    return ["Gradient updates by the compared step, each published curve against rlzoo's row: "
+            + "; ".join(seen.values()) + " (the sections' `updates` columns give every cell).",
+            ""]
 
 
 def others_summary(steps: int, found: list[str]) -> str:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rlzoo.reproduce.page.answers import answer_lines
 from rlzoo.reproduce.page.checks import check_results
 from rlzoo.reproduce.page.data import SuiteData
 from rlzoo.reproduce.page.headline import headline_lines, seed_lines
@@ -70,7 +71,7 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
         "`train.csv`; the published seeds under `results/published/`); do not edit by "
         "hand: tests/test_reproduce.py fails when this page differs from a fresh rendering. "
         "Headline first; how every number is made is said once, under [Method](#method).",
-        ""]
+        "", *answer_lines(data, tests)]
     for d in data:
         if d.suite.headline_steps and d.report is not None:
             lines += headline_lines(d, tests, rels[d.suite.name])

@@ -91,16 +91,23 @@ def row_notes(suite: Suite, shown: set[str]) -> list[str]:
 def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool = False
                 ) -> list[str]:
     """One task's final-return table (rlzoo.compare's report); ``brief``: its columns were
-    explained for an earlier task of the suite, so the table's intro says only what it is."""
+    explained for an earlier task of the suite, so the table's intro says only what it is. A
+    suite with headline budgets gives each cell one IQM with its CI, the headline's (over the
+    last window), so this table gives the final returns' mean ± std only; a suite without them
+    gives the final returns' IQM [95% CI] here."""
     rows = data.runs.get(env, {})
+    headline = bool(data.suite.headline_steps)
+    what = ("mean ± std over seeds of `final_eval_return`, rlzoo.compare; each cell's IQM "
+            f"[95% CI] is the headline's, over the last {kilo(WINDOW)}" if headline else
+            "IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare")
     intro = ("Final return, as above:" if brief else
-             "Final return (IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare); "
-             "beside it, where the row started: the IQM of each seed's first evaluation "
-             f"({data.suite.first_eval}) and how many seeds ended above their own first "
-             "evaluation:")
+             f"Final return ({what}); beside it, where the row started: the IQM of each seed's "
+             f"first evaluation ({data.suite.first_eval}) and how many seeds ended above their "
+             "own first evaluation:")
     lines = [intro, "",
-             "| row | seeds | steps | IQM [95% CI] | mean ± std | first evaluation: IQM (at env "
-             "step) | seeds above their first evaluation |", "|---|---:|---:|---|---|---|---:|"]
+             f"| row | seeds | steps |{'' if headline else ' IQM [95% CI] |'} mean ± std | "
+             "first evaluation: IQM (at env step) | seeds above their first evaluation |",
+             f"|---|---:|---:|{'' if headline else '---|'}---|---|---:|"]
     for label, g in groups.items():
         steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
         lo, hi = g["iqm_ci"]
@@ -109,8 +116,8 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
         iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
                else f"{fmt(g['iqm'])} (1 seed)")
-        lines.append(f"| {row} | {g['n_runs']} | {steps} | {iqm} | {fmt(g['mean'])} ± "
-                     f"{fmt(g['std'])} | {first} | {better} |")
+        lines.append(f"| {row} | {g['n_runs']} | {steps} |{'' if headline else f' {iqm} |'} "
+                     f"{fmt(g['mean'])} ± {fmt(g['std'])} | {first} | {better} |")
     return lines + [""]
 
 
@@ -125,7 +132,8 @@ def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
                 verdict = test.cells() if test else f"— | {untested_text(ours, theirs)}"
                 count = "" if len(ours) == 1 else f" ({len(ours)})"  # "(1 seed)" says it
                 shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)}{count} | "
-                             f"{ref.algo}: {iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
+                             f"{ref.algo}{', another algorithm' if ref.yardstick else ''}: "
+                             f"{iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
                              f"| {'?' if mine is None else f'{mine:,}'} / {ref.updates(s)} | "
                              f"{verdict} |")
     if not shown:
