@@ -14,6 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from rlzoo.threads import strict_blas
+
+strict_blas()  # before torch's first matrix product: equal numbers on any thread count
+
 
 def __getattr__(name: str) -> Any:
     if name == "train":  # the module rlzoo/train.py, which is callable as the function

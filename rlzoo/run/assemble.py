@@ -4,6 +4,7 @@ seeds stacked by ``rlzoo.algos.seeds.stack_seeds``; one seed: the algorithm as b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ from rlzoo.run.build import (
     make_storage,
     make_train_env,
 )
+from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
 from rlzoo.run.normalize import check_observations
 from rlzoo.run.settings import Settings
 from rlzoo.run.state import seed_everything
-from rlzoo.threads import ThreadTuner, run_threads, thread_tuner
+from rlzoo.threads import ThreadTuner, run_threads, same_on_counts, thread_tuner
 
 
 def set_threads(s: Settings) -> None:
@@ -43,6 +45,35 @@ def thread_tuner_for(s: Settings) -> ThreadTuner | None:
     torch's own count as the run trains (``rlzoo.threads.ThreadTuner``); else None."""
     return thread_tuner(s.torch_threads, s.device.type == "cpu" and not s.on_policy,
                         torch.get_num_threads(), torch.set_num_threads)
+
+
+def enter_threads(tuner: ThreadTuner, algo: Algorithm, update: Callable[[Any], Any],
+                  batch: Any, logger: Logger | None, compiled: bool) -> bool:
+    """Before an update under ``torch_threads=auto``: the first time in this process, whether
+    ``update(batch)`` (an update of ``algo``; ``batch`` ``[K, B, ...]``) gives the same numbers
+    on every count ``tuner`` may pick (``rlzoo.threads.same_on_counts``, ``algo`` put back
+    after; not checked when ``compiled``: one thread then), with a one-line note on
+    ``logger`` when not; then the update's count (``ThreadTuner.enter``). Returns whether it
+    checked now."""
+    checked = tuner.same is None
+    if checked:
+        same = not compiled and same_on_counts(update, algo, batch, tuner.choices)
+        tuner.decide(same)
+        if not same and logger is not None:
+            logger.announce(
+                "note: torch_threads=auto: this run's updates are not bit-identical on 1 and "
+                f"{tuner.choices[1]} threads here, so they run on 1 thread (rlzoo/threads.py); "
+                "torch_threads=N sets a fixed count")
+    tuner.enter()
+    return checked
+
+
+def threads_record(tuner: ThreadTuner | None, s: Settings) -> dict[str, Any]:
+    """The torch threads of this process's updates, for summary.json and checkpoints
+    (``ThreadTuner.record``; a fixed count: torch's count now)."""
+    if tuner is not None:
+        return tuner.record()
+    return {"setting": s.torch_threads, "updates_on": [torch.get_num_threads()]}
 
 
 def with_seed(cfg: DictConfig, seed: int) -> DictConfig:

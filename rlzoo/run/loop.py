@@ -33,7 +33,13 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
 from rlzoo.run.accel import resolve_accel, update_fn
-from rlzoo.run.assemble import build_members, set_threads, thread_tuner_for
+from rlzoo.run.assemble import (
+    build_members,
+    enter_threads,
+    set_threads,
+    thread_tuner_for,
+    threads_record,
+)
 from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is the API's name
     Checkpoint,
     CheckpointCallback,
@@ -197,7 +203,8 @@ class Trainer:
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
         summaries = [write_summary(m, self.members, self.cfg, self.clock.wall_time,
-                                   self.algo.updates, self.stop_requested, self.warnings)
+                                   self.algo.updates, self.stop_requested, self.warnings,
+                                   {"torch_threads": threads_record(self.threads, self.settings)})
                      for m in self.members]
         for member, summary in zip(self.members, summaries):
             assert member.logger is not None
@@ -271,10 +278,16 @@ class Trainer:
         began = time.perf_counter()  # the thread tuner times the updates (torch_threads=auto)
         while ready and clock.update_credit >= 1.0 and not self.stop.signum:
             batch = self.storage.sample(s.batch_size, self.algo.sampling)  # [K, B, ...]
+            if self.threads is not None and enter_threads(
+                    self.threads, self.algo, lambda b: self.axis.update(self.update, b), batch,
+                    self.logger, self.settings.compile is True):
+                began = time.perf_counter()  # the check is not the update's time
             metrics.update(self.axis.update(self.update, batch))
             clock.update_credit -= 1.0
-        if self.threads is not None and past_warmup > 0:
-            self.threads.tick(clock.step, time.perf_counter() - began)
+        if self.threads is not None:
+            if past_warmup > 0:
+                self.threads.tick(clock.step, time.perf_counter() - began)
+            self.threads.leave()  # acting, env steps, evaluation: one thread
         return metrics
 
     # ------------------------------------------------------------------ checks
@@ -301,8 +314,10 @@ class Trainer:
         for m in self.members:  # a checkpoint would recreate a deleted dir without its config
             check_run_dir(m.run_dir, step)
         path = checkpoint_path(self.checkpoint_dir, step)
-        save_checkpoint(path, checked_state(self.cfg, self.algo, self.clock, self.members,
-                                            self.last_good_checkpoint_note))
+        state = checked_state(self.cfg, self.algo, self.clock, self.members,
+                              self.last_good_checkpoint_note)
+        state["torch_threads"] = threads_record(self.threads, self.settings)  # to read only
+        save_checkpoint(path, state)
         write_policies(self.members, self.members, self.algo, self.axis,
                        dataclasses.asdict(self.spec))
         self.good = path  # written from a checked state: the newest to go back to

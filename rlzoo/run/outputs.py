@@ -83,7 +83,8 @@ def hparams(cfg: DictConfig) -> dict[str, Any]:
 
 
 def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: float,
-                  updates: int, stopped_early: bool, warnings: list[str]) -> dict[str, Any]:
+                  updates: int, stopped_early: bool, warnings: list[str],
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json`` of member ``m`` (of ``members``): its final evaluation, steps, episodes
     and speed; a seed group's members also name the group's seeds. Returns what it wrote."""
     mean, std = m.last_eval if m.last_eval else (float("nan"), float("nan"))
@@ -107,5 +108,6 @@ def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: 
     if len(members) > 1:
         summary["group_seeds"] = [member.seed for member in members]
     summary["warnings"] = list(warnings)
+    summary.update(extra or {})  # the loop's: torch_threads (rlzoo.threads)
     write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
