@@ -33,12 +33,15 @@ import hydra.core.utils as hydra_utils
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from rlzoo.conf.keys import FLAGS as KEY_FLAGS
+from rlzoo.conf.keys import print_keys
 from rlzoo.errors import UserError, exit_with, say, settle_streams
 from rlzoo.launch.api import Run, resume_run, train
 from rlzoo.launch.claim import claim_run_dir
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import REBUILD_OPTION, parse_rebuild, parse_trust, prepare_resume
 from rlzoo.run.group import read_group
+from rlzoo.run.progress import speed_words
 from rlzoo.run.rundir import discard_created
 from rlzoo.run.signals import (
     AlreadyFinished,
@@ -77,7 +80,7 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
         say(
             f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
             f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "
-            f"{summary['total_steps']} steps ({summary['steps_per_sec']:.1f} steps/s)"
+            f"{summary['total_steps']} steps ({speed_words(summary)})"
             f"; run dir {d}", sys.stdout,
         )
     settle_streams()
@@ -153,6 +156,9 @@ _HYDRA_SAVE = hydra_utils._save_config
 def main() -> None:
     warn_if_shadowed()
     args = sys.argv[1:]
+    if any(a in KEY_FLAGS for a in args):  # every user key with its documentation
+        print_keys(args)
+        return
     resuming = any(a.startswith("resume=") and a != "resume=null" for a in args)
     with LAUNCH:
         try:
