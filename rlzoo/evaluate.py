@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.errors import UserError, exit_with, one_line
 from rlzoo.evaluate_checkpoint import run_weights
 from rlzoo.evaluate_episodes import Recording, probe_rendering, run_policy
+from rlzoo.files import check_inside, make_dir, write_atomic
 from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
 from rlzoo.run.settings import resolve_device
 from rlzoo.run.signals import NonFiniteError
@@ -91,6 +93,10 @@ def evaluate_run(
     out = record_path(run_dir)
     recording = Recording(min(video_episodes, episodes), run_dir / "videos", out.stem) \
         if video_episodes else None
+    if recording is not None:  # videos/ and its files: never through a link
+        make_dir(recording.video_dir, root=run_dir)
+        for i in range(recording.episodes):
+            check_inside(run_dir, recording.path(i))
     start = time.perf_counter()
     result = run_policy(cfg, algo, episodes, seed, deterministic, recording)
     if not np.isfinite(result.returns).all():
@@ -121,7 +127,7 @@ def evaluate_run(
     }
     if result.agent_returns is not None:
         record["agent_returns"] = result.agent_returns.tolist()
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    write_atomic(out, json.dumps(record, indent=2) + "\n")  # never through a link
     record["path"] = str(out)
     return record
 
@@ -147,7 +153,7 @@ def record_path(run_dir: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = run_dir / f"eval_{stamp}.json"
     n = 1
-    while out.exists():
+    while os.path.lexists(out):  # a link (even a dangling one) is taken too
         out, n = run_dir / f"eval_{stamp}-{n}.json", n + 1
     return out
 

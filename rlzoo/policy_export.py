@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +15,7 @@ from torch import nn
 from torch.export.graph_signature import InputKind
 
 from rlzoo.errors import UserError, one_line
+from rlzoo.files import atomic_file
 
 if TYPE_CHECKING:
     from rlzoo.policy import Policy
@@ -50,16 +49,10 @@ def export_policy(policy: Policy, path: Path, chunk: bool) -> Path:
     # file I/O below fails with an OSError that says why.
     buffer = io.BytesIO()
     torch.export.save(program, buffer)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp.pt2")
-    try:
-        with open(temp, "wb") as f:
+    try:  # through a temporary file, renamed; never through a link (rlzoo.files)
+        with atomic_file(path) as f:
             f.write(buffer.getbuffer())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
     except OSError as err:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
         raise UserError(f"cannot write {path} ({err.strerror or err}; it needs "
                         f"{buffer.getbuffer().nbytes:,} bytes); check the directory's "
                         "permissions and free space; no file was left") from None

@@ -18,8 +18,8 @@ import pytest
 import torch
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
+from rlzoo import files
 from rlzoo.errors import UserError
-from rlzoo.run import checkpoint
 from rlzoo.run.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
@@ -82,7 +82,7 @@ def fill_disk_after(monkeypatch: pytest.MonkeyPatch, limit: int, code: int) -> N
     def full_open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         return FullDisk(open(path, mode, *args, **kwargs), limit, code)
 
-    monkeypatch.setattr(checkpoint, "open", full_open, raising=False)
+    monkeypatch.setattr(files, "open", full_open, raising=False)
 
 
 # --------------------------------------------------------------------------- disk full
@@ -136,7 +136,7 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
 
 DISK_FULL_AT_SECOND_SAVE = """
 import errno, os, sys
-import rlzoo.run.checkpoint as c
+import rlzoo.files as c  # every atomic write opens its temporary file there
 saves = []
 class Full:
     def __init__(self, f): self.f = f
@@ -218,7 +218,7 @@ def test_interleaved_writers_of_one_path(tmp_path: Path, monkeypatch: pytest.Mon
         def __exit__(self, *exc: object) -> None:
             self.f.close()
 
-    monkeypatch.setattr(checkpoint, "open", lambda p, m="r": Interleave(open(p, m)),
+    monkeypatch.setattr(files, "open", lambda p, m="r": Interleave(open(p, m)),
                         raising=False)
     save_checkpoint(path, small_state(1))
     monkeypatch.undo()
@@ -230,7 +230,7 @@ def test_stale_temps_are_ignored_and_removed_when_their_writer_is_gone(tmp_path:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, timeout=60)
     dead_pid = int(dead.stdout)  # that process has exited
-    host = checkpoint._host()
+    host = files.host_name()
     names = {
         "dead": f".step_0000000003.pt.{host}.{dead_pid}.00ff00ff00ff00ff.tmp",
         "legacy": ".step_0000000003.pt.tmp",

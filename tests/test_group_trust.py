@@ -23,7 +23,8 @@ from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 import rlzoo
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import CheckpointError, _host, load_checkpoint, load_latest_valid
+from rlzoo.files import host_name
+from rlzoo.run.checkpoint import CheckpointError, load_checkpoint, load_latest_valid
 
 SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
          "eval.every=150", "eval.episodes=2", "checkpoint.every=150", "log.every=50",
@@ -79,7 +80,7 @@ def test_an_altered_group_json_is_one_line_and_nothing_is_written(
     root = copy_group(group, tmp_path / "A")
     outside = tmp_path / "C" / "td3run"
     shutil.copytree(root / "g-s1", outside)  # a run the trick would overwrite
-    (outside / ".rlzoo.lock").unlink()
+    (outside / ".rlzoo.lock").unlink(missing_ok=True)  # a finished run leaves none
     edit_group_json(root, ("g-s0", "g-s1"), **changes)
     before = snapshot(tmp_path)
     for target in ("g-s0", "g-s1"):
@@ -179,7 +180,7 @@ def test_resume_completes_what_a_crash_at_the_end_left(group: Path, tmp_path: Pa
     (root / "g-s1" / "summary.json").unlink()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
-    temp = root / "g-s1" / f".policy.pt.{_host()}.{dead}.00ff00ff00ff00ff.tmp"
+    temp = root / "g-s1" / f".policy.pt.{host_name()}.{dead}.00ff00ff00ff00ff.tmp"
     temp.write_bytes(b"PK\x03\x04partial")
     proc = run_cli([f"resume={root / 'g-s1'}"])
     assert proc.returncode == 0, proc.stderr[-2000:]

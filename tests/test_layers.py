@@ -30,11 +30,13 @@ LAYER_OF = {
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
     "threads": "threads", "reproduce": "reproduce", "bounded": "bounded",
+    "files": "files",
 }
 ENTRY = ("train", "launch", "cli_check", "evaluate", "policy")  # what a user calls
 # import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
 # policy and run)
-LEAVES = ("optim", "errors", "video", "threads", "bounded")
+LEAVES = ("optim", "errors", "video", "threads", "bounded",
+          "files")  # files: every write into a run dir (no links), used by run, launch, policy
 # layer -> the layers it must not import
 FORBIDDEN = {
     "nets": ("algos", "run", "envs", "analysis", *ENTRY),

@@ -71,7 +71,9 @@ def train(
     can be continued with ``resume=``. Raises ``rlzoo.errors.UserError`` (one line) for a
     mistake in the overrides, ``rlzoo.run.signals.NonFiniteError`` when training produced NaN or
     inf, and ``rlzoo.run.signals.Interrupted`` after SIGINT/SIGTERM (a checkpoint was written).
-    Seeds python's, numpy's and torch's global generators (``seed``).
+    Any other exception after a whole step (a callback's own included) is raised as it is, once a
+    checkpoint of that step is written; a note on it (``__notes__``), stderr and ``train.log``
+    give the resume command. Seeds python's, numpy's and torch's global generators (``seed``).
     """
     args = [str(item) for item in overrides]
     for item in args:

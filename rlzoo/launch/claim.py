@@ -12,7 +12,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError
-from rlzoo.run.rundir import RunLock, claim_new_dir, holds_a_run, remove_if_created, write_atomic
+from rlzoo.files import make_dir, write_atomic
+from rlzoo.run.rundir import (
+    RunLock,
+    check_run_files,
+    claim_new_dir,
+    holds_a_run,
+    remove_if_created,
+)
 
 
 def claim_run_dir(args: list[str]) -> list[str]:
@@ -40,6 +47,7 @@ def claim(
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():
+            check_run_files(run_dir)  # a link where a run keeps its files: before Hydra writes
             RunLock.check_free(run_dir, option)  # a dir in use by a live run is refused first
         if holds_a_run(run_dir):
             how = (f"rlzoo.resume({str(run_dir)!r})" if option == "run_dir"
@@ -70,14 +78,15 @@ def write_hydra_files(cfg: DictConfig, run_dir: Path, overrides: list[str]) -> D
     """``.hydra/config.yaml``, ``hydra.yaml`` and ``overrides.yaml`` as Hydra's command line
     writes them (the config unresolved, as composed), so every reader of run dirs works.
     Returns the run's config: ``cfg`` without its ``hydra`` node."""
-    hydra_dir = run_dir / ".hydra"
-    hydra_dir.mkdir(parents=True, exist_ok=True)
+    hydra_dir = make_dir(run_dir / ".hydra", root=run_dir)
     task = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-    write_atomic(hydra_dir / "config.yaml", OmegaConf.to_yaml(task))
+    write_atomic(hydra_dir / "config.yaml", OmegaConf.to_yaml(task), root=run_dir)
     choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None)
     hydra_node = {"hydra": {"runtime": {"choices": OmegaConf.to_container(choices)}}} \
         if choices is not None else {"hydra": {}}
-    write_atomic(hydra_dir / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create(hydra_node)))
+    write_atomic(hydra_dir / "hydra.yaml", OmegaConf.to_yaml(OmegaConf.create(hydra_node)),
+                 root=run_dir)
     task_overrides = [a for a in overrides if not a.startswith("hydra.")]
-    write_atomic(hydra_dir / "overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(task_overrides)))
+    write_atomic(hydra_dir / "overrides.yaml",
+                 OmegaConf.to_yaml(OmegaConf.create(task_overrides)), root=run_dir)
     return task

@@ -13,11 +13,12 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError
+from rlzoo.files import write_atomic
 from rlzoo.launch.members import discard_unstarted, group_dirs, rebuild_members, release_members
 from rlzoo.run.build import check_env_config
 from rlzoo.run.group import read_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
-from rlzoo.run.rundir import RunLock, write_atomic
+from rlzoo.run.rundir import RunLock
 from rlzoo.run.signals import AlreadyFinished, LaunchStopped, NonFiniteError
 
 
@@ -59,7 +60,8 @@ def execute(
                     saved = OmegaConf.load(d / ".hydra" / "config.yaml")
                     for key, value in resume_overrides.items():  # type: ignore[union-attr]
                         OmegaConf.update(saved, key, value, merge=False)
-                    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved))
+                    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved),
+                                 root=d)
             return trainer.train(resume=resume)
         except AlreadyFinished:
             trainer.close_envs()

@@ -14,14 +14,15 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError
+from rlzoo.files import make_dir, write_atomic
 from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, read_group
 from rlzoo.run.rundir import (
     LOCK_NAME,
     RunLock,
+    check_run_files,
     claim_new_dir,
     holds_a_run,
     remove_if_created,
-    write_atomic,
 )
 from rlzoo.run.settings import seed_range
 
@@ -78,6 +79,9 @@ def resume_members(group: SeedGroup, rebuild: bool) -> tuple[list[Path], list[Pa
         raise UserError(f"the seed group's run dir {odd[0]} has no .hydra/config.yaml; restore it "
                         "from a copy of the run (or remove that dir and resume with "
                         "rebuild_members=true)")
+    for d in group.dirs:
+        if d not in lost:
+            check_run_files(d)  # before anything is written into any member
     check_members(group, tuple(d for d in group.dirs if d not in lost))
     if lost and not rebuild:
         names = ", ".join(str(d) for d in lost)
@@ -106,13 +110,13 @@ def rebuild_members(group: SeedGroup, lost: list[Path]) -> None:
 def write_member_config(group: SeedGroup, k: int) -> None:
     """Member ``k``'s ``.hydra`` files: the home's, with ``seed`` set to its seed."""
     saved, d = group.home / ".hydra", group.dirs[k]
-    (d / ".hydra").mkdir(parents=True, exist_ok=True)
+    make_dir(d / ".hydra", root=d)  # never through a link
     config = OmegaConf.load(saved / "config.yaml")
     OmegaConf.update(config, "seed", group.seeds[k], merge=False)
-    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config))
+    write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config), root=d)
     for name in ("hydra.yaml", "overrides.yaml"):
         if (saved / name).is_file():
-            write_atomic(d / ".hydra" / name, (saved / name).read_text())
+            write_atomic(d / ".hydra" / name, (saved / name).read_text(), root=d)
 
 
 def claim_member_dir(path: Path) -> Path:

@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.errors import UserError, exit_with
 from rlzoo.run.build import read_run_config
 from rlzoo.run.group import check_members, read_group
-from rlzoo.run.rundir import RunLock
+from rlzoo.run.rundir import RunLock, check_run_files
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.
@@ -29,7 +29,12 @@ def prepare_resume(
     ``_target_`` keys trusted). Returns the run's config with the resolved overrides merged in,
     the dir to continue and the resolved overrides; raises ``UserError``.
     """
+    if run_dir.is_dir():  # a link where the run keeps its files: refused before any write
+        check_run_files(run_dir)
     group = read_group(run_dir) if run_dir.is_dir() else None
+    for d in group.dirs if group is not None else ():
+        if d.is_dir() and not d.is_symlink():
+            check_run_files(d)
     if group is not None and group.home != run_dir:
         check_members(group, (run_dir,))  # this member's group.json is the home's
     if group is not None:  # any seed's dir continues the whole group, from the first seed's

@@ -17,9 +17,7 @@ import errno
 import os
 import pickle
 import re
-import secrets
 import shutil
-import socket
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ import torch
 
 from rlzoo.bounded import BoundError, check_tree
 from rlzoo.errors import UserError
+from rlzoo.files import TEMP_PATTERN, atomic_file, host_name, temp_path
 from rlzoo.run.checkpoint_checks import (  # re-exported: rlzoo.run.checkpoint's names
     CheckpointError,
     check_archive,
@@ -37,13 +36,8 @@ from rlzoo.run.checkpoint_checks import (  # re-exported: rlzoo.run.checkpoint's
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
-# ``.<name>.<host>.<pid>.<random>.tmp``: unique per process (and per call), so two writers of the
-# same path never share a temporary file; host and pid tell whether its writer is still alive.
 # Every file rlzoo replaces atomically (checkpoints, policy.pt, summary.json, configs,
-# group.json) goes through such a name.
-TEMP_PATTERN = re.compile(
-    r"^\.(?P<name>.+)\.(?P<host>[A-Za-z0-9-]*)\.(?P<pid>\d+)\.[0-9a-f]{16}\.tmp$"
-)
+# group.json) goes through ``rlzoo.files`` and its temporary names (``TEMP_PATTERN``).
 LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo before this scheme
 # ``.<name>.<pid>.<8 hex digits>.tmp``: small files written by rlzoo before this scheme
 LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
@@ -82,17 +76,6 @@ def to_plain(value: Any) -> Any:
 # --------------------------------------------------------------------------- writing
 
 
-def _host() -> str:
-    """This machine's name as it appears in temporary file names (``[A-Za-z0-9-]`` only)."""
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64]
-
-
-def temp_path(path: Path) -> Path:
-    """A temporary name beside ``path`` that no other process (or call) uses:
-    ``.<name>.<host>.<pid>.<16 hex digits>.tmp``."""
-    return path.with_name(f".{path.name}.{_host()}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
-
-
 def _alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this machine (one of another user counts too)."""
     try:
@@ -114,7 +97,7 @@ def remove_stale_temps(directory: Path) -> list[Path]:
     removed: list[Path] = []
     if not directory.is_dir():
         return removed
-    host, me = _host(), os.getpid()
+    host, me = host_name(), os.getpid()
     for p in directory.iterdir():
         m = TEMP_PATTERN.match(p.name) or LEGACY_ATOMIC_PATTERN.match(p.name)
         if m:
@@ -183,11 +166,8 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(directory)
-        with open(tmp, "wb") as f:
+        with atomic_file(path, tmp=tmp) as f:  # never through a link (rlzoo.files)
             torch.save(plain, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
         _fsync_dir(directory)
     except BaseException as err:  # a second SIGTERM (SystemExit) must not leave the temp either
         with contextlib.suppress(OSError):

@@ -7,8 +7,13 @@
   the owner's pid for the message. The kernel drops it when the process dies, so a crashed run
   never leaves a stale lock; a live one makes every other launch into that dir (``resume=``
   included) stop with one line.
-* :func:`write_atomic` replaces a small text file (config, summary) through a temporary file
-  unique to this process, so a reader sees the old or the new file and never a mix.
+  The lock file is removed when the run ends (finished, stopped or failed), by the process
+  that holds it and only while it still names the file it locked.
+* :func:`check_run_files` refuses, in one line, a symbolic link or special file (FIFO, device)
+  where a run keeps its own files and folders, before a launch writes anything; every writer
+  goes through ``rlzoo.files`` (``O_NOFOLLOW``, ``lstat``), which refuses them again.
+* :func:`write_atomic` (``rlzoo.files``) replaces a small text file (config, summary) through a
+  temporary file unique to this process, so a reader sees the old or the new file, never a mix.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import shutil
 from pathlib import Path
 
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import temp_path
+from rlzoo.files import check_inside, open_regular
+from rlzoo.files import write_atomic as write_atomic  # the small files' writer, re-exported
 
 LOCK_NAME = ".rlzoo.lock"
 _SEED_SUFFIX = re.compile(r"^(.*?)(-s\d+)$")
@@ -28,29 +34,21 @@ _held: dict[Path, RunLock] = {}  # locks this process holds, by resolved run dir
 # run dirs this process made -> the outermost folder it made for them (removed with the run dir
 # when the run never starts)
 _created: dict[Path, Path] = {}
+# What rlzoo keeps in a run dir (``group.json``: ``rlzoo.run.group.GROUP_FILE``): each is its
+# own file or folder or absent, never a link or a special file (:func:`check_run_files`).
+RUN_FOLDERS = (".hydra", "checkpoints", "videos")
+RUN_FILES = (LOCK_NAME, "train.log", "summary.json", "policy.pt", "group.json",
+             ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
 
 
-def unique_tmp(path: Path) -> Path:
-    """A temporary name beside ``path``, unique to this process and call:
-    ``.<name>.<host>.<pid>.<random>.tmp`` (``rlzoo.run.checkpoint.temp_path``; the next writer
-    removes it if its writer died)."""
-    return temp_path(path)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``: write a unique temporary file, fsync, rename."""
-    tmp = unique_tmp(path)
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise UserError(
-            f"cannot write {path} ({err.strerror or err}); {path} is unchanged"
-        ) from None
+def check_run_files(run_dir: Path) -> None:
+    """Raise one ``UserError`` line if any of :data:`RUN_FOLDERS` / :data:`RUN_FILES` in
+    ``run_dir`` is a symbolic link or not of its kind (a FIFO, a device, a folder named like a
+    file); writes nothing. ``run_dir`` itself may be a link the user made."""
+    for name in RUN_FOLDERS:
+        check_inside(run_dir, run_dir / name, "folder")
+    for name in RUN_FILES:
+        check_inside(run_dir, run_dir / name, "file")
 
 
 def _numbered(path: Path, k: int) -> Path:
@@ -102,8 +100,11 @@ class RunDirGone(UserError):
 
 def check_run_dir(run_dir: Path, step: int) -> None:
     """Raise :class:`RunDirGone` if ``run_dir`` no longer exists, before anything would write
-    into it again (a checkpoint would silently recreate a dir without its config)."""
-    if not run_dir.is_dir():
+    into it again (a checkpoint would silently recreate a dir without its config), and
+    :func:`check_run_files`' line if a link or special file took the place of one of its own."""
+    if run_dir.is_dir():
+        check_run_files(run_dir)
+    else:
         raise RunDirGone(
             f"the run dir {run_dir} was deleted or moved while training (at step {step}); "
             "training stopped and nothing more was written; start a new run, or, if you moved "
@@ -153,19 +154,26 @@ class RunLock:
         key = run_dir.resolve()
         if key in _held:
             return _held[key]
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise UserError(f"cannot lock {run_dir} ({err.strerror or err})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        path = run_dir / LOCK_NAME
+        for _ in range(100):  # a holder that finished removed the file we opened: open anew
             try:
-                owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            finally:
-                os.close(fd)
-            raise in_use(run_dir, owner) from None
+                run_dir.mkdir(parents=True, exist_ok=True)
+                fd = open_regular(path, os.O_RDWR | os.O_CREAT)  # never a link: refused
+            except OSError as err:
+                raise UserError(f"cannot lock {run_dir} ({err.strerror or err})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                try:
+                    owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                finally:
+                    os.close(fd)
+                raise in_use(run_dir, owner) from None
+            if _names(path, fd):
+                break
+            os.close(fd)  # closing drops the lock on the removed file
+        else:
+            raise UserError(f"cannot lock {run_dir} (its lock file keeps being replaced)")
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # a full disk fails here
@@ -181,11 +189,12 @@ class RunLock:
     @staticmethod
     def owner(run_dir: Path) -> str | None:
         """The pid (as text) of the live process, other than this one, that holds
-        ``run_dir``'s lock, or None when nobody does; writes nothing."""
+        ``run_dir``'s lock, or None when nobody does; writes nothing. A link or special file
+        in the lock's place is one ``UserError`` line."""
         if run_dir.resolve() in _held:
             return None
         try:
-            fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY | os.O_NONBLOCK)
+            fd = open_regular(run_dir / LOCK_NAME, os.O_RDONLY)
         except OSError:
             return None  # no lock file: nobody holds it
         try:
@@ -213,10 +222,26 @@ class RunLock:
             lock.release()
 
     def release(self) -> None:
-        """Drop the lock (the file stays; it is only a name to lock)."""
+        """Remove the lock file, if it is still the one this lock holds (only its holder can
+        hold it, so it is no other live process's), then drop the lock."""
         _held.pop(self.run_dir.resolve(), None)
+        path = self.run_dir / LOCK_NAME
+        try:
+            if _names(path, self.fd):
+                path.unlink()
+        except OSError:
+            pass
         try:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
         except OSError:
             pass
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` (not followed) is the file open as ``fd``."""
+    try:
+        held, named = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
