@@ -3,12 +3,14 @@ evaluation and every ``log.progress_every_s`` seconds, on stderr and in ``train.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from pathlib import Path
 
 import pytest
 from conftest import TINY, run_cli
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlzoo.run import logger as logger_module
 from rlzoo.run.logger import LOG, Logger
@@ -39,6 +41,18 @@ def test_cli_progress_without_terminal(tmp_path: Path) -> None:
     assert not progress_lines(proc.stdout), proc.stdout
     logged = progress_lines((run_dir / "train.log").read_text())
     assert [int(m.group(1)) for m in logged] == [100, 200, 300]
+    # the warm-up's end is said once; the final line and summary.json give each phase's speed
+    assert proc.stderr.count("rlzoo: learning starts at step 100/300 after a random warm-up at ")\
+        == 1, proc.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    learning, warm = summary["learning_steps_per_sec"], summary["warmup_steps_per_sec"]
+    assert learning > 0 and warm > 0 and summary["steps_per_sec"] == learning
+    assert f"({learning:.1f} steps/s learning, warm-up {warm:.1f} steps/s)" in proc.stdout
+    # Pendulum's episodes end at its 200-step time limit: one episode, one length
+    (events,) = run_dir.glob("events.out.tfevents.*")
+    acc = EventAccumulator(str(events))
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("train/episode_length")] == [(200, 200.0)]
 
 
 class Clock:
@@ -170,20 +184,77 @@ def test_steps_per_second_and_eta_tell_the_truth_after_the_warm_up(
     log.close()
 
 
-def test_the_bar_shows_the_recent_rate(tmp_path: Path, clock: Clock) -> None:
+def test_the_bar_shows_the_learning_rate_and_its_eta_never_tqdms(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """tqdm's own rate and eta average over the warm-up (75 steps/s shown for a run learning at
+    3.3): the bar shows the progress lines' rate, marked during the warm-up, and their eta."""
     log = Logger(tmp_path, total_steps=10_000, progress=True, progress_every_s=0,
                  learning_starts=1000)
-    for _ in range(10):
+    for _ in range(10):  # 1000 random steps in 1 s
         clock.now += 0.1
         log.advance(100)
+        if log.step == 500:
+            log.postfix()
+            assert log.bar.postfix == "1000.0 steps/s (warm-up), eta n/a (warm-up)"
+    log.postfix()
+    assert "(learning just started)" in log.bar.postfix and "eta n/a" in log.bar.postfix, log.bar.postfix
     for _ in range(90):
         clock.now += 1.0
         log.advance(40)
-    assert log.bar.postfix == "sps=40", log.bar.postfix
+    log.postfix()
+    assert log.bar.postfix == "40.0 steps/s, eta 0:02:15", log.bar.postfix  # 5400 at 40/s
     log.episode(-5.0, 4600)
     log.postfix()
-    assert log.bar.postfix == "sps=40, return=-5.0", log.bar.postfix
+    assert log.bar.postfix == "40.0 steps/s, eta 0:02:15, return -5.0", log.bar.postfix
+    shown = str(log.bar)
+    assert "40.0 steps/s" in shown and "step/s" not in shown and "<" not in shown, shown
     log.close()
+
+
+def test_learning_start_is_announced_and_a_first_eta_follows_soon(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture
+) -> None:
+    """Off a terminal with the default 300 s between lines, a newcomer hears when the warm-up
+    ends and gets an eta FIRST_ESTIMATE_S (30 s) into learning, not 5 minutes later."""
+    log = Logger(tmp_path, total_steps=10_000, progress=False, learning_starts=1000)
+    for _ in range(10):  # 1000 random steps in 2 s
+        clock.now += 0.2
+        log.advance(100)
+    err = capsys.readouterr().err
+    assert err.count("rlzoo: learning starts at step 1000/10000 after a random warm-up at "
+                     "500.0 steps/s") == 1, err
+    assert not progress_lines(err)
+    for _ in range(29):
+        clock.now += 1.0
+        log.advance(10)
+    assert not capsys.readouterr().err  # not yet
+    clock.now += 1.0
+    log.advance(10)
+    (line,) = progress_lines(capsys.readouterr().err)
+    assert line.group(1) == "1300" and line.string.endswith("eta 0:14:30"), line.string
+    for _ in range(100):  # then every progress_every_s (300 s) as before
+        clock.now += 1.0
+        log.advance(10)
+    assert not capsys.readouterr().err
+    assert log.speeds() == pytest.approx(
+        {"learning_steps_per_sec": 10.0, "warmup_steps_per_sec": 500.0})
+    log.close()
+
+
+def test_speeds_of_a_run_that_never_left_its_warm_up(tmp_path: Path, clock: Clock) -> None:
+    from rlzoo.run.progress import speed_words
+
+    log = Logger(tmp_path, total_steps=500, progress=False, learning_starts=1000)
+    clock.now += 2.0
+    log.advance(500)
+    assert log.speeds() == {"learning_steps_per_sec": None,
+                            "warmup_steps_per_sec": pytest.approx(250.0)}
+    log.close()
+    assert speed_words({"steps_per_sec": 250.0, **log.speeds()}) == "250.0 steps/s"
+    assert speed_words({"steps_per_sec": 1.94, "learning_steps_per_sec": 1.94,
+                        "warmup_steps_per_sec": 74.87}) == \
+        "1.9 steps/s learning, warm-up 74.9 steps/s"
 
 
 def test_a_resumed_run_past_its_warm_up_estimates_at_once(tmp_path: Path, clock: Clock) -> None:

@@ -21,8 +21,10 @@ Both change nothing about what an update computes.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -239,4 +241,25 @@ def update_fn(algo: Algorithm, compile: bool, cudagraphs: bool, fallback: bool =
     if cudagraphs:
         make_capturable(algo)
         return GraphedUpdate(algo, fallback)
-    return algo.update
+    return SaysCompiling(algo.update) if compile else algo.update
+
+
+class SaysCompiling:
+    """``update`` of a ``compile=true`` run: torch.compile compiles the networks at their first
+    call, which takes seconds to minutes (a C++ build on a CPU); one ``rlzoo:`` line says so
+    as it starts, one how long it took."""
+
+    def __init__(self, update: UpdateFn) -> None:
+        self.update, self.first = update, True
+
+    def __call__(self, batch: Any) -> dict[str, torch.Tensor]:
+        if not self.first:
+            return self.update(batch)
+        self.first = False
+        log = logging.getLogger("rlzoo")
+        log.info("compiling the networks (compile=true: torch.compile at their first use; "
+                 "seconds on a GPU, minutes on a CPU) ...")
+        start = time.perf_counter()
+        metrics = self.update(batch)
+        log.info(f"compiled in {time.perf_counter() - start:.0f} s")
+        return metrics

@@ -75,11 +75,12 @@ class Collector:
         self.chunk = np.stack([m.chunk for m in ms])
         self.chunk_pos = np.stack([m.chunk_pos for m in ms])
         self.episode_return = np.stack([m.episode_return for m in ms])
+        self.episode_length = np.stack([m.episode_length for m in ms])
         self.agent_return = (None if ms[0].agent_return is None
                              else np.stack([m.agent_return for m in ms]))
         for k, m in enumerate(ms):
             m.obs, m.chunk, m.chunk_pos = self.obs[k], self.chunk[k], self.chunk_pos[k]
-            m.episode_return = self.episode_return[k]
+            m.episode_return, m.episode_length = self.episode_return[k], self.episode_length[k]
             if self.env_state is not None:
                 m.env_state = self.env_state[k]
             if self.agent_return is not None:
@@ -177,6 +178,7 @@ class Collector:
         n_new = valid.sum(axis=1)
         at = slice(None) if all_live else seeds
         self.episode_return[at] += np.where(valid, result.reward, 0.0)
+        self.episode_length[at] += valid
         if self.agent_return is not None:
             self.agent_return[at] += np.where(valid[..., None], result.agent_reward, 0.0)
         ended = (result.terminated | result.truncated) & valid

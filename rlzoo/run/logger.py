@@ -1,12 +1,14 @@
 """TensorBoard scalars, the progress bar and progress lines.
 
-Tags: ``train/episode_return``, ``eval/return``, ``loss/<name>``, ``stats/<name>``, ``perf/sps``,
-``perf/updates_per_sec``; the x-axis is always env steps.
+Tags: ``train/episode_return``, ``train/episode_length``, ``eval/return``, ``loss/<name>``,
+``stats/<name>``, ``perf/sps``, ``perf/updates_per_sec``; the x-axis is always env steps.
 
 Progress lines (step/total, steps/s over the last ``RATE_WINDOW_S`` seconds, the last training
 episode's return, the last evaluation's return, elapsed time and an estimate of the time left from
-the learning phase's own rate: the random warm-up, often 50x faster, never enters it) go through
-the ``rlzoo`` logger at each evaluation and every ``progress_every_s`` seconds: to stderr as
+the learning phase's own rate: the random warm-up, often 50x faster, never enters it; speeds and
+their phases are :mod:`rlzoo.run.progress`'s) go through the ``rlzoo`` logger when learning
+starts (and ``FIRST_ESTIMATE_S`` later, with a first estimate), at each evaluation and every
+``progress_every_s`` seconds: to stderr as
 ``rlzoo: <line>`` (not while a tqdm bar shows the same on a terminal) and always to the run
 dir's ``train.log``. Under Hydra, ``train.log`` is Hydra's job log file (its handler on the root
 logger is reused); otherwise (a resumed run) the Logger opens ``<run dir>/train.log`` for
@@ -17,12 +19,9 @@ whose Hydra console handler writes to stdout: each line is printed once, on stde
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
-from collections import deque
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,15 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from rlzoo.errors import UserError
-from rlzoo.files import check_inside, open_regular
+from rlzoo.run.progress import Rates, duration
 from rlzoo.run.rundir import check_run_dir
 
 LOG = logging.getLogger("rlzoo")
 PROGRESS_EVERY_S = 300.0  # default seconds between time-based progress lines
-RATE_WINDOW_S = 60.0  # steps/s of progress lines and the bar: over the last minute
-POSTFIX_EVERY_S = 1.0  # seconds between refreshes of the bar's sps
+POSTFIX_EVERY_S = 1.0  # seconds between refreshes of the bar's rate and eta
+FIRST_ESTIMATE_S = 30.0  # s into learning: the first line with an eta (if progress_every_s > it)
+# tqdm's own rate and eta would mix in the warm-up: the bar shows ours (postfix) instead
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 FILE_FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"  # as Hydra's job log
 
 
@@ -68,23 +69,6 @@ class _Stderr(logging.Handler):
             self.handleError(record)
 
 
-class _RunLog(logging.FileHandler):
-    """``train.log``, opened for appending at once (a failure is one line now, not a traceback
-    at the first record) and never through a link or into a FIFO (``rlzoo.files``)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, mode="a", encoding="utf-8", delay=True)
-        self.stream = self._open()
-
-    def _open(self) -> Any:
-        path = Path(self.baseFilename)
-        try:
-            fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-        except OSError as err:
-            raise UserError(f"cannot write {path} ({err.strerror or err})") from None
-        return os.fdopen(fd, "a", encoding="utf-8")
-
-
 CHECK_DIR_EVERY_S = 1.0  # seconds between checks that the run dir still exists
 _previous_hook = threading.excepthook
 
@@ -96,10 +80,6 @@ def _quiet_event_writer(args: threading.ExceptHookArgs) -> None:
     if type(args.thread).__name__ == "_AsyncWriterThread" and issubclass(args.exc_type, OSError):
         return
     _previous_hook(args)
-
-
-def _duration(seconds: float) -> str:
-    return str(timedelta(seconds=int(max(seconds, 0.0))))
 
 
 class Logger:
@@ -138,7 +118,7 @@ class Logger:
         show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text
         self.bar = tqdm(
             total=total_steps, initial=initial_step, disable=not show, unit="step",
-            dynamic_ncols=True, smoothing=0.05,
+            dynamic_ncols=True, bar_format=BAR_FORMAT,
         )
         self.last_return: float | None = None
         self.last_eval: tuple[float, float | None] | None = None
@@ -148,11 +128,7 @@ class Logger:
         self._start_step = initial_step
         self._start = self._last_line = self._last_postfix = time.monotonic()
         self.learning_starts = int(learning_starts)
-        # (time, step) samples of the last RATE_WINDOW_S seconds (one older, as the window's
-        # start), restarted when the warm-up ends; and where the learning phase began
-        self._recent: deque[tuple[float, int]] = deque([(self._start, initial_step)])
-        self._learning_from = (self._start, initial_step) \
-            if initial_step >= self.learning_starts else None
+        self.rates = Rates(self._start, initial_step, self.learning_starts)
         self._handlers: list[logging.Handler] = []
         self._owned: list[logging.Handler] = []
         self._saved = (LOG.propagate, LOG.level)
@@ -168,14 +144,13 @@ class Logger:
                 LOG.removeHandler(handler)
                 handler.close()
                 self._saved = (True, logging.NOTSET)  # the logging module's defaults
-        check_inside(run_dir, run_dir / "train.log")  # a link there: one line, nothing written
-        target = run_dir.resolve() / "train.log"
+        target = (run_dir / "train.log").resolve()
         files = [
             h for h in logging.getLogger().handlers
             if isinstance(h, logging.FileHandler) and Path(h.baseFilename).resolve() == target
         ]
         if not files:
-            own = _RunLog(target)
+            own = logging.FileHandler(target, encoding="utf-8", delay=True)
             own.setFormatter(logging.Formatter(FILE_FORMAT))
             own._rlzoo = True  # type: ignore[attr-defined]
             files = [own]
@@ -210,46 +185,20 @@ class Logger:
         if self.text:
             LOG.info(message, extra={"file_only": True})
 
-    def _sample(self, now: float) -> None:
-        """Record ``(now, step)`` for the rates; the warm-up's samples go once it ends."""
-        if self._learning_from is None and self.step >= self.learning_starts:
-            self._learning_from = (now, self.step)
-            self._recent.clear()  # a rate straddling the warm-up's end would mix both phases
-        self._recent.append((now, self.step))
-        while len(self._recent) > 2 and self._recent[1][0] <= now - RATE_WINDOW_S:
-            self._recent.popleft()
-
-    def recent_rate(self, now: float | None = None) -> float | None:
-        """Env steps per second over the last ``RATE_WINDOW_S`` seconds (within one phase:
-        warm-up or learning); None before two samples exist."""
-        now = time.monotonic() if now is None else now
-        if not self._recent:
-            return None
-        t0, s0 = self._recent[0]
-        return (self.step - s0) / (now - t0) if now > t0 and self.step > s0 else None
-
-    def learning_rate(self, now: float | None = None) -> float | None:
-        """Env steps per second since the learning phase began (in this process); None during
-        the warm-up and before a step of it has been timed."""
-        if self._learning_from is None:
-            return None
-        now = time.monotonic() if now is None else now
-        t0, s0 = self._learning_from
-        return (self.step - s0) / (now - t0) if now > t0 and self.step > s0 else None
+    def speeds(self) -> dict[str, float | None]:
+        """This process's ``learning_steps_per_sec`` and ``warmup_steps_per_sec`` (None when
+        it had no such phase), for summary.json and the final line."""
+        return self.rates.summary(time.monotonic())
 
     def progress_line(self) -> str:
         """``step S/T (P%) | R steps/s | train return X | eval return Y ± Z | elapsed, eta``;
         steps/s is measured over the last ``RATE_WINDOW_S`` seconds (``(warm-up)`` while the
         random warm-up runs), the time left from the learning phase's average rate."""
         now = time.monotonic()
-        self._sample(now)
-        elapsed = now - self._start
-        rate = self.recent_rate(now)
-        warm_up = self.step < self.learning_starts
+        self.rates.sample(now, self.step)
         total = max(self.total_steps, 1)
-        shown = "n/a steps/s" if rate is None else f"{rate:.1f} steps/s"
         parts = [f"step {self.step}/{self.total_steps} ({100.0 * self.step / total:.0f}%)",
-                 shown + (" (warm-up)" if warm_up else "")]
+                 self.rates.shown(now)]
         train = "n/a" if self.last_return is None else f"{self.last_return:.1f}"
         parts.append(f"train return {train}")
         if self.last_eval is None:
@@ -257,15 +206,8 @@ class Logger:
         else:
             mean, std = self.last_eval
             parts.append(f"eval return {mean:.1f}" + ("" if std is None else f" ± {std:.1f}"))
-        left = max(self.total_steps - self.step, 0)
-        learning = self.learning_rate(now)
-        if left == 0:
-            eta = _duration(0)
-        elif learning:
-            eta = _duration(left / learning)
-        else:  # the warm-up's speed says nothing about the learning phase's
-            eta = "n/a (warm-up)" if warm_up else "n/a (learning just started)"
-        parts.append(f"elapsed {_duration(elapsed)}, eta {eta}")
+        eta = self.rates.eta(now, self.total_steps)
+        parts.append(f"elapsed {duration(now - self._start)}, eta {eta}")
         return " | ".join(parts)
 
     def _progress(self) -> None:
@@ -306,9 +248,15 @@ class Logger:
             self.step = max(self.step, step)
             self._progress()
 
-    def episode(self, episode_return: float, step: int) -> None:
-        self._events(lambda: self.writer.add_scalar("train/episode_return", episode_return,
-                                                    step))
+    def episode(self, episode_return: float, step: int, length: int | None = None) -> None:
+        """A finished training episode at env ``step``: ``train/episode_return`` and its
+        ``length`` in env steps, ``train/episode_length`` (when known)."""
+        def write() -> None:
+            self.writer.add_scalar("train/episode_return", episode_return, step)
+            if length is not None:
+                self.writer.add_scalar("train/episode_length", length, step)
+
+        self._events(write)
         self.last_return = episode_return
 
     def advance(self, n: int) -> None:
@@ -316,7 +264,8 @@ class Logger:
         self.bar.update(n)
         self.step += n
         now = time.monotonic()
-        self._sample(now)
+        if self.rates.sample(now, self.step):
+            self._learning_began(now)
         if now >= self._last_check + CHECK_DIR_EVERY_S:  # a deleted run dir stops the run soon
             self._last_check = now
             check_run_dir(self.run_dir, self.step)
@@ -326,18 +275,30 @@ class Logger:
         if every > 0 and now >= self._last_line + every:
             self._progress()
 
+    def _learning_began(self, now: float) -> None:
+        """One line (train.log; stderr without a bar) when the warm-up ends, and the first line
+        with an estimate of the time left ``FIRST_ESTIMATE_S`` into learning."""
+        every = self.progress_every_s
+        if not self.text or every <= 0:
+            return
+        warm = self.rates.warm_up_rate
+        LOG.info(f"learning starts at step {self.step}/{self.total_steps}" + (
+            "" if warm is None else f" after a random warm-up at {warm:.1f} steps/s")
+            + f"; a first estimate of the time left in {FIRST_ESTIMATE_S:.0f} s",
+            extra={"progress": True})
+        self._last_line = now - max(every - FIRST_ESTIMATE_S, 0.0)
+
     def postfix(self, **values: float) -> None:
-        """The bar's postfix: ``values``, ``sps`` (steps/s over the last ``RATE_WINDOW_S``
-        seconds, as the progress lines) and the last training return."""
+        """The bar's postfix: ``values``, the rate of the progress lines (``... steps/s``,
+        ``(warm-up)`` during the warm-up), their time left and the last training return."""
         if not self.bar.disable:
-            self._last_postfix = time.monotonic()
-            shown = {k: f"{v:.4g}" for k, v in values.items()}
-            rate = self.recent_rate(self._last_postfix)
-            if rate is not None:
-                shown["sps"] = f"{rate:.4g}"
+            now = self._last_postfix = time.monotonic()
+            self.rates.sample(now, self.step)
+            shown = [f"{k}={v:.4g}" for k, v in values.items()]
+            shown += [self.rates.shown(now), f"eta {self.rates.eta(now, self.total_steps)}"]
             if self.last_return is not None:
-                shown["return"] = f"{self.last_return:.1f}"
-            self.bar.set_postfix(shown, refresh=False)
+                shown.append(f"return {self.last_return:.1f}")
+            self.bar.set_postfix_str(", ".join(shown), refresh=False)
 
     def hparams(
         self,

@@ -52,6 +52,7 @@ class Member:
     chunk: np.ndarray = field(default_factory=lambda: np.zeros(0))
     chunk_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     episode_return: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    episode_length: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     agent_return: np.ndarray | None = None
     pending: dict[str, np.ndarray] | None = None  # the last step, for the normalizers to merge
 
@@ -61,6 +62,7 @@ class Member:
         self.chunk = np.zeros((n, horizon, *self.env.act_shape), dtype=np.float32)
         self.chunk_pos = np.full(n, horizon)  # horizon = this env needs a fresh chunk
         self.episode_return = np.zeros(n)
+        self.episode_length = np.zeros(n, dtype=np.int64)
         self.agent_return = np.zeros((n, self.env.n_agents)) if self.env.multi_agent else None
         self.obs, self.env_state = self.env.reset()
 
@@ -72,8 +74,9 @@ class Member:
         for e in np.flatnonzero(ended):
             self.episodes += 1
             step = self.step + n_new
-            self.logger.episode(float(self.episode_return[e]), step)
+            self.logger.episode(float(self.episode_return[e]), step, int(self.episode_length[e]))
             self.episode_return[e] = 0.0
+            self.episode_length[e] = 0
             if self.agent_return is not None:
                 self.logger.scalars({f"train/episode_return/agent_{i}": float(r)
                                      for i, r in enumerate(self.agent_return[e])}, step)
@@ -83,6 +86,7 @@ class Member:
         """The current observation (and global state), the open episodes' returns and the
         action chunks in flight."""
         loop = {"obs": np.asarray(self.obs), "episode_return": self.episode_return,
+                "episode_length": self.episode_length,
                 "chunk": self.chunk, "chunk_pos": self.chunk_pos}
         if self.env_state is not None:
             loop["env_state"] = np.asarray(self.env_state)
@@ -102,6 +106,9 @@ class Member:
             loop = {**loop, "agent_return": episode_return}
             episode_return = episode_return.mean(axis=1)
         self.episode_return = episode_return
+        length = host_array(loop.get("episode_length", np.zeros(0)))  # older checkpoints: 0
+        self.episode_length = (length.astype(np.int64) if length.shape == episode_return.shape
+                               else np.zeros(len(episode_return), dtype=np.int64))
         if self.agent_return is not None:
             self.agent_return = host_array(loop["agent_return"])
         if "chunk" in loop:

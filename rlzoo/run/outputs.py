@@ -86,8 +86,17 @@ def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: 
                   updates: int, stopped_early: bool, warnings: list[str],
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json`` of member ``m`` (of ``members``): its final evaluation, steps, episodes
-    and speed; a seed group's members also name the group's seeds. Returns what it wrote."""
+    and speed; a seed group's members also name the group's seeds. Returns what it wrote.
+
+    ``steps_per_sec`` is the learning phase's env steps/s in this process (the random warm-up,
+    often 20-50x faster, is ``warmup_steps_per_sec``; ``rlzoo.run.progress``), or the whole
+    run's ``total_steps / wall_time_s`` when this process did not learn (``learning_steps_per_sec``
+    null)."""
     mean, std = m.last_eval if m.last_eval else (float("nan"), float("nan"))
+    logger = members[0].logger  # the one the loop advances: the group's clock
+    speeds = logger.speeds() if logger is not None else {
+        "learning_steps_per_sec": None, "warmup_steps_per_sec": None}
+    overall = m.step / wall_time if wall_time > 0 else 0.0
     summary: dict[str, Any] = {
         "algo": str(cfg.algo.name),
         "env": str(cfg.env.name),
@@ -96,7 +105,8 @@ def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: 
         "final_eval_return": mean,
         "final_eval_return_std": std,
         "wall_time_s": wall_time,
-        "steps_per_sec": m.step / wall_time if wall_time > 0 else 0.0,
+        "steps_per_sec": speeds["learning_steps_per_sec"] or overall,
+        **speeds,
         "buffer_bytes": m.storage.nbytes,
         "updates": updates,
         "episodes": m.episodes,
