@@ -19,6 +19,7 @@ whose Hydra console handler writes to stdout: each line is printed once, on stde
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from rlzoo.errors import UserError
+from rlzoo.files import check_inside, open_regular
 from rlzoo.run.progress import Rates, duration
 from rlzoo.run.rundir import check_run_dir
 
@@ -67,6 +69,23 @@ class _Stderr(logging.Handler):
             pass
         except Exception:  # noqa: BLE001 - logging must never stop training
             self.handleError(record)
+
+
+class _RunLog(logging.FileHandler):
+    """``train.log``, opened for appending at once (a failure is one line now, not a traceback
+    at the first record) and never through a link or into a FIFO (``rlzoo.files``)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, mode="a", encoding="utf-8", delay=True)
+        self.stream = self._open()
+
+    def _open(self) -> Any:
+        path = Path(self.baseFilename)
+        try:
+            fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as err:
+            raise UserError(f"cannot write {path} ({err.strerror or err})") from None
+        return os.fdopen(fd, "a", encoding="utf-8")
 
 
 CHECK_DIR_EVERY_S = 1.0  # seconds between checks that the run dir still exists
@@ -144,13 +163,14 @@ class Logger:
                 LOG.removeHandler(handler)
                 handler.close()
                 self._saved = (True, logging.NOTSET)  # the logging module's defaults
-        target = (run_dir / "train.log").resolve()
+        check_inside(run_dir, run_dir / "train.log")  # a link there: one line, nothing written
+        target = run_dir.resolve() / "train.log"
         files = [
             h for h in logging.getLogger().handlers
             if isinstance(h, logging.FileHandler) and Path(h.baseFilename).resolve() == target
         ]
         if not files:
-            own = logging.FileHandler(target, encoding="utf-8", delay=True)
+            own = _RunLog(target)
             own.setFormatter(logging.Formatter(FILE_FORMAT))
             own._rlzoo = True  # type: ignore[attr-defined]
             files = [own]

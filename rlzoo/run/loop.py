@@ -23,6 +23,7 @@ checkpoint holds and ``outputs`` what the run writes for its readers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -47,6 +48,7 @@ from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is t
     Evaluation,
 )
 from rlzoo.run.checkpoint import (
+    CheckpointError,
     checkpoint_path,
     prune_checkpoints,
     remove_stale_temps,
@@ -58,7 +60,7 @@ from rlzoo.run.evaluation import evaluate, log_evaluation
 from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
 from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
-from rlzoo.run.rundir import check_run_dir
+from rlzoo.run.rundir import RunDirGone, check_run_dir
 from rlzoo.run.saved_state import (
     Clock,
     check_budget,
@@ -67,7 +69,7 @@ from rlzoo.run.saved_state import (
     restore_latest,
 )
 from rlzoo.run.settings import read_settings, schedule_warnings
-from rlzoo.run.signals import Interrupted, StopSignals
+from rlzoo.run.signals import Interrupted, NonFiniteError, StopSignals
 
 
 class Trainer:
@@ -147,26 +149,57 @@ class Trainer:
                 clock.step = step
                 # --- update (stops early, owing the rest, when a signal arrives)
                 metrics.update(self.learn(past_warmup))
-                # --- log, evaluate, checkpoint
-                if step >= next_log:
-                    window = self.log(metrics, window)
-                    next_log = self.next_multiple(s.log_every)
-                last = step >= s.total_steps
-                if step >= next_eval or last:
-                    self.evaluate_and_log()
-                    next_eval = self.next_multiple(s.eval_every)
-                if step >= next_ckpt or last or stop.signum or self.stop_requested:
-                    clock.wall_time = time.perf_counter() - start
-                    self.check_finite(metrics)
-                    path = self.save()
-                    next_ckpt = self.next_multiple(s.checkpoint_every)
-                    if stop.signum and not last:
-                        stopped = Interrupted(stop.signum, path, self.run_dir, step)
-                        logger.record(stopped.line())  # train.log says how to continue
-                        self.close_loggers()
-                        self.close_envs()
-                        raise stopped
+                # --- log, evaluate, checkpoint; the step is whole: an exception from here on
+                # (a callback's, an evaluation's) is checkpointed at it before it goes up
+                try:
+                    if step >= next_log:
+                        window = self.log(metrics, window)
+                        next_log = self.next_multiple(s.log_every)
+                    last = step >= s.total_steps
+                    if step >= next_eval or last:
+                        self.evaluate_and_log()
+                        next_eval = self.next_multiple(s.eval_every)
+                    if step >= next_ckpt or last or stop.signum or self.stop_requested:
+                        clock.wall_time = time.perf_counter() - start
+                        self.check_finite(metrics)
+                        path = self.save()
+                        next_ckpt = self.next_multiple(s.checkpoint_every)
+                except Exception as err:
+                    self.stopped_by(err, metrics, start)
+                    raise
+                if stop.signum and not last:
+                    stopped = Interrupted(stop.signum, path, self.run_dir, step)
+                    logger.record(stopped.line())  # train.log says how to continue
+                    self.close_loggers()
+                    self.close_envs()
+                    raise stopped
             return self.finish(resume, start)
+
+    def stopped_by(self, err: Exception, metrics: dict[str, torch.Tensor], start: float) -> None:
+        """``err`` was raised after a whole step (by a callback, an evaluation, a logger):
+        checkpoint that step unless it already is (never after NaN/inf, a deleted run dir or a
+        failed checkpoint), say how to continue (stderr, ``train.log`` and a note on ``err``,
+        which the caller re-raises) and close the loggers and envs."""
+        if isinstance(err, (NonFiniteError, RunDirGone, CheckpointError)):
+            return
+        step, path = self.clock.step, checkpoint_path(self.checkpoint_dir, self.clock.step)
+        try:
+            if self.good != path:
+                self.clock.wall_time = time.perf_counter() - start
+                self.check_finite(metrics)
+                path = self.save(notify=False)
+        except Exception:  # noqa: BLE001 - no checkpoint then; the first error is the one to see
+            return
+        line = (f"stopped by {type(err).__name__} at step {step}; checkpoint {path}; continue "
+                f"with: python -m rlzoo.train resume={self.run_dir} (or "
+                f"rlzoo.resume({str(self.run_dir)!r}))")
+        err.add_note(f"rlzoo: {line}")
+        with contextlib.suppress(Exception):
+            assert self.logger is not None
+            self.logger.announce(line)
+            self.close_loggers()
+        with contextlib.suppress(Exception):
+            self.close_envs()
 
     def start(self, resume: bool) -> Logger:
         """Restore (``resume``) or give every env its first reset, then open each member's
@@ -310,10 +343,10 @@ class Trainer:
             self.stop_requested = True
 
     # ------------------------------------------------------------------ checkpoints
-    def save(self) -> Path:
+    def save(self, notify: bool = True) -> Path:
         """Write a checkpoint of this step and each seed's ``policy.pt``, only if everything in
         them is finite (so every checkpoint kept is one to go back to), and keep the newest
-        ``checkpoint.keep`` checkpoints."""
+        ``checkpoint.keep`` checkpoints; then call ``on_checkpoint`` (if ``notify``)."""
         step = self.clock.step
         for m in self.members:  # a checkpoint would recreate a deleted dir without its config
             check_run_dir(m.run_dir, step)
@@ -326,7 +359,7 @@ class Trainer:
                        dataclasses.asdict(self.spec))
         self.good = path  # written from a checked state: the newest to go back to
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep, newest=path)
-        if self.on_checkpoint is not None and self.on_checkpoint(
+        if notify and self.on_checkpoint is not None and self.on_checkpoint(
                 Checkpoint(step, path, self.run_dir)):
             self.stop_requested = True
         return path
