@@ -28,8 +28,9 @@ def read_spec(record: Any) -> EnvSpec:
     """The ``spec`` of a ``policy.pt`` as an :class:`EnvSpec`, checked as data: a dict of
     EnvSpec's fields only; sizes are integers in their range (``obs_dim``, ``act_dim``,
     ``n_agents`` >= 1, ``state_dim`` >= 0, all below 2**24); ``act_dims`` one integer in
-    ``1..act_dim`` per agent (or none); bounds finite-or-infinite floats with ``low <= high``.
-    ``ValueError`` naming the field otherwise."""
+    ``1..act_dim`` per agent (or none); bounds finite-or-infinite floats with ``low <= high``;
+    ``max_episode_steps`` null (or absent) or an integer in ``[1, 2**24)``. ``ValueError``
+    naming the field otherwise."""
     if not isinstance(record, dict):
         raise ValueError("the spec is not a mapping")
     unknown = set(record) - {f for f in EnvSpec.__dataclass_fields__}
@@ -58,6 +59,12 @@ def read_spec(record: Any) -> EnvSpec:
         values[name] = tuple(float(x) for x in bound)
     if any(lo > hi for lo, hi in zip(values["action_low"], values["action_high"])):
         raise ValueError("spec action_low exceeds action_high")
+    limit = record.get("max_episode_steps")  # absent in files written before it was recorded
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or not 1 <= limit < MAX_SPEC_SIZE):
+        raise ValueError(f"spec max_episode_steps={limit!r} is not null or an integer in "
+                         f"[1, {MAX_SPEC_SIZE})")
+    values["max_episode_steps"] = limit
     return EnvSpec(**values)
 
 

@@ -72,7 +72,8 @@ def test_the_modern_family_builds_and_acts_on_every_single_agent_env(algo: str) 
         probe = gym.make(cfg.env.id)
         box = probe.action_space
         spec = EnvSpec(probe.observation_space.shape[0], box.shape[0],
-                       action_low=tuple(box.low.tolist()), action_high=tuple(box.high.tolist()))
+                       action_low=tuple(box.low.tolist()), action_high=tuple(box.high.tolist()),
+                       max_episode_steps=probe.spec.max_episode_steps)
         built = build_algorithm(cfg, spec, read_settings(cfg).device)
         obs, _ = probe.reset(seed=0)
         action = built.act(torch.as_tensor(obs, dtype=torch.float32)[None])
@@ -85,7 +86,7 @@ def test_the_modern_family_builds_and_acts_on_every_single_agent_env(algo: str) 
 def test_every_single_agent_algorithm_is_built_as_its_yaml_says(algo: str) -> None:
     cfg = compose_cfg(f"algo={algo}", "env=Pendulum", "net=mlp", "algo.actor.hidden=[8]",
                       "critic.hidden=[8, 4]")
-    spec = EnvSpec(3, 1)
+    spec = EnvSpec(3, 1, max_episode_steps=200)  # Pendulum's time limit
     built = build_algorithm(cfg, spec, read_settings(cfg).device)
     assert built_hyperparameters(built, cfg, spec) == declared_hyperparameters(cfg, spec)
 
@@ -112,6 +113,11 @@ def declared_hyperparameters(cfg, spec: EnvSpec) -> dict:
     algo = {k: cfg.algo[k] for k in cfg.algo if k not in LOOP_KEYS | {"_target_", "actor"}}
     if algo.get("target_delay", 0) is None:
         algo["target_delay"] = algo["policy_delay"]  # null = policy_delay
+    if algo.get("gamma", 0) is None:  # SimbaV2: null = from the episode limit T (T/5 = 40)
+        algo["gamma"] = max(min((spec.max_episode_steps / 5 - 1) / (spec.max_episode_steps / 5),
+                                0.995), 0.95)
+    if algo.get("lr_decay_updates", 0) is None:  # null = the run's own updates
+        algo["lr_decay_updates"] = int(cfg.total_steps * cfg.algo.utd)
     actor, critic = cfg.algo.actor, cfg.critic
     out = {"algo": algo,
            "actor": (list(actor.hidden), ACTIVATIONS[actor.activation].lower(), actor.layer_norm),

@@ -55,7 +55,9 @@ def keys(node: DictConfig, **changes: Any) -> dict[str, Any]:
 
 def build(envs: int = 1) -> FlashSAC:
     """The fixture's settings (scripts/flashsac_reference.py SETTINGS) in rlzoo's components."""
-    algo = keys(FLASH.algo, noise_envs=envs, lr_init_fraction=2 / 3, lr_decay_updates=4)
+    # the fixture's schedule pinned (learning_rate_warmup_step=1, learning_rate_decay_step=4)
+    algo = keys(FLASH.algo, noise_envs=envs, lr_init_fraction=2 / 3, lr_warmup_updates=1,
+                lr_decay_updates=4)
     for key in ("name", "actor", *LOOP_KEYS):
         algo.pop(key, None)
     return FlashSAC(

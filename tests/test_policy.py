@@ -101,7 +101,8 @@ def test_load_single_agent(sac_run: Path) -> None:
     assert policy.step == 300
     assert policy.horizon == 1 and not policy.multi_agent
     assert policy.config["algo"]["name"] == "sac" and policy.config["env"]["id"] == "Pendulum-v1"
-    assert policy.spec == EnvSpec(obs_dim=3, act_dim=1, action_low=(-2.0,), action_high=(2.0,))
+    assert policy.spec == EnvSpec(obs_dim=3, act_dim=1, action_low=(-2.0,), action_high=(2.0,),
+                                  max_episode_steps=200)
     assert not any(p.requires_grad for p in policy.parameters())
     # the weights are the run's own: those of its final checkpoint, not a fresh initialisation
     ckpt = load_checkpoint(list_checkpoints(sac_run / "checkpoints")[-1])

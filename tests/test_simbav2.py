@@ -187,7 +187,9 @@ def test_the_config_composes_the_references_defaults() -> None:
     assert cfg.algo.actor.network.hidden_dim == 128 and cfg.algo.actor.network.num_blocks == 1
     assert cfg.algo.actor.log_std_squash == "tanh" and cfg.algo.actor.log_std_min == -10
     assert cfg.tuner.init_alpha == 0.01 and cfg.tuner.target_entropy_scale == 0.5
-    assert cfg.tuner.loss_form == "alpha" and cfg.algo.gamma == 0.995
+    # the discount and the decay horizon come from the env and the run (tests below)
+    assert cfg.tuner.loss_form == "alpha" and cfg.algo.gamma is None
+    assert cfg.algo.lr_decay_updates is None
     assert cfg.normalize.obs and cfg.normalize.reward and cfg.normalize.reward_g_max == 5.0
     # one override swaps one part
     assert swapped.critic._target_ == "rlzoo.nets.TwinCritic" and swapped.critic.network is None
@@ -211,6 +213,8 @@ def test_a_short_run_trains_normalizes_and_exports(tmp_path: Path) -> None:
     algo = policy.algo
     assert isinstance(algo, SimbaV2) and read_summary(run)["updates"] >= 60
     assert algo.obs_normalizer is not None and algo.reward_scaler is not None
+    # Pendulum's 200-step limit: gamma 39/40 for the critic and the reward scaler's return
+    assert algo.gamma == pytest.approx(0.975) and algo.reward_scaler.gamma == pytest.approx(0.975)
     assert float(algo.obs_normalizer.count) > 100  # fed from the collected observations
     for m in algo.modules():
         if isinstance(m, HyperLinear) and not any(m is t for t in algo.target_critic.modules()):

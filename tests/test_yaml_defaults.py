@@ -32,12 +32,17 @@ COMPAT = {
     "log_std_squash": "tanh-Gaussian actor: added with SimbaV2",
     "loss_form": "AutoAlpha: added with SimbaV2",
     "target_std": "AutoAlpha: added with FlashSAC",
+    "alpha_optimizer": "AutoAlpha: added with STAC's temperature rule",
+    "eval_samples": "tanh-Gaussian actor: added with STAC's averaged evaluation action",
+    "lr_warmup_rate": "FlashSAC: added with the run-length schedule (older run dirs hold a "
+                      "numeric lr_warmup_updates, which never reads it)",
 }
 # Defaulted parameters no YAML declares: the building code passes them, never a user.
 PLUMBING = {
     "members": "per-agent actors and temperatures: the algorithm passes its N",
     "n_agents": "one critic per agent: MADDPG passes its N",
     "heads": "outputs per member of a network: the actor or critic passes it",
+    "run_updates": "SimbaV2/FlashSAC schedules: rlzoo.run.build passes int(total_steps x utd)",
 }
 
 
@@ -113,7 +118,8 @@ def test_no_constructor_default_duplicates_its_yaml() -> None:
 
 @pytest.mark.parametrize(("overrides", "path"), [
     (["algo=sac"], "algo.actor"), (["algo=td3"], "algo.actor"), (["algo=sac"], "critic"),
-    (["algo=sac"], "tuner"), *[([f"critic={c}"], "critic") for c in options("critic")],
+    (["algo=sac"], "tuner"), (["algo=flashsac"], "algo"),
+    *[([f"critic={c}"], "critic") for c in options("critic")],
 ])
 def test_compatibility_defaults_equal_the_yaml(overrides: list[str], path: str) -> None:
     """A COMPAT default is the value the component's own YAML file declares."""

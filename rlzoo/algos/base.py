@@ -58,6 +58,8 @@ class EnvSpec:
             are mapped affinely at the env boundary: ``act_dim`` entries (single-agent) or
             ``n_agents * act_dim`` entries, agent-major (multi-agent; padding entries are
             ignored). ``()`` (the default) means unknown, taken as ``[-1, 1]``.
+        max_episode_steps: the env's episode limit in env steps (its time limit), or ``None``
+            (none, or unknown).
     """
 
     obs_dim: int
@@ -67,6 +69,7 @@ class EnvSpec:
     act_dims: tuple[int, ...] = ()
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
+    max_episode_steps: int | None = None
 
     def __post_init__(self) -> None:
         size = self.n_agents * self.act_dim if self.multi_agent else self.act_dim

@@ -32,7 +32,11 @@ and at every update
 Learning rates: every optimizer's rate is ``lr * f(k)``, ``k`` the steps that optimizer has
 taken, ``f`` a linear warm-up then a cosine decay (``rlzoo.algos.schedules.warmup_cosine``); the
 actor and the temperature step every ``policy_delay`` updates, so their ``k`` runs at half the
-critic's (as the reference's per-optimizer schedulers do).
+critic's (as the reference's per-optimizer schedulers do). The warm-up lasts
+``int(lr_warmup_rate x run_updates)`` steps and the cosine ends at step ``lr_decay_updates``, by
+default ``run_updates = int(total_steps x utd)``: the reference's ``learning_rate_warmup_step``
+and ``learning_rate_decay_step``, ``int(rate x num_interaction_steps x
+updates_per_interaction_step)`` with rates 1e-6 and 1.0 (no warm-up below 1M updates).
 """
 
 from __future__ import annotations
@@ -63,9 +67,15 @@ class FlashSAC(SAC):
         policy_delay: updates per actor and temperature step (the reference: 2).
         lr_init_fraction: the rate at the first step, as a fraction of the peak (1.0).
         lr_end_fraction: the rate at the end of the decay, as a fraction (0.5).
-        lr_warmup_updates: optimizer steps of the linear warm-up (the reference: 1).
-        lr_decay_updates: optimizer step at which the cosine decay ends (the reference: its
-            whole run, 1e6).
+        lr_warmup_updates: optimizer steps of the linear warm-up; ``None``:
+            ``int(lr_warmup_rate x run_updates)`` (the reference's ``learning_rate_warmup_step``).
+        lr_decay_updates: optimizer step at which the cosine decay ends; ``None``:
+            ``run_updates`` (the reference's ``learning_rate_decay_step``: its whole run).
+        lr_warmup_rate: the warm-up's fraction of ``run_updates`` when ``lr_warmup_updates`` is
+            ``None`` (the reference: 1e-6; the default is only for run dirs written before this
+            key, whose numeric ``lr_warmup_updates`` never reads it).
+        run_updates: the updates the run is counted to make, ``int(total_steps x utd)``
+            (passed by ``rlzoo.run.build``).
         noise_envs: training envs (one exploration noise row each: ``num_envs``).
         noise_zeta_mu, noise_zeta_max: the repetition of the exploration noise
             (``RepeatedNoise``).
@@ -90,12 +100,25 @@ class FlashSAC(SAC):
         n_step: int,
         lr_init_fraction: float,
         lr_end_fraction: float,
-        lr_warmup_updates: int,
-        lr_decay_updates: int,
+        lr_warmup_updates: int | None,
+        lr_decay_updates: int | None,
         noise_envs: int,
         noise_zeta_mu: float,
         noise_zeta_max: int,
+        lr_warmup_rate: float = 1.0e-6,
+        run_updates: int | None = None,
     ) -> None:
+        if lr_decay_updates is None or lr_warmup_updates is None:
+            if run_updates is None:
+                raise ValueError("algo.lr_decay_updates=null and algo.lr_warmup_rate schedule "
+                                 "over the run's own updates, which nobody passed; set "
+                                 "algo.lr_decay_updates and algo.lr_warmup_updates")
+            if not 0.0 <= lr_warmup_rate < 1.0:
+                raise ValueError(f"algo.lr_warmup_rate must be in [0, 1), got {lr_warmup_rate}")
+            if lr_decay_updates is None:
+                lr_decay_updates = max(1, int(run_updates))
+            if lr_warmup_updates is None:
+                lr_warmup_updates = int(lr_warmup_rate * run_updates)
         super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr,
                          policy_delay, n_step, 1)
         for name, value in (("lr_init_fraction", lr_init_fraction),

@@ -17,7 +17,15 @@ is the update, in the reference's order (``_update_simbav2_networks``):
 4. target critic: ``theta' <- (1 - tau) theta' + tau theta`` every update.
 
 All three learning rates decay linearly, ``lr_t = lr_0 (1 - (1 - lr_decay_to) min(t / T, 1))``,
-``t`` the updates done, ``T = lr_decay_updates`` (the reference: 1e-4 to 5e-5 over its run).
+``t`` the updates done, ``T = lr_decay_updates``: by default the run's own updates,
+``int(total_steps x utd)`` (``run_updates``), as the reference's ``learning_rate_decay_step =
+int(1.0 x num_interaction_steps x updates_per_interaction_step)`` counts them (its random
+warm-up's steps included), 1e-4 to 5e-5 over the run.
+
+The discount is by default the reference's heuristic from TD-MPC2 (``configs/online_rl.yaml``),
+``gamma = max(min((T/5 - 1) / (T/5), 0.995), 0.95)`` with ``T`` the env's episode limit
+(:func:`episode_discount`: 0.995 for MuJoCo's 1,000 steps, 0.975 for Pendulum's 200); the reward
+scaler's running return uses the same discount (``algo.gamma``).
 """
 
 from __future__ import annotations
@@ -36,16 +44,31 @@ from rlzoo.nets.target import polyak_update
 from rlzoo.tuners.entropy import Tuner
 
 
+def episode_discount(max_episode_steps: int | None) -> float:
+    """SimbaV2's discount for episodes of at most ``max_episode_steps`` env steps (action repeat
+    1): ``max(min((T/5 - 1) / (T/5), 0.995), 0.95)``; ``ValueError`` for an env without a time
+    limit (set ``algo.gamma`` then)."""
+    if max_episode_steps is None or max_episode_steps < 1:
+        raise ValueError("algo.gamma=null derives the discount from the env's episode limit and "
+                         "this env has none; set algo.gamma (e.g. algo.gamma=0.99)")
+    horizon = max_episode_steps / 5
+    return max(min((horizon - 1) / horizon, 0.995), 0.95)
+
+
 class SimbaV2(SAC):
     """SAC updated in SimbaV2's order with decaying learning rates (module docstring).
 
     Args:
-        spec, actor, critic, tuner, gamma, tau, n_step: as ``SAC``'s.
+        spec, actor, critic, tuner, tau, n_step: as ``SAC``'s.
+        gamma: the discount; ``None``: from the env's episode limit (:func:`episode_discount`).
         actor_lr: initial actor learning rate.
         critic_lr: initial critic learning rate.
         lr_decay_to: final learning rate as a fraction of the initial one, for the actor, the
             critic and the temperature.
-        lr_decay_updates: T, updates over which the rates decay (then stay at the end value).
+        lr_decay_updates: T, updates over which the rates decay (then stay at the end value);
+            ``None``: ``run_updates``.
+        run_updates: the updates the run is counted to make, ``int(total_steps x utd)``
+            (passed by ``rlzoo.run.build``; needed when ``lr_decay_updates`` is ``None``).
 
     Every hyperparameter is required; the reference's values are declared once, in
     ``conf/algo/simbav2.yaml``.
@@ -59,14 +82,22 @@ class SimbaV2(SAC):
         actor: Callable[..., TanhGaussianActor],
         critic: Callable[..., Critic],
         tuner: Callable[..., Tuner],
-        gamma: float,
+        gamma: float | None,
         tau: float,
         actor_lr: float,
         critic_lr: float,
         n_step: int,
         lr_decay_to: float,
-        lr_decay_updates: int,
+        lr_decay_updates: int | None,
+        run_updates: int | None = None,
     ) -> None:
+        if gamma is None:
+            gamma = episode_discount(spec.max_episode_steps)
+        if lr_decay_updates is None:
+            if run_updates is None:
+                raise ValueError("algo.lr_decay_updates=null decays over the run's own updates, "
+                                 "which nobody passed; set algo.lr_decay_updates")
+            lr_decay_updates = max(1, int(run_updates))
         super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, 1, n_step,
                          None)
         if not 0.0 < lr_decay_to <= 1.0:

@@ -78,6 +78,8 @@ class SingleAgentVecEnv(VecEnv):
         obs_space, bounds = self.envs[0].observation_space, self.envs[0].env.action_space
         self.obs_dim, self.act_dim = int(obs_space.shape[0]), int(bounds.shape[0])
         self.obs_spaces = {env_id: obs_space}  # the raw space (checked by normalize.obs)
+        spec = self.envs[0].spec  # its time limit (a max_episode_steps kwarg included), or None
+        self.max_episode_steps: int | None = spec.max_episode_steps if spec is not None else None
         self.obs_shape, self.act_shape = (self.obs_dim,), (self.act_dim,)
         self.act_mask = np.ones(self.act_shape, dtype=bool)
         # the env's own Box, inside RescaleAction

@@ -41,7 +41,7 @@ def tanh_gaussian_log_prob(
     return log_normal - tanh_log_abs_det_jacobian(pre_tanh)
 
 
-LOG_STD_SQUASHES = ("clamp", "tanh")
+LOG_STD_SQUASHES = ("clamp", "tanh", "softplus")
 
 
 class _EnsembleActorBase(nn.Module):
@@ -84,14 +84,20 @@ class TanhGaussianActor(_EnsembleActorBase):
         dropout: dropout probability after each hidden layer of the MLP trunk, in ``[0, 1)``
             (off in ``mode``).
         network: builds the trunk instead of the MLP (``make_network``; default ``None``).
-        log_std_squash: how the raw log std is brought into ``[log_std_min, log_std_max]``:
-            ``clamp`` (default) or ``tanh``, ``min + (max - min) (1 + tanh(raw)) / 2``
-            (SimbaV2's ``HyperNormalTanhPolicy``).
+        log_std_squash: how the raw output becomes the std: ``clamp`` (default), log std
+            ``clamp(raw, log_std_min, log_std_max)``; ``tanh``, log std ``min + (max - min)
+            (1 + tanh(raw)) / 2`` (SimbaV2's ``HyperNormalTanhPolicy``); ``softplus``, std
+            ``softplus(max(raw, log_std_min))``, unbounded above (``log_std_max`` unused; about
+            0.69 at ``raw = 0``), STAC's author's ``SquashedGaussianHead`` (github
+            ugurcanozalp/rl-warehouse ``rlwarehouse/nets/heads.py``).
+        eval_samples: the evaluation action (``mode``): 0 (default), ``tanh(mean)``; N, the mean
+            of N sampled actions ``tanh(mean + std noise)`` (STAC's author averages 10).
 
     The hyperparameters are required: their defaults are declared once, in the ``algo.actor``
     node of each ``conf/algo/*.yaml``. ``members`` is the algorithm's to pass (per-agent actors);
-    ``layer_norm``, ``dropout``, ``network`` and ``log_std_squash`` keep a default (off, the MLP,
-    ``clamp``) only so that run dirs written before those keys existed still build.
+    ``layer_norm``, ``dropout``, ``network``, ``log_std_squash`` and ``eval_samples`` keep a
+    default (off, the MLP, ``clamp``, 0) only so that run dirs written before those keys existed
+    still build.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class TanhGaussianActor(_EnsembleActorBase):
         dropout: float = 0.0,
         network: NetworkFactory | None = None,
         log_std_squash: str = "clamp",
+        eval_samples: int = 0,
     ) -> None:
         super().__init__(
             obs_dim, act_dim, 2 * act_dim, 2, hidden, activation, members, layer_norm, dropout,
@@ -121,12 +128,19 @@ class TanhGaussianActor(_EnsembleActorBase):
                 f"algo.actor.log_std_squash must be one of {', '.join(LOG_STD_SQUASHES)}, got "
                 f"{log_std_squash!r}"
             )
+        if isinstance(eval_samples, bool) or not isinstance(eval_samples, int) \
+                or not 0 <= eval_samples <= 10_000:
+            raise ValueError(f"algo.actor.eval_samples must be an integer in [0, 10000], got "
+                             f"{eval_samples!r}")
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
-        self.log_std_squash = log_std_squash
+        self.log_std_squash, self.eval_samples = log_std_squash, eval_samples
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return the pre-squash ``mean`` and bounded ``log_std``, each ``[..., B, act_dim]``."""
+        """Return the pre-squash ``mean`` and the ``log_std`` (bounded, or the log of the
+        softplus std), each ``[..., B, act_dim]``."""
         mean, log_std = self._trunk(obs).chunk(2, dim=-1)
+        if self.log_std_squash == "softplus":
+            return mean, F.softplus(log_std.clamp(min=self.log_std_min)).log()
         if self.log_std_squash == "tanh":
             half_range = 0.5 * (self.log_std_max - self.log_std_min)
             return mean, self.log_std_min + half_range * (1.0 + torch.tanh(log_std))
@@ -147,10 +161,15 @@ class TanhGaussianActor(_EnsembleActorBase):
         return tanh_gaussian_log_prob(noise, log_std, pre_tanh).sum(-1)
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic action ``tanh(mean)`` ``[..., B, act_dim]`` used for evaluation (no
-        dropout)."""
+        """The evaluation action ``[..., B, act_dim]`` (no dropout): ``tanh(mean)``, or with
+        ``eval_samples = N > 0`` the mean of N sampled actions (random, then)."""
         with dropout_off(self):
-            return torch.tanh(self(obs)[0])
+            mean, log_std = self(obs)
+            if self.eval_samples == 0:
+                return torch.tanh(mean)
+            noise = torch.randn((self.eval_samples, *mean.shape), dtype=mean.dtype,
+                                device=mean.device)
+            return torch.tanh(mean + noise * log_std.exp()).mean(0)
 
 
 class DeterministicActor(_EnsembleActorBase):

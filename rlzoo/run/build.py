@@ -160,13 +160,15 @@ def env_spec(env: VecEnv) -> EnvSpec:
     bounds (agent-major for a multi-agent env, 0 on padding)."""
     low = tuple(float(x) for x in env.action_low.reshape(-1))
     high = tuple(float(x) for x in env.action_high.reshape(-1))
+    limit = getattr(env, "max_episode_steps", None)
+    limit = int(limit) if limit is not None else None
     if not env.multi_agent:
         return EnvSpec(obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1],
-                       action_low=low, action_high=high)
+                       action_low=low, action_high=high, max_episode_steps=limit)
     return EnvSpec(
         obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1], n_agents=env.n_agents,
         state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_mask.sum(axis=-1)),
-        action_low=low, action_high=high,
+        action_low=low, action_high=high, max_episode_steps=limit,
     )
 
 
@@ -204,6 +206,22 @@ def misfit_message(cfg: DictConfig, multi_agent_algo: bool) -> str:
             "single-agent env (e.g. env=Hopper)")
 
 
+def run_updates(cfg: DictConfig) -> int:
+    """The updates a run is counted to make, ``int(total_steps x algo.utd)``, its random warm-up's
+    env steps included, as SimbaV2's and FlashSAC's code count their learning-rate horizon
+    (``num_interaction_steps x updates_per_interaction_step``); passed as ``run_updates`` to an
+    algorithm whose constructor takes it. 1 for an on-policy run (no ``algo.utd``)."""
+    return max(1, int(int(cfg.total_steps) * float(cfg.algo.get("utd", 1))))
+
+
+def resolved_node(node: Any) -> Any:
+    """``node`` (a config node, or None) with its interpolations resolved against its root,
+    detached: what Hydra instantiates as a keyword argument."""
+    if not isinstance(node, DictConfig):
+        return node
+    return OmegaConf.create(OmegaConf.to_container(node, resolve=True))
+
+
 def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Algorithm:
     """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``."""
     try:
@@ -216,11 +234,14 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
         raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
     if cls.multi_agent != spec.multi_agent:
         raise UserError(misfit_message(cfg, cls.multi_agent))
-    # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs})
+    # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs};
+    # stac's per-task critic.pessimism: ${stac.task.beta}), which a detached node cannot reach
     resolved = OmegaConf.create(OmegaConf.to_container(cfg.algo, resolve=True))
     algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in LOOP_KEYS])
     check_critic_kind(cfg, cls)
-    extra: dict[str, Any] = {"spec": spec, "critic": cfg.critic}
+    extra: dict[str, Any] = {"spec": spec, "critic": resolved_node(cfg.critic)}
+    if "run_updates" in inspect.signature(cls).parameters:  # a schedule over the run's budget
+        extra["run_updates"] = run_updates(cfg)
     tuner = inspect.signature(cls).parameters.get("tuner")
     if cfg.get("tuner"):
         if tuner is None:
@@ -228,7 +249,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device) -> Alg
                 f"algo={cfg.algo.name} has no entropy temperature to tune; drop the tuner "
                 "override (or pass tuner=none)"
             )
-        extra["tuner"] = cfg.tuner
+        extra["tuner"] = resolved_node(cfg.tuner)
     elif tuner is not None and tuner.default is inspect.Parameter.empty:
         raise UserError(f"algo={cfg.algo.name} needs an entropy temperature: leave tuner out "
                         "(the algorithm's own) or pass tuner=fixed, not tuner=none")

@@ -130,6 +130,7 @@ class FixedAlpha(Tuner):
 
 
 LOSS_FORMS = ("log_alpha", "alpha")
+ALPHA_OPTIMIZERS = ("adam", "sgd")
 
 
 class AutoAlpha(Tuner):
@@ -152,6 +153,12 @@ class AutoAlpha(Tuner):
             are measured in (module docstring).
         loss_form: ``log_alpha`` (SAC's paper code, SB3, CleanRL) or ``alpha``
             (SimbaV2's ``update_temperature``); both learn ``log_alpha``.
+        alpha_optimizer: ``adam`` (Adam on ``log_alpha``) or ``sgd`` (plain gradient steps of
+            size ``lr``). ``sgd`` with ``loss_form="alpha"`` is STAC's author's rule
+            (github ugurcanozalp/rl-warehouse, ``rlwarehouse/algos/stac.py``),
+            ``alpha <- alpha exp(lr alpha (target_entropy - mean entropy))``: the gradient on
+            ``log_alpha`` is ``alpha (entropy - target)``, so the step shrinks as alpha falls.
+            Its default is only for run dirs written before the key existed.
     """
 
     def __init__(
@@ -165,6 +172,7 @@ class AutoAlpha(Tuner):
         loss_form: str = "log_alpha",
         target_std: float | None = None,
         members: int = 1,
+        alpha_optimizer: str = "adam",
     ) -> None:
         super().__init__(entropy_units, members)
         if loss_form not in LOSS_FORMS:
@@ -172,6 +180,10 @@ class AutoAlpha(Tuner):
                 f"tuner.loss_form must be one of {', '.join(LOSS_FORMS)}, got {loss_form!r}"
             )
         self.loss_form = loss_form
+        if alpha_optimizer not in ALPHA_OPTIMIZERS:
+            raise ValueError(f"tuner.alpha_optimizer must be one of {', '.join(ALPHA_OPTIMIZERS)}"
+                             f", got {alpha_optimizer!r}")
+        self.alpha_optimizer = alpha_optimizer
         if init_alpha <= 0:
             raise ValueError(f"tuner.init_alpha must be > 0, got {init_alpha}")
         if lr <= 0:
@@ -187,7 +199,8 @@ class AutoAlpha(Tuner):
             self.target_entropy = -float(target_entropy_scale) * act_dim
         shape = (members, 1) if members > 1 else ()
         self.log_alpha = nn.Parameter(torch.full(shape, math.log(init_alpha)))
-        self.optimizer = adam([self.log_alpha], lr)
+        self.optimizer = (adam([self.log_alpha], lr) if alpha_optimizer == "adam"
+                          else torch.optim.SGD([self.log_alpha], lr=lr))
 
     @property
     def alpha(self) -> torch.Tensor:
