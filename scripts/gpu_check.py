@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,19 @@ def header(device: str) -> list[str]:
 def last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return (lines[-1] if lines else "no output")[:200].replace("|", "/")
+
+
+# pytest's closing line: "23 skipped, 45 deselected in 3.62s" (-q), "=== 2 passed in 1.0s ===",
+# "no tests ran in 0.1s"
+PYTEST_SUMMARY = re.compile(r"^=*\s*(\d+ \w+|no tests ran)\b.* in [\d.]+s\b")
+
+
+def pytest_summary(out: str) -> str:
+    """pytest's closing line in ``out`` (its stdout followed by its stderr), else its last line.
+    Not simply the last line: a plugin may warn on stderr after it (pytest-benchmark does when
+    the environment says xdist is active, as it does for a check run from a test worker)."""
+    found = [line.strip("= ") for line in out.splitlines() if PYTEST_SUMMARY.match(line.strip())]
+    return found[-1][:200].replace("|", "/") if found else last_line(out)
 
 
 def run(cmd: list[str], timeout: float, cwd: Path = REPO) -> tuple[int | None, str]:
@@ -201,7 +215,7 @@ def cuda_tests(check: Check) -> None:
     cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
            "-m", "cuda", *[f for f in files if Path(f).exists()]]
     status, out = run(cmd, check.timeout(180 if not check.args.dry_run else 120))
-    summary = last_line(out)
+    summary = pytest_summary(out)
     failed = [line.split(" - ")[0] for line in out.splitlines() if line.startswith("FAILED")]
     check.add(check="cuda tests", setting="pytest -m cuda", sps=None,
               status={None: "timed out: ", 0: "ok: "}.get(status, "failed: ") + summary

@@ -51,3 +51,25 @@ def test_a_run_out_of_time_leaves_its_rows(tmp_path: Path) -> None:
     assert all(r["sps"] is None for r in rows if r["check"] != "sb3")
     assert all("timed out" in r["status"] for r in rows if r["check"] != "sb3")
     assert (out / "gpu_check.md").read_text().count("timed out") >= 4
+
+
+def test_the_tests_row_reads_pytests_summary_past_a_warning_on_stderr() -> None:
+    """Run from a pytest-xdist worker (CI), the nested ``pytest -m cuda`` inherits
+    PYTEST_XDIST_WORKER and pytest-benchmark warns on stderr after pytest's summary; the row
+    must still show the summary ('23 skipped, ...'), not the warning's last line."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "scripts" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    stdout = "sssssssssssssssssssssss                                  [100%]\n" \
+             "23 skipped, 45 deselected in 3.62s\n"
+    stderr = ("/site-packages/pytest_benchmark/logger.py:44: PytestBenchmarkWarning: Benchmarks "
+              "are automatically disabled because xdist plugin is active.\n"
+              "  warner(PytestBenchmarkWarning(text))\n")
+    assert script.pytest_summary(stdout + stderr) == "23 skipped, 45 deselected in 3.62s"
+    assert script.pytest_summary("=== 1 failed, 2 passed in 9.10s ===\n") == \
+        "1 failed, 2 passed in 9.10s"
+    assert script.pytest_summary("no tests ran in 0.01s\n") == "no tests ran in 0.01s"
+    assert script.pytest_summary("Traceback ...\nImportError: x\n") == "ImportError: x"

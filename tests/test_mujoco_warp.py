@@ -123,3 +123,27 @@ def test_get_set_state_resumes_bit_for_bit_and_inactive_worlds_wait(warp: None) 
     assert waited.reward[0] == 0 and torch.equal(other.v.qpos[0], qpos[0])
     with pytest.raises(ValueError, match="env_id 'Walker2d-v5'"):
         other.set_state({**saved, "env_id": "Walker2d-v5"})
+
+
+def test_the_cli_refuses_the_backend_in_one_line_without_the_extra(tmp_path) -> None:
+    from conftest import TINY, assert_user_error, run_cli
+
+    if mw.importlib.util.find_spec("mujoco_warp") is not None:
+        pytest.skip("mujoco-warp is installed here (the refusal is for machines without it)")
+    proc = run_cli(["algo=sac", "env=Hopper", "env.backend=warp", *TINY, "total_steps=10"],
+                   tmp_path / "run")
+    assert_user_error(proc, "env.backend=warp needs MuJoCo Warp: pip install rlzoo[warp]")
+
+
+@pytest.mark.slow
+def test_sac_trains_on_the_warp_backend_through_the_cli(warp: None, tmp_path) -> None:
+    from conftest import TINY, read_summary, run_cli
+
+    args = ["algo=sac", "env=Hopper", "env.backend=warp", "device=cpu", "num_envs=2", *TINY,
+            "total_steps=60", "algo.learning_starts=30", "algo.batch_size=16", "eval.every=0",
+            "eval.episodes=1", "log.progress=false"]
+    proc = run_cli(args, tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_summary(tmp_path / "run")
+    assert summary["total_steps"] >= 60 and summary["updates"] > 0
+    assert np.isfinite(summary["final_eval_return"])
