@@ -207,6 +207,9 @@ def test_a_finished_or_failed_run_leaves_no_lock(finished: Path, tmp_path: Path)
     shutil.copytree(finished, run_dir)
     assert_user_error(run_cli([f"resume={run_dir}", "total_steps=100"]), "total_steps")
     assert not (run_dir / LOCK_NAME).exists()  # refused after the lock was taken: removed
+    (run_dir / ".hydra" / "config.yaml").write_text("a: &x 1\nb: *x\n")  # unreadable config
+    assert_user_error(run_cli([f"resume={run_dir}"]), "config.yaml")
+    assert not (run_dir / LOCK_NAME).exists()
 
 
 def test_a_lock_is_removed_only_by_its_holder(tmp_path: Path) -> None:

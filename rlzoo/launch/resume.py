@@ -51,8 +51,13 @@ def prepare_resume(
                 f"only {', '.join(k + '=...' for k in RESUME_OPTIONS)} may be given"
             )
     RunLock.acquire(run_dir) if run_dir.is_dir() else None
-    cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust), OmegaConf.from_dotlist(overrides))
-    values = resolved_values(cfg, [item.split("=", 1)[0] for item in overrides])
+    try:
+        cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust),
+                              OmegaConf.from_dotlist(overrides))
+        values = resolved_values(cfg, [item.split("=", 1)[0] for item in overrides])
+    except BaseException:  # refused: the lock goes (its file too), as at the end of a run
+        RunLock.release_held(run_dir)
+        raise
     for key, value in values.items():  # continue with what was resolved now, not an expression
         OmegaConf.update(cfg, key, value, merge=False)
     return cfg, run_dir, values  # type: ignore[return-value]
