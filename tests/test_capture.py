@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from rlzoo.algos import HASAC, FlashSAC, SimbaV2
 from rlzoo.algos.schedules import warmup_cosine
 from rlzoo.algos.seeds import stack_seeds
 from rlzoo.optim import MemberAdam
 from rlzoo.run.accel import GraphedUpdate, make_capturable
-from tests.capture import CASES, TracedUpdate, batches, build, state_tensors
+from tests.capture import CASES, TracedUpdate, batches, build, spec_of, state_tensors
 
 # Per case: overrides that make every phase come round within a short test (REDQ's actor steps
 # every 20 critic steps by default; the capture does not depend on the period).
@@ -239,3 +240,62 @@ def test_hasac_on_cuda_reads_no_agent_order_from_the_host() -> None:
     orders = algo.draw_orders(torch.device("cuda"))
     assert orders.is_cuda and sorted(orders.tolist()) == list(range(algo.n_agents))
     assert isinstance(algo, HASAC)
+
+
+# --------------------------------------------------------------------------- the acting step
+ACTING = [name for name in CASES if name != "coma"]  # COMA acts on-policy (explore)
+
+
+def act_inputs(name: str, algo: Any, n: int) -> list[torch.Tensor]:
+    """``n`` observation batches ``[E, *obs_shape]`` for ``algo.act``; E the envs of FlashSAC's
+    repeated noise (its stateful path), else 3."""
+    spec = spec_of(name)
+    noise = getattr(getattr(algo, "exploration", None), "noise", None)
+    E = noise.shape[0] if noise is not None else 3
+    shape = (spec.n_agents, spec.obs_dim) if spec.multi_agent else (spec.obs_dim,)
+    g = torch.Generator().manual_seed(7)
+    return [torch.randn(E, *shape, generator=g) * 2 for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ACTING)
+def test_a_replayed_acting_step_equals_the_eager_one(name: str) -> None:
+    """The acting step (rlzoo.run.accel.GraphedAct on CUDA) traced once and replayed on new
+    observations draws the actions, and leaves the state (FlashSAC's repeated noise, its
+    counters), that eager calls do: it reads nothing from the host that changes between steps."""
+    eager, traced = build(name), build(name)
+    graph = None
+    for i, obs in enumerate(act_inputs(name, eager, 9)):
+        torch.manual_seed(500 + i)
+        want = eager.act(obs)
+        torch.manual_seed(500 + i)
+        if i < 3:
+            got = traced.act(obs)
+        elif graph is None:
+            graph = make_fx(lambda o: traced.act(o))(obs)  # runs this step once, for real
+            got = want
+        else:
+            got = graph(obs)
+        assert torch.equal(want, got), (name, i)
+        assert_same_state(eager, traced)
+    assert graph is not None
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ACTING)
+def test_a_graphed_acting_step_equals_the_eager_one_on_cuda(name: str) -> None:
+    """rlzoo.run.accel.GraphedAct (warm-up, capture, replays) acts as eager calls do on the
+    same GPU, random draws included, and leaves the same state."""
+    from rlzoo.run.accel import GraphedAct
+
+    eager, graphed = build(name, "cuda"), build(name, "cuda")
+    act = GraphedAct(lambda o: graphed.act(o))
+    for i, obs in enumerate(act_inputs(name, eager, 8)):
+        obs = obs.cuda()
+        torch.manual_seed(500 + i)
+        want = eager.act(obs)
+        torch.manual_seed(500 + i)
+        got = act(obs)
+        torch.testing.assert_close(want, got, rtol=1e-4, atol=1e-5, msg=f"{name} step {i}")
+    torch.cuda.synchronize()
+    assert act.graph is not None, "nothing was captured"
+    assert_same_state(eager, graphed, rtol=1e-4, atol=1e-5)

@@ -232,6 +232,87 @@ class GraphedUpdate:
         return graph, static_batch, metrics
 
 
+ActFn = Callable[[torch.Tensor], torch.Tensor]
+
+
+class GraphedAct:
+    """The acting step, ``act(obs [K, E, *obs_shape]) -> [K, E, H * A]`` for every seed at
+    once, replayed from one CUDA graph (``cudagraphs``): one launch per env step instead of one
+    per kernel of the policy (its normalizer, trunk, sampling and exploration noise).
+
+    Args:
+        act: the eager acting step (no gradient; reads nothing from the host: the same rule as
+            a capturable update, e.g. FlashSAC's repeated noise keeps its counters on the
+            device).
+        fallback: when the capture fails, act eagerly from then on (``cudagraphs=auto``) with a
+            note, instead of raising :class:`CaptureFailed`.
+
+    As :class:`GraphedUpdate`: :data:`WARMUP_UPDATES` eager calls on this object's side stream,
+    then one capture on it; each later call copies ``obs`` into the graph's static input and
+    replays. Random draws come from the device generator's state at replay time, so a replay
+    draws what the eager call would. An ``obs`` of another shape, dtype or device than the
+    captured one (which a run never makes) runs eagerly. The output is the graph's static
+    tensor, overwritten by the next call: read it (``.cpu()``) before acting again.
+    """
+
+    def __init__(self, act: ActFn, fallback: bool = False) -> None:
+        self.act, self.fallback = act, fallback
+        self.stream = torch.cuda.Stream()
+        self.eager = 0
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.static_obs: torch.Tensor | None = None
+        self.static_out: torch.Tensor | None = None
+        self.failure: str | None = None
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.failure is not None:
+            return self.act(obs)
+        if self.graph is None:
+            if self.eager < WARMUP_UPDATES:
+                self.eager += 1
+                return self.on_side_stream(obs)
+            try:
+                self.capture(obs)
+            except CaptureFailed as err:
+                if not self.fallback:
+                    raise
+                self.failure = str(err)
+                print(f"warning: {self.failure}; this run acts eagerly", file=sys.stderr,
+                      flush=True)
+                return self.act(obs)
+        static = self.static_obs
+        assert static is not None and self.graph is not None and self.static_out is not None
+        if (obs.shape, obs.dtype, obs.device) != (static.shape, static.dtype, static.device):
+            return self.act(obs)
+        static.copy_(obs, non_blocking=True)
+        self.graph.replay()
+        return self.static_out
+
+    def on_side_stream(self, obs: torch.Tensor) -> torch.Tensor:
+        """``act(obs)`` on ``self.stream``, ordered after and before the caller's work."""
+        caller = torch.cuda.current_stream()
+        self.stream.wait_stream(caller)
+        with torch.cuda.stream(self.stream):
+            out = self.act(obs)
+        caller.wait_stream(self.stream)
+        return out
+
+    def capture(self, obs: torch.Tensor) -> None:
+        """Capture ``act`` on a static copy of ``obs`` (the capture runs nothing)."""
+        static = obs.clone()
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        try:
+            with torch.cuda.graph(graph, stream=self.stream):
+                out = self.act(static)
+        except RuntimeError as err:
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise CaptureFailed(f"capturing the acting step as a CUDA graph failed ({first})"
+                                ) from err
+        torch.cuda.synchronize()
+        self.graph, self.static_obs, self.static_out = graph, static, out
+
+
 def update_fn(algo: Algorithm, compile: bool, cudagraphs: bool, fallback: bool = False
               ) -> UpdateFn:
     """The function the trainer calls for one update, with the requested acceleration

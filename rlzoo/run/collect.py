@@ -56,6 +56,10 @@ class Collector:
         self.envs = SeedEnvs([m.env for m in members])
         self.seeds = [m.seed for m in members]
         self.everyone = np.arange(len(members))
+        # the policy's call for every seed, obs [K, E, ...] -> [K, E, H * A]; replayed from a
+        # CUDA graph under cudagraphs (rlzoo.run.accel.GraphedAct, set by the trainer)
+        self.policy_call: Callable[[torch.Tensor], torch.Tensor] = (
+            lambda obs: self.axis.call(self.algo.act, obs))
 
     # ------------------------------------------------------------------ the loop arrays
     def reset(self) -> None:
@@ -159,12 +163,12 @@ class Collector:
         only the seeds in ``acting [K]`` acted: the other seeds' slices of the algorithm's
         buffers (state an act may advance) are put back after the call."""
         if acting.all():
-            return self.axis.call(self.algo.act, obs)
+            return self.policy_call(obs)
         K = len(acting)
         idle = torch.as_tensor(np.flatnonzero(~acting))
         kept = [(b, i, b[i].clone()) for b in self.algo.buffers() if b.dim() and b.shape[0] == K
                 for i in [idle.to(b.device)]]
-        fresh = self.axis.call(self.algo.act, obs)
+        fresh = self.policy_call(obs)
         with torch.no_grad():
             for buffer, i, before in kept:
                 buffer[i] = before

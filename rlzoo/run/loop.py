@@ -33,7 +33,7 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
-from rlzoo.run.accel import resolve_accel, update_fn
+from rlzoo.run.accel import GraphedAct, resolve_accel, update_fn
 from rlzoo.run.assemble import (
     build_members,
     enter_threads,
@@ -112,6 +112,8 @@ class Trainer:
                               str(cfg.algo.name))
         self.update = update_fn(self.algo, accel.compile, accel.cudagraphs,  # algo.update,
                                 accel.fallback)                             # accelerated
+        if accel.cudagraphs and not s.on_policy:  # the acting step too
+            self.collector.policy_call = GraphedAct(self.collector.policy_call, accel.fallback)
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
