@@ -161,7 +161,8 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
     Reads ``RUN_DIR/.hydra/config.yaml`` with OmegaConf (YAML safe loading) and never instantiates
     anything. An interpolation is resolved where it can be (``total_steps: ${env.total_steps}``);
     one that cannot be resolved here (``${now:...}``, a missing environment variable) is kept
-    as its text. Choices (``{"critic": "ensemble", "algo": "sac", ...}``) come from
+    as its text. Choices (``{"critic": "ensemble", "net": "simbav2", ...}``: every config group
+    of rlzoo's, also those such as ``net`` that write elsewhere in the config) come from
     ``hydra.runtime.choices`` in ``RUN_DIR/.hydra/hydra.yaml`` (``{}`` when absent), the keys the
     command line set from ``RUN_DIR/.hydra/overrides.yaml`` (None when absent).
     """
@@ -189,7 +190,6 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
             flat[key] = normalize(resolved)
         except Exception:  # noqa: BLE001, S112 - keep the interpolation's text
             continue
-    top = {key.split(".", 1)[0] for key in flat}
     choices: dict[str, str] = {}
     hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
     if hydra_yaml.is_file():
@@ -201,7 +201,7 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
         if isinstance(recorded, dict):
             choices = {
                 str(k): str(v) for k, v in recorded.items()
-                if isinstance(v, str) and str(k) in top
+                if isinstance(v, str) and "/" not in str(k)  # not Hydra's own (hydra/launcher)
             }
     overridden: list[str] | None = None
     overrides_yaml = run_dir / ".hydra" / "overrides.yaml"
