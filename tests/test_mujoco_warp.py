@@ -147,3 +147,29 @@ def test_sac_trains_on_the_warp_backend_through_the_cli(warp: None, tmp_path) ->
     summary = read_summary(tmp_path / "run")
     assert summary["total_steps"] >= 60 and summary["updates"] > 0
     assert np.isfinite(summary["final_eval_return"])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
+def test_a_warp_run_resumes_bit_for_bit_through_the_cli(warp: None, tmp_path) -> None:
+    """Split at env step 50 (2 worlds, mid-episode) and resumed to 80 equals a straight 80."""
+    from conftest import TINY, read_summary, run_cli
+
+    from tests.test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
+
+    args = ["algo=sac", "env=Hopper", "env.backend=warp", "device=cpu", "num_envs=2", *TINY,
+            "algo.learning_starts=30", "algo.batch_size=16", "algo.buffer_size=1000",
+            "eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.progress=false",
+            "seed=5"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    for run_dir, steps in ((straight, 80), (split, 50)):
+        proc = run_cli([*args, f"total_steps={steps}"], run_dir)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([f"resume={split}", "total_steps=80"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    assert want["algo"]["updates"] > 0
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+        assert read_summary(straight)[key] == read_summary(split)[key], key
