@@ -25,8 +25,10 @@ mapped affinely onto the actuators' ``ctrlrange``; next-step autoreset); :meth:`
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -204,7 +206,7 @@ class WarpMuJoCo(VecEnv):
         v.qvel.copy_(torch.as_tensor(qvel, dtype=torch.float32))
         if qacc_warmstart is not None:
             v.qacc_warmstart.copy_(torch.as_tensor(qacc_warmstart, dtype=torch.float32))
-        with self._wp.ScopedDevice(self._wp_device):
+        with self._on_device():
             self._mjw.forward(self._m, self._d)
         v.cfrc_ext.zero_()
         self._x_before = self._x()
@@ -259,16 +261,27 @@ class WarpMuJoCo(VecEnv):
         """``frame_skip`` MuJoCo steps of every world, then ``rne_postconstraint`` where the task
         reads ``cfrc_ext`` (gymnasium's ``do_simulation``). On a GPU, one CUDA graph."""
         wp = self._wp
-        with wp.ScopedDevice(self._wp_device):
+        with self._on_device():
             if self.device.type == "cuda":
-                with wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device))):
-                    if self._graph is None:
-                        with wp.ScopedCapture() as capture:
-                            self._substeps()
-                        self._graph = capture.graph
-                    wp.capture_launch(self._graph)
+                if self._graph is None:
+                    with wp.ScopedCapture() as capture:
+                        self._substeps()
+                    self._graph = capture.graph
+                wp.capture_launch(self._graph)
             else:
                 self._substeps()
+
+    @contextlib.contextmanager
+    def _on_device(self) -> Iterator[None]:
+        """Warp calls on the env's device and, on a GPU, on torch's current stream (so that
+        torch's reads and writes of the shared arrays are ordered with Warp's kernels)."""
+        wp = self._wp
+        with wp.ScopedDevice(self._wp_device):
+            if self.device.type != "cuda":
+                yield
+                return
+            with wp.ScopedStream(wp.stream_from_torch(torch.cuda.current_stream(self.device))):
+                yield
 
     def _substeps(self) -> None:
         for _ in range(self.task.frame_skip):
@@ -297,11 +310,11 @@ class WarpMuJoCo(VecEnv):
             qvel = torch.randn(E, nv, **t) * task.noise
         else:
             qvel = (torch.rand(E, nv, **t) * 2.0 - 1.0) * task.noise
-        with self._wp.ScopedDevice(self._wp_device):
+        with self._on_device():
             self._mjw.reset_data(self._m, self._d, self._wp.from_torch(mask))
         v.qpos.copy_(torch.where(mask[:, None], qpos, v.qpos))
         v.qvel.copy_(torch.where(mask[:, None], qvel, v.qvel))
-        with self._wp.ScopedDevice(self._wp_device):
+        with self._on_device():
             self._mjw.forward(self._m, self._d)
         v.cfrc_ext.copy_(torch.where(mask[:, None, None], 0.0, v.cfrc_ext))
         self._x_before = torch.where(mask, self._x(), self._x_before)
