@@ -33,6 +33,7 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import SeedAxis, stack_records
+from rlzoo.run import tracking
 from rlzoo.run.accel import GraphedAct, resolve_accel, update_fn
 from rlzoo.run.assemble import (
     build_members,
@@ -99,6 +100,7 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
+        self.wandb: Any = tracking.wanted(cfg)  # log.wandb: then its wandb run (start)
         self.threads = thread_tuner_for(s)  # before set_threads: it reads torch's own count
         set_threads(s)
         self.members, self.algo, self.spec, self.storage = build_members(cfg, s,
@@ -213,6 +215,7 @@ class Trainer:
                 remove_stale_temps(directory)  # of writers that died (SIGKILL, power loss)
         else:
             self.collector.reset()
+        self.wandb = self.wandb and tracking.start(self.cfg, self.members[0].run_dir)
         for k, member in enumerate(self.members):
             # resumed: drop the events a crashed run logged after its checkpoint, from this
             # member's own step (a seed ahead of the group's clock keeps its episodes)
@@ -287,6 +290,8 @@ class Trainer:
         for member in reversed(self.members):  # the first member's text handlers last
             if member.logger is not None:
                 member.logger.close()
+        tracking.finish(self.wandb)
+        self.wandb = None
 
     # ------------------------------------------------------------------ learn
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
