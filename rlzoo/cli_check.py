@@ -46,9 +46,9 @@ from rlzoo.cli_messages import (
     explain_interpolation,
     explain_missing,
     first_line,
-    listing,
-    one_line,
+    hydra_message,
     reparse,
+    short_list,
 )
 from rlzoo.errors import UserError
 from rlzoo.run.targets import check_buildable
@@ -192,7 +192,7 @@ class _Checker:
         if key in self.groups.all():
             raise UserError(
                 f"{o.input_line!r} names no {key} config; choose one of "
-                f"{listing(self.groups.choices(key))}"
+                f"{short_list(self.groups.choices(key))}"
             )
         rest = [p.input_line or "" for p in self.items if p is not o and not p.is_sweep_override()]
         try:
@@ -259,7 +259,7 @@ class _Checker:
                 message = message or culprit(err, job, self.compose)
             except Exception:  # noqa: BLE001 - never hide the original error behind our own
                 message = None
-            raise UserError(message or one_line(err)) from None
+            raise UserError(message or hydra_message(err)) from None
         self.resolve(cfg, job)
         self.check_switches(cfg, job)
         check_buildable(cfg)  # every _target_ imports and is a class of its kind

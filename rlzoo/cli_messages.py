@@ -36,7 +36,7 @@ def explain(err: Exception, job: list[str], compose: Compose,
     if key_error:
         key = key_error.group(1) or key_error.group(2)
         if "@" in key:  # a package in the defaults list (algo@pkg=...): Hydra's text says it
-            return one_line(err)
+            return hydra_message(err)
         return explain_key(key, parsed, compose, groups)
     exists = re.match(r"Could not append to config\. An item is already at '([^']+)'", text)
     if exists:
@@ -75,12 +75,12 @@ def explain_missing_group(
             hint = f"did you mean {group}={best[0]}? " if best else ""
             return (
                 f"{group}={choice}: there is no {group} config {choice!r}; {hint}"
-                f"choose one of {listing(choices)}"
+                f"choose one of {short_list(choices)}"
             )
     # a missing config named inside a config file's own defaults list
     where = first_line(err)
     options = list(err.options or [])
-    return where + (f"; choose one of {listing(options)}" if options else "")
+    return where + (f"; choose one of {short_list(options)}" if options else "")
 
 
 def explain_key(key: str, parsed: list[Override | None], compose: Compose,
@@ -114,7 +114,7 @@ def explain_key(key: str, parsed: list[Override | None], compose: Compose,
         shown = f"{fixed}={value}" if value is not None else fixed
         return f"{line}: the config has no key {key!r}; did you mean {shown}?"
     return (
-        f"{line}: the config has no key {key!r}; keys at {where}: {listing(candidates)} "
+        f"{line}: the config has no key {key!r}; keys at {where}: {short_list(candidates)} "
         f"(to add a new key, prefix it with +: +{line.lstrip('+~')})"
     )
 
@@ -128,8 +128,8 @@ def culprit(err: Exception, job: list[str], compose: Compose) -> str:
             compose(job[:i] + job[i + 1:])
         except Exception:  # noqa: BLE001 - not this one
             continue
-        return f"{job[i]}: {one_line(err)}; check this override against --cfg job"
-    return f"the overrides do not compose ({one_line(err)}); check them against --cfg job"
+        return f"{job[i]}: {hydra_message(err)}; check this override against --cfg job"
+    return f"the overrides do not compose ({hydra_message(err)}); check them against --cfg job"
 
 
 def reparse(text: str) -> Override | None:
@@ -190,7 +190,7 @@ def first_line(err: BaseException) -> str:
     return " ".join(text.splitlines()[0].split()) if text else type(err).__name__
 
 
-def one_line(err: BaseException) -> str:
+def hydra_message(err: BaseException) -> str:
     """Hydra's message up to its search-path listing, as one line."""
     lines: list[str] = []
     for line in str(err).strip().splitlines():
@@ -202,7 +202,8 @@ def one_line(err: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def listing(names: list[str]) -> str:
+def short_list(names: list[str]) -> str:
+    """``names`` joined by commas, at most ``MAX_LISTED`` of them (then ``... (N more)``)."""
     if len(names) <= MAX_LISTED:
         return ", ".join(names)
     return ", ".join(names[:MAX_LISTED]) + f", ... ({len(names) - MAX_LISTED} more)"

@@ -158,13 +158,13 @@ def record_path(run_dir: Path) -> Path:
     return out
 
 
-class _Parser(argparse.ArgumentParser):
+class _EvaluateParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         exit_with(f"{message}; see python -m rlzoo.evaluate --help")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(
+    parser = _EvaluateParser(
         prog="python -m rlzoo.evaluate",
         description="Evaluate a run's latest checkpoint; prints mean ± std and writes "
         "RUN_DIR/eval_<timestamp>.json.",

@@ -35,7 +35,7 @@ from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.bounded import plain_config
 from rlzoo.errors import UserError, one_line
 from rlzoo.policy_export import export_policy
-from rlzoo.policy_file import policy_path, read_record, read_spec
+from rlzoo.policy_file import policy_path, read_policy_record, read_spec
 from rlzoo.run.build import build_algorithm
 from rlzoo.run.settings import resolve_device
 from rlzoo.run.trust import check_targets
@@ -158,7 +158,22 @@ class Policy(nn.Module):
         program runs on the device this policy is on. The file is written atomically. A name
         ending in ``.onnx`` is refused (``UserError``): the file would not be ONNX.
         """
-        return export_policy(self, Path(path), chunk)
+        example = torch.zeros((2, *self.obs_shape), device=self.device)
+        return export_policy(_Exported(self, chunk), example, type(self.algo).__name__,
+                             Path(path))
+
+
+class _Exported(nn.Module):
+    """The deterministic policy (or its whole chunk) as one ``forward`` for ``torch.export``:
+    ``obs [B, O] -> [B, A]`` (``chunk``: ``[B, H, A]``); multi-agent as :meth:`Policy.chunk`."""
+
+    def __init__(self, policy: Policy, chunk: bool) -> None:
+        super().__init__()
+        self.policy, self.whole_chunk = policy, chunk  # "policy.": the program's weight names
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        actions = self.policy._chunk(obs, deterministic=True)
+        return actions if self.whole_chunk else actions[:, 0]
 
 
 def _device_of(module: nn.Module) -> torch.device:
@@ -214,7 +229,7 @@ def load_policy(
     """
     path = policy_path(Path(run_dir))
     torch_device = resolve_device(str(device))
-    record = read_record(path)
+    record = read_policy_record(path)
     config, weights = record["config"], record["weights"]
     check_targets(config, trust, source=str(path),
                   how_to_trust='pass trust=["{module}"] to rlzoo.load_policy')

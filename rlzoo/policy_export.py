@@ -1,5 +1,7 @@
-"""``Policy.export``: a trained policy as a ``torch.export`` program that runs without rlzoo,
-holding only the policy's weights, written atomically (``rlzoo/policy.py``).
+"""``Policy.export``'s writer: a module's ``forward(obs)`` as a ``torch.export`` program that runs
+without rlzoo, holding only the weights that ``forward`` reads, written atomically. It takes the
+module to export (``rlzoo/policy.py`` builds it from a ``Policy``) and knows nothing of
+``Policy`` itself, so neither module imports the other's internals.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ import contextlib
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -17,14 +19,12 @@ from torch.export.graph_signature import InputKind
 from rlzoo.errors import UserError, one_line
 from rlzoo.files import atomic_file
 
-if TYPE_CHECKING:
-    from rlzoo.policy import Policy
 
-
-def export_policy(policy: Policy, path: Path, chunk: bool) -> Path:
-    """:meth:`rlzoo.policy.Policy.export`'s work: ``path`` (``*.pt2``, checked here) holds the
-    deterministic policy's program (its chunk ``[B, H, A]`` with ``chunk``) with a dynamic batch
-    dimension; returns ``path``."""
+def export_policy(module: nn.Module, example: torch.Tensor, name: str, path: Path) -> Path:
+    """:meth:`rlzoo.policy.Policy.export`'s work: ``path`` (``*.pt2``, checked here) holds
+    ``module.forward``'s program (``obs [B, ...] -> actions``), traced on ``example [2, ...]``
+    with a dynamic batch dimension; ``name`` (the algorithm's class name) words the error of
+    a forward that cannot be traced. Returns ``path``."""
     if path.suffix.lower() == ".onnx":  # a torch.export archive is not ONNX: say so
         raise UserError(
             f"{path.name}: Policy.export writes a torch.export program, not ONNX (rlzoo has "
@@ -34,15 +34,14 @@ def export_policy(policy: Policy, path: Path, chunk: bool) -> Path:
         raise UserError(f"{path} is a directory; pass a file name such as policy.pt2")
     if not path.parent.is_dir():
         raise UserError(f"directory {path.parent} does not exist; create it first")
-    module = _Exported(policy, chunk).eval()
-    example = torch.zeros((2, *policy.obs_shape), device=policy.device)
-    program = _export(module, example, type(policy.algo).__name__)
+    module = module.eval()
+    program = _export(module, example, name)
     # An algorithm holds critics and target networks that act() never reads: export again
     # without them, so the program carries only the policy's weights.
     unused = _unused_state(program)
     if unused:
         with _without(module, unused):
-            program = _export(module, example, type(policy.algo).__name__)
+            program = _export(module, example, name)
     # Serialized in memory first (the program holds only the policy's weights): torch's zip
     # writer, given a file that fails mid-write (full disk, read-only file system), raises
     # a bare RuntimeError and may abort the process as it closes the archive; Python's own
@@ -57,18 +56,6 @@ def export_policy(policy: Policy, path: Path, chunk: bool) -> Path:
                         f"{buffer.getbuffer().nbytes:,} bytes); check the directory's "
                         "permissions and free space; no file was left") from None
     return path
-
-
-class _Exported(nn.Module):
-    """The deterministic policy (or its chunk) as one ``forward`` for ``torch.export``."""
-
-    def __init__(self, policy: Policy, chunk: bool) -> None:
-        super().__init__()
-        self.policy, self.whole_chunk = policy, chunk
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        actions = self.policy._chunk(obs, deterministic=True)
-        return actions if self.whole_chunk else actions[:, 0]
 
 
 def _export(module: nn.Module, example: torch.Tensor, name: str) -> torch.export.ExportedProgram:

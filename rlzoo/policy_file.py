@@ -114,7 +114,7 @@ def no_policy(run_dir: Path) -> str:
             "its first checkpoint, so there is no trained policy; train it again")
 
 
-def read_record(path: Path) -> dict[str, Any]:
+def read_policy_record(path: Path) -> dict[str, Any]:
     """``policy.pt``'s contents, checked: loadable, rlzoo's, a known format, finite weights."""
     try:
         record = load_checkpoint(path, map_location="cpu")

@@ -109,7 +109,7 @@ def composed_keys(overrides: list[str]) -> tuple[dict[str, str], dict[str, str]]
     return flat, choices
 
 
-def listing(overrides: list[str]) -> str:
+def keys_text(overrides: list[str]) -> str:
     """The text ``--keys`` prints for ``overrides`` (``algo=simbav2``, ``critic=ensemble``, any
     override): every key of the config they compose, its default and its documentation."""
     keys, chosen = composed_keys([o for o in overrides if not o.startswith("-")])
@@ -141,7 +141,7 @@ def listing(overrides: list[str]) -> str:
 
 
 FLAGS = ("--keys", "--help", "-h")
-"""``python -m rlzoo.train`` flags that print :func:`listing` (Hydra's own help: --hydra-help)."""
+"""``python -m rlzoo.train`` flags that print :func:`keys_text` (Hydra's own help: --hydra-help)."""
 
 
 def print_keys(args: list[str]) -> None:
@@ -150,7 +150,7 @@ def print_keys(args: list[str]) -> None:
     from rlzoo.errors import exit_with, settle_streams
 
     try:
-        text = listing([a for a in args if a not in FLAGS])
+        text = keys_text([a for a in args if a not in FLAGS])
     except Exception as err:  # noqa: BLE001 - Hydra's composition errors, one line each
         exit_with(f"cannot list the keys for {' '.join(args)}: "
                   f"{str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}")

@@ -1,10 +1,12 @@
-"""Critics. Every critic kind is a batched ensemble and answers four questions for an algorithm:
+"""Critics. Every critic kind is a batched ensemble of E heads (``members`` in the code and the
+config: an ensemble slot, not a seed) and answers four questions for an algorithm:
 
-* ``forward(obs, action) -> q [E, B]``: the expected value of each member;
-* ``next_value(next_obs, next_action) -> [K, B]``: the bootstrap value(s) a target is built from
-  (``K = 1`` for point critics; the distributional critic returns its mean and a sampled value);
-* ``td_loss(obs, action, target [K, B]) -> (loss, q [E, B])``: the kind's own TD loss;
-* ``actor_value(q [E, B]) -> [B]``: how members are reduced for the actor.
+* ``forward(obs, action) -> q [E, B]``: the expected value of each head;
+* ``next_value(next_obs, next_action) -> [V, B]``: the V bootstrap value(s) a target is built
+  from (``V = 1`` for point critics; the distributional critic returns its mean and a sampled
+  value, V = 2);
+* ``td_loss(obs, action, target [V, B]) -> (loss, q [E, B])``: the kind's own TD loss;
+* ``actor_value(q [E, B]) -> [B]``: how heads are reduced for the actor.
 
 So the algorithm writes ``y = r + discount * (next_value - alpha log pi)`` once, and the critic
 kind decides the reductions and the loss. A new critic is one subclass and one YAML file.
@@ -12,14 +14,14 @@ kind decides the reductions and the loss. A new critic is one subclass and one Y
 The same classes are the centralized critics of the multi-agent algorithms: there ``obs`` is the
 global state and ``action`` the joint action (HASAC: one critic, as above). A kind that also takes
 ``n_agents = G`` holds G independent critics, one per agent (MADDPG), as one ensemble of ``G * n``
-members, member ``g * n + j`` being member j of agent g's critic; members are reduced within an
+heads, head ``g * n + j`` being head j of agent g's critic; heads are reduced within an
 agent's critic, never across agents. Its inputs may then be per agent (``[G, B, D]``), its targets
-per agent (``[K, G, B]``), and two more methods answer per agent: ``td_losses -> [G]`` and
+per agent (``[V, G, B]``), and two more methods answer per agent: ``td_losses -> [G]`` and
 ``agent_values(q) -> [G, B]`` (``groups`` is G; 1 for a single critic).
 
-Kinds: ``TwinCritic`` (clipped double Q), ``EnsembleCritic`` (REDQ's N members with a random
+Kinds: ``TwinCritic`` (clipped double Q), ``EnsembleCritic`` (REDQ's N heads with a random
 subset-min), ``ActionSequenceCritic`` (Q of an observation and an H-step action chunk) here;
-``DistributionalCritic`` (DSAC-T's Gaussian return per member and its TD loss) in
+``DistributionalCritic`` (DSAC-T's Gaussian return per head and its TD loss) in
 ``rlzoo/nets/distributional.py``. See docs/critics.md.
 """
 
@@ -36,7 +38,7 @@ REDUCTIONS = ("min", "mean", "first")
 
 
 def reduce_members(q: torch.Tensor, how: str) -> torch.Tensor:
-    """Reduce ``q [E, B]`` over members: ``min``, ``mean`` or ``first`` (member 0) -> ``[B]``."""
+    """Reduce ``q [E, B]`` over the heads: ``min``, ``mean`` or ``first`` (head 0) -> ``[B]``."""
     if how == "min":
         return q.min(dim=0).values
     if how == "mean":
@@ -55,7 +57,7 @@ class Critic(nn.Module):
     """Base class of all critic kinds; see the module docstring for the contract.
 
     Attributes:
-        members: E, the number of ensemble members.
+        members: E, the number of ensemble heads.
         action_horizon: H, the number of consecutive actions the critic scores (1 for Q(s, a)).
     """
 
@@ -64,17 +66,17 @@ class Critic(nn.Module):
     groups: int = 1
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """``obs [B, O]``, ``action [B, H * A]`` -> the members' expected values ``[E, B]``."""
+        """``obs [B, O]``, ``action [B, H * A]`` -> the heads' expected values ``[E, B]``."""
         raise NotImplementedError
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """The bootstrap value(s) ``[K, B]`` at ``(s', a')`` (called on the target critic)."""
+        """The bootstrap value(s) ``[V, B]`` at ``(s', a')`` (called on the target critic)."""
         raise NotImplementedError
 
     def td_loss(
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``target [K, B]`` built from ``next_value`` -> (scalar loss, ``q [E, B]``)."""
+        """``target [V, B]`` built from ``next_value`` -> (scalar loss, ``q [E, B]``)."""
         raise NotImplementedError
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
@@ -98,45 +100,45 @@ class Critic(nn.Module):
         for a single critic)."""
         return self.actor_value(q)[None]
 
-    # Helpers of the kinds that hold G per-agent critics of ``per_agent`` members each.
+    # Helpers of the kinds that hold G per-agent critics of ``per_agent`` heads each.
     per_agent: int = 1
 
     def member_inputs(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [B, D]`` (shared by every member) or ``[G, B, D]`` (agent g's input for its
-        critic's members) -> the ensemble's input, ``[B, D]`` or ``[G * n, B, D]``."""
+        """``x [B, D]`` (shared by every head) or ``[G, B, D]`` (agent g's input for its
+        critic's heads) -> the ensemble's input, ``[B, D]`` or ``[G * n, B, D]``."""
         if x.dim() == 3 and self.per_agent > 1:
             return x.repeat_interleave(self.per_agent, dim=0)
         return x
 
     def member_targets(self, target: torch.Tensor) -> torch.Tensor:
-        """One target row ``[B]`` (every member) or ``[G, B]`` (per agent) -> ``[E, B]``."""
+        """One target row ``[B]`` (every head) or ``[G, B]`` (per agent) -> ``[E, B]``."""
         if target.dim() == 2 and self.per_agent > 1:
             target = target.repeat_interleave(self.per_agent, dim=0)
         return target.expand(self.members, target.shape[-1])
 
     def by_agent(self, x: torch.Tensor) -> torch.Tensor:
-        """``[E, ...]`` -> ``[G, n, ...]``: the members grouped by agent."""
+        """``[E, ...]`` -> ``[G, n, ...]``: the heads grouped by agent."""
         return x.reshape(self.groups, self.per_agent, *x.shape[1:])
 
 
 class EnsembleCritic(Critic):
     """N Q-networks as one batched ensemble (REDQ's critic; the twin critic is N = M = 2).
 
-    Targets take the min over a random subset of M distinct members, drawn anew at every call
-    (all members when M = N); the actor sees ``actor_reduce`` over all members.
+    Targets take the min over a random subset of M distinct heads, drawn anew at every call
+    (all heads when M = N); the actor sees ``actor_reduce`` over all heads.
 
     Args:
         obs_dim: observation size.
         act_dim: action size (the critic's action input; ``H * |A|`` for an action chunk).
-        n: N, the number of members.
-        subset: M, members in the target's min.
+        n: N, the number of heads.
+        subset: M, heads in the target's min.
         actor_reduce: ``mean`` (REDQ), ``min`` or ``first``.
         hidden: hidden sizes.
         activation: hidden activation.
         layer_norm: LayerNorm after each hidden layer.
         dropout: dropout probability after each hidden layer, in ``[0, 1)`` (active in the
             online and the target critic alike, as DroQ).
-        network: builds each member's trunk instead of the MLP (``make_network``; e.g.
+        network: builds each head's trunk instead of the MLP (``make_network``; e.g.
             ``net=simbav2``); ``hidden``/``activation``/``layer_norm``/``dropout`` then unused.
 
     Every critic's hyperparameters are required: their defaults are declared once, in
@@ -175,7 +177,7 @@ class EnsembleCritic(Critic):
         return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)
 
     def subset_min(self, q: torch.Tensor) -> torch.Tensor:
-        """Min over a fresh random subset of M distinct members of ``q [E, B]`` -> ``[B]``.
+        """Min over a fresh random subset of M distinct heads of ``q [E, B]`` -> ``[B]``.
 
         One subset per call, shared by the whole batch (REDQ draws one per update).
         """
@@ -183,17 +185,17 @@ class EnsembleCritic(Critic):
             return q.min(dim=0).values
         # argsort of uniform keys: a uniformly random subset, drawn on the device without a
         # host sync (capturable in a CUDA graph)
-        members = torch.rand(self.members, device=q.device).argsort()[: self.subset]
-        return q.index_select(0, members).min(dim=0).values
+        heads = torch.rand(self.members, device=q.device).argsort()[: self.subset]
+        return q.index_select(0, heads).min(dim=0).values
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """``[1, B]``: the subset-min of the members' values at ``(s', a')``."""
+        """``[1, B]``: the subset-min of the heads' values at ``(s', a')``."""
         return self.subset_min(self(next_obs, next_action)).unsqueeze(0)
 
     def td_loss(
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sum over members of the mean squared TD error to ``target [1, B]``."""
+        """Sum over heads of the mean squared TD error to ``target [1, B]``."""
         q = self(obs, action)
         return (q - target).pow(2).mean(dim=1).sum(), q
 
@@ -202,7 +204,7 @@ class EnsembleCritic(Critic):
 
 
 class TwinCritic(EnsembleCritic):
-    """Clipped double Q (SAC, TD3): two members, min of both for targets.
+    """Clipped double Q (SAC, TD3): two heads, min of both for targets.
 
     Args as ``EnsembleCritic`` without ``n``/``subset``; ``actor_reduce`` is ``min`` for SAC
     (``conf/critic/twin.yaml``), ``first`` for TD3 (the paper's actor ascends Q1).
@@ -237,8 +239,8 @@ class ActionSequenceCritic(EnsembleCritic):
         obs_dim: observation size.
         act_dim: |A|, the size of one env action (the chunk is ``horizon * act_dim``).
         horizon: H, actions per chunk.
-        n: members.
-        subset: members in the target's min.
+        n: heads.
+        subset: heads in the target's min.
         actor_reduce: ``min`` (SAC), ``mean`` or ``first`` (TD3).
         hidden, activation, layer_norm, dropout, network: as ``EnsembleCritic``.
     """
