@@ -30,9 +30,10 @@ LAYER_OF = {
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
     "threads": "threads", "reproduce": "reproduce", "bounded": "bounded",
-    "files": "files",
+    "files": "files", "rundirs": "rundirs",
 }
-ENTRY = ("train", "launch", "cli_check", "evaluate", "policy")  # what a user calls
+# what a user calls (rundirs: the run-dir API for tools, the results tool's way into rlzoo)
+ENTRY = ("train", "launch", "cli_check", "evaluate", "policy", "rundirs")
 # import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
 # policy and run)
 LEAVES = ("optim", "errors", "video", "threads", "bounded",
@@ -50,6 +51,7 @@ FORBIDDEN = {
     "cli_check": ("train", "launch", "evaluate", "policy", "analysis"),
     "evaluate": ("train", "launch", "policy", "analysis"),
     "policy": ("train", "launch", "evaluate", "analysis"),
+    "rundirs": ("train", "launch", "evaluate", "policy", "cli_check", "analysis"),
     **{leaf: tuple(sorted(set(LAYER_OF.values()) - {leaf, "errors"})) for leaf in LEAVES},
 }
 # The loop is reached only by the entry point that runs it; factories live in rlzoo.run.build.
@@ -59,6 +61,9 @@ LOOP_IMPORTERS = ("rlzoo.launch.execute", "rlzoo.launch.api")
 KIND_READER = PACKAGE / "run" / "build.py"
 # The results tool sits on top: it may import any layer, and no other layer imports it.
 TOOL = "reproduce"
+# ... and reaches rlzoo only through its public API (docs/architecture.md), imported at the top of
+# its modules: these modules, or a module of these packages.
+TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.analysis")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
 OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells")}
@@ -71,6 +76,7 @@ class Import:
     path: Path
     line: int
     module_level: bool  # executed when the module is imported (not in a function, not typing)
+    in_function: bool = False  # inside a function or lambda (a ``TYPE_CHECKING`` one is not)
 
     def __str__(self) -> str:
         where = "" if self.module_level else " (inside a function or TYPE_CHECKING)"
@@ -96,13 +102,13 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _lazy_nodes(tree: ast.Module) -> set[int]:
+def _lazy_nodes(tree: ast.Module, typing: bool = True) -> set[int]:
     """ids of the import nodes that do not run at import time: inside a function (or a lambda)
-    or under ``if TYPE_CHECKING:``."""
+    or (``typing``) under ``if TYPE_CHECKING:``."""
     lazy: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or (
-                isinstance(node, ast.If) and _is_type_checking(node)):
+                typing and isinstance(node, ast.If) and _is_type_checking(node)):
             for inner in ast.walk(node):
                 if isinstance(inner, (ast.Import, ast.ImportFrom)):
                     lazy.add(id(inner))
@@ -114,7 +120,7 @@ def imports(modules: dict[str, Path]) -> list[Import]:
     found: list[Import] = []
     for source, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
-        lazy = _lazy_nodes(tree)
+        lazy, in_function = _lazy_nodes(tree), _lazy_nodes(tree, typing=False)
         is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
             targets: list[str] = []
@@ -134,7 +140,7 @@ def imports(modules: dict[str, Path]) -> list[Import]:
             for target in targets:
                 if target == "rlzoo" or target.startswith("rlzoo."):
                     found.append(Import(source, target, path, node.lineno,
-                                        id(node) not in lazy))
+                                        id(node) not in lazy, id(node) in in_function))
     return found
 
 
@@ -176,10 +182,12 @@ def test_nothing_but_the_entry_point_imports_the_loop() -> None:
 
 
 def test_no_import_circles() -> None:
+    """No circle among the imports at module level, type-only ones (``TYPE_CHECKING``) included:
+    two modules that need each other's types are one job, or share a third module."""
     modules = sources()
     graph: dict[str, dict[str, Import]] = {m: {} for m in modules}
     for i in imports(modules):
-        if i.module_level and i.target in modules and i.target != i.source:
+        if not i.in_function and i.target in modules and i.target != i.source:
             graph[i.source].setdefault(i.target, i)
     cycles: list[list[str]] = []
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
@@ -249,6 +257,21 @@ def test_nothing_imports_the_results_tool() -> None:
                      "it imports it:\n" + "\n".join(bad))
     assert any(layer(i.source) == TOOL and layer(i.target) == "analysis"
                for i in imports(sources()))  # the rule sees the tool's own imports
+
+
+def test_the_results_tool_uses_only_the_public_api_imported_at_the_top() -> None:
+    """``rlzoo.reproduce`` reaches rlzoo through :data:`TOOL_API` only (never ``rlzoo.run``'s
+    internals), and at the top of its modules (no import inside a function)."""
+    def public(target: str) -> bool:
+        return target == "rlzoo" or any(target == api or target.startswith(api + ".")
+                                        for api in TOOL_API[1:])
+
+    bad = [str(i) for i in imports(sources()) if layer(i.source) == TOOL
+           and layer(i.target) != TOOL and (i.in_function or not public(i.target))]
+    assert not bad, ("the results tool reaches rlzoo only through its public API "
+                     f"({', '.join(TOOL_API)}), imported at module level:\n" + "\n".join(bad))
+    assert any(layer(i.source) == TOOL and i.target == "rlzoo.rundirs"
+               for i in imports(sources()))  # the rule sees the tool's imports of the API
 
 
 def test_optional_packages_are_imported_lazily_where_allowed() -> None:

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
-from rlzoo.reproduce.files import REPO as REPRODUCE_REPO
+from rlzoo.reproduce.files import CHECKOUT as REPRODUCE_REPO
 from rlzoo.reproduce.files import repo_relative
 from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts

@@ -53,13 +53,18 @@ it was.
 
 Defaults: ``--out runs/reproduce`` (relative to the current directory); ``--results`` and
 ``--page`` are the checkout's ``results/`` and ``docs/results.md``, except for ``smoke``, whose
-are ``OUT/results`` and ``OUT/results.md``. Exit status: 0 when nothing failed (cells another
-process holds are reported and skipped), 1 when a cell failed or was not run because its runs
-hold another K or a larger budget than asked, 2 for a usage mistake (one ``reproduce: error:``
-line, before anything is trained), 128 + the signal number when stopped by a signal.
+are ``OUT/results`` and ``OUT/results.md``. From an installed package (no checkout:
+:data:`rlzoo.reproduce.files.CHECKOUT` is None) ``smoke`` runs anywhere and a page suite is
+refused in one line (its results, page and published seeds are the repository's). Exit
+status: 0 when nothing failed (cells another process holds are reported and skipped), 1 when
+a cell failed or was not run because its runs hold another K or a larger budget than asked, 2
+for a usage mistake (one ``reproduce: error:`` line, before anything is trained), 128 + the
+signal number when stopped by a signal.
 
 The modules, data first, each with one job (arrows point down the list, never up; nothing else in
-rlzoo imports this package, and ``stable_baselines3`` is imported only inside the peer's worker):
+rlzoo imports this package, and ``stable_baselines3`` is imported only inside the peer's worker;
+rlzoo itself is reached only through ``rlzoo.rundirs``, ``rlzoo.analysis``, ``rlzoo.errors``,
+``rlzoo.files`` and the command lines, imported at the top of the modules):
 
 - ``schema``: the shapes of a suite, a task and a row; ``suites``: the suites, as data (the file
   to edit to add a row or a task); ``references``: the published sources and curves, as data;

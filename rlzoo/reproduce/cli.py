@@ -12,8 +12,10 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlzoo.reproduce.console import Parser, UsageError, fail, say
-from rlzoo.reproduce.files import REPO
+from rlzoo import rundirs
+from rlzoo.errors import UserError
+from rlzoo.reproduce.console import Parser, UsageError, fail, progress
+from rlzoo.reproduce.files import CHECKOUT
 from rlzoo.reproduce.peer import sb3_worker
 from rlzoo.reproduce.peer_cells import sb3_missing
 from rlzoo.reproduce.plan import Outcome, Plan
@@ -73,21 +75,25 @@ def make_plan(args: argparse.Namespace, prog: str = PROG_NAME) -> Plan:
     suite = SUITES[args.suite]
     if args.seeds is not None and args.seeds < 1:
         raise UsageError(f"--seeds must be a positive number of seeds, got {args.seeds}")
-    from rlzoo.run.settings import MAX_SEED
-
     if args.first_seed < 0:
         raise UsageError(f"--first-seed must be 0 or more, got {args.first_seed}")
-    if args.first_seed + (args.seeds or suite.seeds) - 1 > MAX_SEED:
+    if args.first_seed + (args.seeds or suite.seeds) - 1 > rundirs.MAX_SEED:
         raise UsageError(f"--first-seed {args.first_seed}: its last seed passes rlzoo's largest "
-                         f"seed, {MAX_SEED}")
+                         f"seed, {rundirs.MAX_SEED}")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     out = args.out.expanduser().absolute()
     check_folder(out, "--out")
     on_page = suite.name in PAGE_SUITES
-    results = (args.results or (REPO / "results" if on_page else out / "results")).absolute()
+    if on_page and CHECKOUT is None:
+        raise UsageError(f"the {suite.name} suite writes the repository's results page and sets "
+                         "the published seeds (results/published/) beside it: run it from a "
+                         "clone of rlzoo (pip install -e .); from this installed package, the "
+                         "smoke suite runs anywhere")
+    home = CHECKOUT if on_page and CHECKOUT is not None else None
+    results = (args.results or (home / "results" if home else out / "results")).absolute()
     check_folder(results, "--results")
-    page = (args.page or (REPO / "docs" / "results.md" if on_page else out / "results.md"))
+    page = (args.page or (home / "docs" / "results.md" if home else out / "results.md"))
     page = page.expanduser().absolute()
     if page.is_dir():
         raise UsageError(f"--page {page} is a directory; name the page's file, e.g. "
@@ -123,8 +129,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG_NAME) -> int:
     cells = [(t, r) for t, r in suite.cells()
              if not args.only or any(fnmatch.fnmatch(f"{t.name}/{r.label}", p) for p in args.only)]
     if plan.sb3 is not None and plan.sb3 != "--no-sb3" and any(r.peer for _, r in cells):
-        say(f"Stable-Baselines3 is not available ({plan.sb3}): its rows are not run; the page "
-            "says so")
+        progress(f"Stable-Baselines3 is not available ({plan.sb3}): its rows are not run; the "
+                 "page says so")
     outcomes: list[Outcome] = []
     if not args.report_only:
         if "device=cuda" in suite.overrides:
@@ -134,10 +140,13 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG_NAME) -> int:
                 fail(f"the {suite.name} suite needs a CUDA GPU and torch sees none here")
         outcomes = run_cells(plan, cells)
         if STOP.signum:
-            say(f"stopped by {signal.Signals(STOP.signum).name}; run the same command again to "
-                "continue (finished cells are skipped, unfinished ones resume)")
+            progress(f"stopped by {signal.Signals(STOP.signum).name}; run the same command again "
+                     "to continue (finished cells are skipped, unfinished ones resume)")
             return 128 + STOP.signum
-    report(plan, outcomes)
+    try:
+        report(plan, outcomes)
+    except UserError as err:  # a file it cannot write (rlzoo.files: one line, nothing half-written)
+        fail(str(err))
     return closing(outcomes)
 
 
@@ -149,11 +158,11 @@ def closing(outcomes: list[Outcome]) -> int:
     open_cells = [o for o in outcomes if o.state in ("locked", "unfinished", "skipped")
                   and not o.mistake]
     if open_cells:
-        say(f"{len(open_cells)} cell(s) not finished by this run: "
-            + "; ".join(f"{o.task}/{o.row} {o.state}" for o in open_cells))
+        progress(f"{len(open_cells)} cell(s) not finished by this run: "
+                 + "; ".join(f"{o.task}/{o.row} {o.state}" for o in open_cells))
     if mistakes:
-        say(f"{len(mistakes)} cell(s) not run: their runs do not match --seeds/--steps: "
-            + "; ".join(f"{o.task}/{o.row}: {o.note}" for o in mistakes))
+        progress(f"{len(mistakes)} cell(s) not run: their runs do not match --seeds/--steps: "
+                 + "; ".join(f"{o.task}/{o.row}: {o.note}" for o in mistakes))
     if failed:
-        say(f"{len(failed)} cell(s) failed: " + "; ".join(f"{o.task}/{o.row}" for o in failed))
+        progress(f"{len(failed)} cell(s) failed: " + "; ".join(f"{o.task}/{o.row}" for o in failed))
     return 1 if failed or mistakes else 0

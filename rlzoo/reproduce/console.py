@@ -20,7 +20,7 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def say(message: str) -> None:
+def progress(message: str) -> None:
     """One ``reproduce: <message>`` line on stdout, flushed (the runner's progress)."""
     print(f"{PROG}: {message}", flush=True)
 

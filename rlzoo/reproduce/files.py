@@ -1,5 +1,11 @@
-"""The reproduce tool's files: where the checkout is, the names of the files it writes, and
-small readers and writers of them (JSON, an atomic text write, a folder put in place by renames).
+"""The reproduce tool's files: the checkout it runs from (if any), the names of the files it
+writes, and small readers and writers of them (JSON, an atomic text write through
+:func:`rlzoo.files.write_atomic`, rlzoo's one atomic writer, and a folder put in place by renames).
+
+From an installed package there is no checkout (:data:`CHECKOUT` is None): the ``smoke`` suite and
+any suite given ``--results`` and ``--page`` run anywhere, while the page suites' defaults (the
+repository's ``results/`` and ``docs/results.md``) and the published seeds
+(``results/published/``, data of the repository, not of the wheel) need a clone.
 """
 
 from __future__ import annotations
@@ -11,7 +17,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]  # the checkout holding rlzoo/ (results/, docs/)
+from rlzoo.files import write_atomic
+
+
+def find_checkout() -> Path | None:
+    """The repository checkout this rlzoo is imported from (the folder holding ``rlzoo/``,
+    ``pyproject.toml`` and ``results/``; an editable install counts), or None for an installed
+    package."""
+    root = Path(__file__).resolve().parents[2]
+    found = all((root / name).exists() for name in ("pyproject.toml", "rlzoo", "results"))
+    return root if found else None
+
+
+CHECKOUT = find_checkout()  # None from an installed package: see the module's docstring
 REPORT_DIR = "report"
 STATUS_FILE = "status.json"
 PROVENANCE_FILE = "provenance.json"  # in an exported run dir: what trained it, on what
@@ -46,17 +64,20 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` through a temporary file in the same folder."""
+    """Replace ``path`` with ``text`` (UTF-8; its folders made first) through
+    :func:`rlzoo.files.write_atomic`: a reader sees the old or the new file; a failure is one
+    ``UserError`` line, ``path`` unchanged."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def repo_relative(text: str) -> str:
     """``text`` with this checkout's absolute path written relative to it (``/x/repo/runs/a`` ->
-    ``runs/a``, ``/x/repo`` -> ``.``), so exported configs carry no path of this machine."""
-    repo = re.escape(str(REPO))
+    ``runs/a``, ``/x/repo`` -> ``.``), so exported configs carry no path of this machine;
+    unchanged without a checkout (:data:`CHECKOUT`)."""
+    if CHECKOUT is None:
+        return text
+    repo = re.escape(str(CHECKOUT))
     return re.sub(repo + r"(?![^/\s'\"])", ".", re.sub(repo + "/", "", text))
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.reproduce.console import say
+from rlzoo.analysis.curves import SCALARS_CSV, write_scalars_csv
+from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import PROVENANCE_FILE, replace_dir
 from rlzoo.reproduce.provenance import launch_record
 from rlzoo.reproduce.schema import Row, Suite, Task, compose_cell_config
@@ -277,8 +278,6 @@ def write_peer_run(job: PeerJob, settings: PeerSettings, kwargs: dict[str, Any],
     import stable_baselines3 as sb3
     from omegaconf import OmegaConf
 
-    from rlzoo.analysis.curves import SCALARS_CSV, write_scalars_csv
-
     row, steps, library = job.row, job.steps, f"stable-baselines3 {sb3.__version__}"
     partial = job.partial
     (partial / ".hydra").mkdir(parents=True, exist_ok=True)
@@ -318,5 +317,5 @@ def write_peer_run(job: PeerJob, settings: PeerSettings, kwargs: dict[str, Any],
         [{"launch": "started", **launch_record(dict(os.environ), sys.argv)}], indent=2) + "\n")
     (partial / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     replace_dir(partial, job.final)
-    say(f"{row.label} seed {job.seed} on {job.task.name}: final eval return "
+    progress(f"{row.label} seed {job.seed} on {job.task.name}: final eval return "
         f"{final_return:.2f} after {steps} steps ({summary['steps_per_sec']:.1f} steps/s)")

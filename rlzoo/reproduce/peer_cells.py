@@ -11,8 +11,8 @@ import sys
 import time
 from typing import Any
 
-from rlzoo.reproduce.console import say
-from rlzoo.reproduce.files import PARTIAL_SUFFIX, REPO, summary_steps
+from rlzoo.reproduce.console import progress
+from rlzoo.reproduce.files import CHECKOUT, PARTIAL_SUFFIX, summary_steps
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, child_env, log_tail
 from rlzoo.reproduce.schema import Row, Task
@@ -43,7 +43,7 @@ def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     if not todo:
         return Outcome(task.name, row.label, "finished", "already finished", dirs)
     jobs = max(1, min(len(todo), os.cpu_count() or 1))
-    say(f"{task.name}/{row.label}: seeds {', '.join(map(str, todo))} of Stable-Baselines3 "
+    progress(f"{task.name}/{row.label}: seeds {', '.join(map(str, todo))} of Stable-Baselines3 "
         f"{row.peer} to {steps} steps, {jobs} at a time (logs {folder / row.label}-s<seed>.log)")
     failures = run_workers(plan, task, row, todo, jobs)
     if all(summary_steps(d) == steps for d in dirs):
@@ -66,7 +66,7 @@ def start_worker(plan: Plan, task: Task, row: Row, seed: int) -> tuple[subproces
     out = open(folder / f"{row.label}-s{seed}.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "rlzoo.reproduce", "--sb3-worker", json.dumps(spec)],
-        cwd=REPO, env=child_env(threads=1), stdout=out, stderr=subprocess.STDOUT,
+        cwd=CHECKOUT, env=child_env(threads=1), stdout=out, stderr=subprocess.STDOUT,
         start_new_session=True)
     STOP.children.add(proc)
     return proc, out

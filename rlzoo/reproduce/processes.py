@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from rlzoo.reproduce.files import REPO
+from rlzoo.reproduce.files import CHECKOUT
 
 
 class FileLock:
@@ -43,10 +43,13 @@ class FileLock:
 
 
 def child_env(threads: int | None = None) -> dict[str, str]:
-    """The environment of a child process: this checkout's rlzoo on ``PYTHONPATH``; with
-    ``threads``, ``OMP_NUM_THREADS`` set to it."""
+    """The environment of a child process: this checkout's rlzoo first on ``PYTHONPATH`` (an
+    installed package: ``PYTHONPATH`` as it is); with ``threads``, ``OMP_NUM_THREADS`` set to
+    it."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    if CHECKOUT is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT),
+                                             *filter(None, [env.get("PYTHONPATH")])])
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     return env
@@ -89,12 +92,13 @@ STOP = Stop()
 
 
 def run_child(cmd: list[str], log: Path, env: dict[str, str]) -> int:
-    """Run ``cmd`` from the repository root, output appended to ``log``; its exit status."""
+    """Run ``cmd`` from the checkout's root (an installed package: the current directory), output
+    appended to ``log``; its exit status."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         out.write(f"\n$ {' '.join(cmd)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=CHECKOUT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         STOP.children.add(proc)
         if STOP.signum:  # a signal that came before the child was in the set

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlzoo.reproduce.files import REPO, repo_relative, write_text_atomic
+from rlzoo.reproduce.files import CHECKOUT, repo_relative, write_text_atomic
 
 
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
@@ -23,9 +23,11 @@ def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]
     import platform
     from importlib import metadata
 
-    def git(*args: str) -> str | None:
+    def git(*args: str) -> str | None:  # None from an installed package (no checkout)
+        if CHECKOUT is None:
+            return None
         try:
-            out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+            out = subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True,
                                  timeout=30)
         except (OSError, subprocess.SubprocessError):
             return None

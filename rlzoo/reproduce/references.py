@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
-from rlzoo.reproduce.files import REPO
+from rlzoo.reproduce.files import CHECKOUT
 
-PUBLISHED_DIR = REPO / "results" / "published"
+# The repository's (data of the clone, not of the wheel: a page suite refuses to run without a
+# checkout, rlzoo.reproduce.files); from an installed package, the current directory's.
+PUBLISHED_DIR = (CHECKOUT or Path.cwd()) / "results" / "published"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rlzoo.reproduce.console import fail, say
+from rlzoo.analysis import compare, find_runs
+from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
+from rlzoo.analysis.messages import CompareError
+from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
     PROFILE_GLOB,
     PROVENANCE_FILE,
@@ -48,8 +51,6 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     ``provenance.json`` (the run's own, else ``provenance``: its cell's launches). Nothing else:
     no losses, no checkpoints, no events, no weights. Returns False (nothing written) when
     ``dest`` already holds this summary.json and provenance, and train.csv if the run has one."""
-    from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
-
     summary = (run_dir / "summary.json").read_bytes()
     source = run_dir / PROVENANCE_FILE
     source = source if source.is_file() else provenance
@@ -106,8 +107,6 @@ def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
 def report(plan: Plan, outcomes: list[Outcome]) -> None:
     """Export, record the status, compare and rewrite the page (under a lock, so two
     invocations never write the same report at once)."""
-    from rlzoo.analysis import find_runs
-
     key = hashlib.sha1(str(plan.results.resolve()).encode()).hexdigest()[:16]
     lock = FileLock(Path(tempfile.gettempdir()) / f"rlzoo-reproduce-{key}.lock")
     lock.acquire(block=True)  # outside the results, which are committed
@@ -115,7 +114,7 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
         cells, written = export_suite(plan)
         root = plan.results / plan.suite.name
         record_status(plan, outcomes, root / STATUS_FILE)
-        say(f"exported {cells} finished cells ({written} run dirs written) to {root}")
+        progress(f"exported {cells} finished cells ({written} run dirs written) to {root}")
         on_page = plan.suite.name in PAGE_SUITES
         suites = PAGE_SUITES if on_page else [plan.suite.name]
         try:  # before rlzoo.compare and the figures read them: a bad file stops the report
@@ -123,11 +122,11 @@ def report(plan: Plan, outcomes: list[Outcome]) -> None:
             runs = find_runs([root]) if root.is_dir() else []
             if runs:
                 compare_and_draw(plan, runs, root / REPORT_DIR)
-                say(f"compared {len(runs)} runs into {root / REPORT_DIR}")
+                progress(f"compared {len(runs)} runs into {root / REPORT_DIR}")
             write_page(plan.results, plan.page, suites)
         except BadResults as err:  # the page and report stay as they were
             fail(f"{err}")
-        say(f"wrote {plan.page}")
+        progress(f"wrote {plan.page}")
     finally:
         lock.release()
 
@@ -155,13 +154,10 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
     """rlzoo.compare over the suite's exported ``runs`` into ``report_dir`` (its JSON with no
     path of this machine), then the page's figures: each task's with the published curves, and
     the performance profile at each headline budget. A failed comparison is one line."""
-    from rlzoo.analysis import compare
-    from rlzoo.analysis.messages import CompareError
-
     try:
         kept = compare(runs, report_dir)
         for path in report_dir.glob("*.json"):  # no path of this machine
-            path.write_text(repo_relative(path.read_text()))
+            write_text_atomic(path, repo_relative(path.read_text()))
         for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):
             path.unlink()
         for env, by_label in kept.get("curves", {}).items():
@@ -175,4 +171,4 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
                 plot_profile(*aggregate_scores(data, steps, tasks), steps,
                              report_dir / profile_figure(steps, tasks if i else None))
     except CompareError as err:
-        say(f"rlzoo.compare failed: {err}")
+        progress(f"rlzoo.compare failed: {err}")

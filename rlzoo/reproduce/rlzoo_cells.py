@@ -7,7 +7,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from rlzoo.reproduce.console import say
+from rlzoo import rundirs
+from rlzoo.errors import UserError
+from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import PROVENANCE_FILE, repo_relative, summary_steps
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, child_env, log_tail, run_child
@@ -26,21 +28,18 @@ def group_steps(members: list[Path]) -> int | None:
 def group_members(home: Path, seeds: int) -> list[Path] | str:
     """The run dirs of the rlzoo seed group whose home is ``home`` (``[home]`` for K = 1), or
     why they cannot be used (a one-line reason)."""
-    from rlzoo.errors import UserError
-    from rlzoo.run.group import read_group
-
     try:
-        group = read_group(home)
+        dirs = rundirs.recorded_group_dirs(home)
     except UserError as err:
         return str(err)
-    if group is None:
+    if dirs is None:
         if seeds == 1:
             return [home]
         return f"{home} holds a 1-seed run, not a {seeds}-seed group"
-    if len(group.dirs) != seeds:
-        return f"{home} holds a {len(group.dirs)}-seed group, not {seeds} (pass --seeds " \
-               f"{len(group.dirs)} or another --out)"
-    return list(group.dirs)
+    if len(dirs) != seeds:
+        return f"{home} holds a {len(dirs)}-seed group, not {seeds} (pass --seeds " \
+               f"{len(dirs)} or another --out)"
+    return dirs
 
 
 def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
@@ -52,14 +51,12 @@ def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
             f"checkpoint.keep={s.checkpoint_keep}", "log.progress=false"]
 
 
-def discard_unstarted(dirs: list[Path]) -> None:
+def remove_unstarted_dirs(dirs: list[Path]) -> None:
     """Remove the dirs of a group that never wrote a checkpoint or a summary (a crash before
     its first checkpoint), so the cell starts again; a dir a live rlzoo process holds is kept."""
-    from rlzoo.run.rundir import RunLock, holds_a_run
-
     for d in dirs:
-        if d.is_dir() and not holds_a_run(d):
-            RunLock.check_free(d)
+        if d.is_dir() and not rundirs.holds_a_run(d):
+            rundirs.check_free(d)
             shutil.rmtree(d)
 
 
@@ -67,26 +64,21 @@ def unstarted_group(home: Path, seeds: int, first_seed: int = 0) -> list[Path]:
     """The dirs a group of ``seeds`` seeds from ``first_seed`` that never started may have
     left: ``home``, the members its group.json names and the default member names
     (``<row>-s<seed>``)."""
-    from rlzoo.errors import UserError
-    from rlzoo.run.group import member_dir, read_group
-
-    dirs = [home, *(member_dir(home, first_seed, seed)
+    dirs = [home, *(rundirs.member_dir(home, first_seed, seed)
                     for seed in range(first_seed + 1, first_seed + seeds))]
     try:
-        group = read_group(home)
+        named = rundirs.recorded_group_dirs(home) or []
     except UserError:
-        group = None
-    return list(dict.fromkeys([*dirs, *(group.dirs if group else ())]))
+        named = []
+    return list(dict.fromkeys([*dirs, *named]))
 
 
 def live_trainer(home: Path, seeds: int, first_seed: int = 0) -> str:
     """Why the cell whose home is ``home`` cannot be run now: a live ``rlzoo.train`` holds one
     of its run dirs (a trainer an earlier reproduce.py left running when it was killed); ``""``
     when none does."""
-    from rlzoo.run.rundir import RunLock
-
     for d in unstarted_group(home, seeds, first_seed) if home.exists() else []:
-        owner = RunLock.owner(d)
+        owner = rundirs.trainer_pid(d)
         if owner is not None:
             return (f"locked by a live trainer: rlzoo.train (pid {owner}) still runs in "
                     f"{repo_relative(str(d))}; wait for it to finish or stop it (kill {owner}), "
@@ -107,9 +99,6 @@ def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
 
 def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     """Skip, resume or start one rlzoo cell (the caller holds the cell's lock)."""
-    from rlzoo.errors import UserError
-    from rlzoo.run.rundir import holds_a_run
-
     steps = plan.budget(task)
     home = plan.home(task, row)
     log = plan.task_dir(task) / f"{row.label}{seed_suffix(plan)}.log"
@@ -119,7 +108,7 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     if trainer:
         return Outcome(task.name, row.label, "locked", trainer)
     if home.exists():
-        members = group_members(home, plan.seeds) if holds_a_run(home) else [home]
+        members = group_members(home, plan.seeds) if rundirs.holds_a_run(home) else [home]
         if isinstance(members, str):
             return Outcome(task.name, row.label, "skipped", members, mistake=True)
         reached = group_steps(members)
@@ -128,18 +117,18 @@ def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
         if reached is not None and reached > steps:
             return Outcome(task.name, row.label, "skipped", f"holds a run of {reached} steps, "
                            f"more than {steps}; left as it is", mistake=True)
-        if holds_a_run(home):
+        if rundirs.holds_a_run(home):
             cmd += [f"resume={home}", f"total_steps={steps}", "log.progress=false"]
             what = "resumed"
         else:
             try:
-                discard_unstarted(unstarted_group(home, plan.seeds, plan.first_seed))
+                remove_unstarted_dirs(unstarted_group(home, plan.seeds, plan.first_seed))
             except UserError as err:
                 return Outcome(task.name, row.label, "locked", str(err))
     if what == "started":
         cmd += [*rlzoo_overrides(plan, task, row), f"hydra.run.dir={home}"]
     seeds = f"{plan.seeds} seed" + ("s" if plan.seeds != 1 else "")
-    say(f"{task.name}/{row.label}: {what} ({seeds} to {steps} steps; log {log})")
+    progress(f"{task.name}/{row.label}: {what} ({seeds} to {steps} steps; log {log})")
     env = child_env()
     append_record(cell_provenance(plan, task, row), {"launch": what, **launch_record(env, cmd)})
     status = run_child(cmd, log, env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rlzoo.reproduce.console import say
+from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import CELL_LOCK_SUFFIX, summary_steps
 from rlzoo.reproduce.peer_cells import sb3_cell
 from rlzoo.reproduce.plan import Outcome, Plan
@@ -27,7 +27,7 @@ def run_cells(plan: Plan, cells: list[tuple[Task, Row]]) -> list[Outcome]:
             break
         outcome = run_cell(plan, task, row)
         outcomes.append(outcome)
-        say(f"[{i}/{len(cells)}] {task.name}/{row.label}: {outcome.state}"
+        progress(f"[{i}/{len(cells)}] {task.name}/{row.label}: {outcome.state}"
             + (f" ({outcome.note})" if outcome.note else ""))
     return outcomes
 

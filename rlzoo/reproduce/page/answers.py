@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.files import read_json, summary_steps
 from rlzoo.reproduce.page.data import (
     SuiteData,
@@ -114,8 +115,6 @@ def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
 def yardstick_clause(data: SuiteData, yard: list[Verdict]) -> str:
     """The modern rows against another algorithm's curve: each row's verdicts by task and
     budget, and where that curve stands in the aggregate across tasks."""
-    from rlzoo.analysis import stats
-
     algo = yard[0].ref.algo
     rows = list(dict.fromkeys(v.row for v in yard))
     text = (f"{joined([f'`{r}`' for r in rows])} have no published curve of their own, so the "

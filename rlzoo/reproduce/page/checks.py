@@ -26,8 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlzoo.analysis.curves import CURVE_TAG, SCALARS_CSV, read_scalars_csv
+from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT, SUMMARY_BYTES_LIMIT
 from rlzoo.reproduce.console import UsageError
-from rlzoo.reproduce.files import REPO, TRAIN_CSV
+from rlzoo.reproduce.files import CHECKOUT, TRAIN_CSV
 from rlzoo.reproduce.page.runs import run_rows
 from rlzoo.reproduce.schema import Suite
 
@@ -40,7 +42,7 @@ class BadResults(UsageError):
 def shown(path: Path) -> str:
     """``path`` as the message names it: relative to the checkout when inside it."""
     try:
-        return str(path.resolve().relative_to(REPO))
+        return str(path.resolve().relative_to(CHECKOUT)) if CHECKOUT else str(path)
     except ValueError:
         return str(path)
 
@@ -53,8 +55,6 @@ def _refuse(path: Path, what: str, sep: str = ": ") -> BadResults:
 def check_summary(run_dir: Path) -> dict[str, Any]:
     """``run_dir/summary.json`` as the page reads it, checked (module docstring);
     :class:`BadResults` naming the file when it is unusable."""
-    from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT, SUMMARY_BYTES_LIMIT
-
     path = run_dir / "summary.json"
     try:
         size = path.stat().st_size
@@ -111,8 +111,6 @@ def check_curve(path: Path, budget: int, needs: str | None) -> None:
     its format (:func:`rlzoo.analysis.curves.read_scalars_csv`), no step beyond ``budget`` and,
     when ``needs`` names a tag, at least one value of it; :class:`BadResults` naming the file
     otherwise."""
-    from rlzoo.analysis.curves import read_scalars_csv
-
     try:
         points = read_scalars_csv(path)
     except ValueError as exc:
@@ -129,8 +127,6 @@ def check_curve(path: Path, budget: int, needs: str | None) -> None:
 
 def check_run(run_dir: Path) -> None:
     """Every file of one exported run dir that the page reads (module docstring)."""
-    from rlzoo.analysis.curves import CURVE_TAG, SCALARS_CSV
-
     summary = check_summary(run_dir)
     check_curve(run_dir / SCALARS_CSV, summary["total_steps"], CURVE_TAG)
     if (run_dir / TRAIN_CSV).exists():

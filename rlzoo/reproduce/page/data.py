@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.files import REPORT_DIR, STATUS_FILE, read_json, summary_steps
 from rlzoo.reproduce.page.runs import (
     WINDOW,
@@ -97,8 +98,6 @@ def best_reference(found: Sequence[Found]) -> Found | None:
     headline's) among the curves of the row's own algorithm; only a row with none of its own is
     set against a yardstick (another algorithm's curve, ``Reference.yardstick``); None without
     any curve."""
-    from rlzoo.analysis import stats
-
     own = [item for item in found if not item[0].yardstick]
     pool = own or list(found)
     return max(pool, key=lambda item: stats.iqm(item[1])) if pool else None

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.files import PUBLISHED_SUFFIX
 from rlzoo.reproduce.page.runs import WINDOW, kilo, row_of_runs
 from rlzoo.reproduce.references import MODERN_ROWS, NORMALIZER, REFERENCES
@@ -36,8 +37,6 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path,
     per source; markers only where it has few points), in the colour of the row of its
     algorithm, or black for CrossQ's, which is set beside the modern rows. False (nothing
     written) when no published curve is set beside these rows."""
-    from rlzoo.analysis import stats
-
     by_row = {row_of_runs(c["runs"]) if c.get("runs") else label: c
               for label, c in curves.items()}
     rank = {label: i for i, label in enumerate(order)}

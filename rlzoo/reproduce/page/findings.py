@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.page.data import SuiteData, cell_budget, pair_tests
 from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations
 from rlzoo.reproduce.page.temperature import TEMPERATURE_FINDINGS
@@ -100,8 +101,6 @@ def iqm_above(data: SuiteData, task: str, a: str, b: str, last: int
     untrained policy: every row's warm-up lasts until it) left out, row ``a``'s IQM over seeds is
     above row ``b``'s: (above, the steps compared, the first step from which it stays above, or
     0 when it is not above at the last)."""
-    from rlzoo.analysis import stats
-
     every = data.suite.eval_every
 
     def by_step(row: str) -> dict[int, list[float]]:  # an evaluation lands at or after its step

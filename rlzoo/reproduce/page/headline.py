@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.files import REPORT_DIR, profile_figure, summary_steps
 from rlzoo.reproduce.page.data import (
     SuiteData,
@@ -259,8 +260,6 @@ def _tested_summary(steps: int, found: list[tuple[str, Test]]) -> str:
 def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     """The aggregate across tasks at each headline budget: IQM of normalized scores with a
     task-stratified bootstrap CI, and the performance profile's figure."""
-    from rlzoo.analysis import stats
-
     low, high = ("their mean evaluation at step 0 (the untrained policy)",
                  "their mean at 1M env steps")
     lines = []

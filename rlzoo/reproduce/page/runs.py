@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from rlzoo.analysis import stats
+from rlzoo.analysis.curves import CURVE_TAG, load_scalars
 from rlzoo.reproduce.files import PROVENANCE_FILE, read_json
 
 WINDOW = 10_000  # a comparison's window: each seed's mean over its evaluations in [S - W, S]
@@ -69,8 +71,6 @@ def curves_read_once() -> Iterator[None]:
 def eval_points(run_dir: Path) -> list[tuple[int, float]]:
     """A run's ``eval/return`` curve as (env step, return) pairs in step order; [] when none.
     While :func:`render_page` runs, each run dir is read once."""
-    from rlzoo.analysis.curves import CURVE_TAG, load_scalars
-
     if _CURVES is not None and str(run_dir) in _CURVES:
         return _CURVES[str(run_dir)]
     points = load_scalars(run_dir, [CURVE_TAG]).get(CURVE_TAG)
@@ -105,8 +105,6 @@ def first_columns(runs: list[Path]) -> tuple[str, str]:
     each run's first evaluation with its env step (a range when the seeds differ), and how many
     seeds ended above it (``final_eval_return`` of summary.json against the first evaluation);
     ``—`` for each when no run has a first evaluation."""
-    from rlzoo.analysis import stats
-
     pairs = [(f, read_json(d / "summary.json") or {}) for d in runs
              if (f := first_eval(d)) is not None]
     if not pairs:

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.reproduce.files import read_json
+from rlzoo import rundirs
+from rlzoo.reproduce.files import read_json, write_text_atomic
 from rlzoo.reproduce.page.runs import fmt
 from rlzoo.reproduce.schema import Suite, Task, compose_cell_config
 
@@ -37,16 +38,14 @@ def scale_returns(env_option: str, episodes: int = SCALE_EPISODES) -> dict[str, 
     include every evaluation's ``seed + EVAL_SEED_OFFSET + i`` for seed + i < episodes) of the
     team return under uniform random actions (``random``) and under the env's zero action
     (``zero``: no force in MPE, no torque in MaMuJoCo), for ``env=<env_option>``."""
-    from rlzoo.envs.base import run_episodes
-    from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
-
     cfg = compose_cell_config([f"env={env_option}"])
     out = {}
     for kind in ("random", "zero"):
-        env = make_env(cfg, episodes, EVAL_SEED_OFFSET)
+        env = rundirs.make_env(cfg, episodes, rundirs.EVAL_SEED_OFFSET)
         obs, _ = env.reset()
         policy = scripted_policy(kind, env, np.random.default_rng(0))
-        returns = run_episodes([env], [obs], lambda batch, act=policy: act(batch[0])[None])[0]
+        returns = rundirs.run_episodes([env], [obs],
+                                       lambda batch, act=policy: act(batch[0])[None])[0]
         env.close()
         out[kind] = [float(returns.returns.mean()), float(returns.returns.std(ddof=1))]
     return out
@@ -58,8 +57,6 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     written there when the task is missing from it), and for each row of ``finals`` (label:
     the seeds' final returns, as in the report) how many beat the zero action's; None for other
     tasks. ``brief``: the method was said at an earlier task, so only the numbers are given."""
-    from rlzoo.run.build import EVAL_SEED_OFFSET
-
     task: Task | None = next((t for t in suite.tasks if t.name == task_name), None)
     if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES):
         return None
@@ -67,10 +64,11 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     if task.name not in cache:
         cache[task.name] = {"episodes": SCALE_EPISODES,
                             **scale_returns(task.env, SCALE_EPISODES)}
-        (root / SCALE_FILE).write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+        write_text_atomic(root / SCALE_FILE, json.dumps(cache, indent=1, sort_keys=True) + "\n")
     entry = cache[task.name]
     (r_mean, r_std), (z_mean, z_std) = entry["random"], entry["zero"]
-    first, last = EVAL_SEED_OFFSET, EVAL_SEED_OFFSET + int(entry["episodes"]) - 1
+    first = rundirs.EVAL_SEED_OFFSET
+    last = first + int(entry["episodes"]) - 1
     if brief:  # the method was said at an earlier task of the suite
         line = (f"For scale, as above: uniform random actions {fmt(r_mean)} ± {fmt(r_std)}, the "
                 f"env's zero action {fmt(z_mean)} ± {fmt(z_std)}.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rlzoo.analysis.curves import read_scalars_csv
 from rlzoo.reproduce.files import TRAIN_CSV
 from rlzoo.reproduce.page.data import SuiteData, cell_budget
 from rlzoo.reproduce.page.runs import kilo, run_config
@@ -27,8 +28,6 @@ Series = list[tuple[int, float]]  # (env step, value), steps ascending
 
 def diagnostics(run: Path) -> dict[str, Series]:
     """A run's ``train.csv`` as ``{tag: [(step, value), ...]}``; ``{}`` without one."""
-    from rlzoo.analysis.curves import read_scalars_csv
-
     path = run / TRAIN_CSV
     if not path.is_file():
         return {}
@@ -73,7 +72,7 @@ def steps_text(steps: list[int]) -> str:
     return kilo(low) if low == high else f"{kilo(low)}-{kilo(high)}"
 
 
-def listing(items: list[str]) -> str:
+def and_list(items: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -163,9 +162,9 @@ def temperature_text(data: SuiteData, task: str, row: str
     same = [at for at, _ in alpha] == [at for at, _ in entropy]
     values = [value_range(v, 2) + ("" if same else f" at {at}") for at, v in entropy]
     text = (f"min to max over {whose}: temperature "
-            + listing([f"{value_range(v, 2)} at {at}" for at, v in alpha]) + " steps; "
+            + and_list([f"{value_range(v, 2)} at {at}" for at, v in alpha]) + " steps; "
             + ("mean policy entropy over agents " if agents > 1 else "policy entropy ")
-            + listing(values) + (" at those steps" if same else ""))
+            + and_list(values) + (" at those steps" if same else ""))
     target = entropy_target(runs, task)
     if target is not None:
         text += f" (target {number(target, 2)}), {reached(entropies, target)}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rlzoo.analysis import stats
 from rlzoo.reproduce.page.runs import fmt
 
 ALPHA = 0.05     # the tests' level, after Holm's correction within each family of tests
@@ -32,8 +33,6 @@ def testable(n_a: int, n_b: int) -> bool:
 
 def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
     """IQM and its 95% stratified-bootstrap CI (rlzoo.compare's method and defaults)."""
-    from rlzoo.analysis import stats
-
     return stats.stratified_bootstrap_ci(np.asarray(values, dtype=float))
 
 
@@ -103,8 +102,6 @@ class Tests:
         """The test of ``x`` against ``y`` (computed once per key)."""
         if key not in self.items:
             from scipy.stats import mannwhitneyu
-
-            from rlzoo.analysis import stats
 
             poi = stats.probability_of_improvement_ci(list(x), list(y))
             p = float(mannwhitneyu(list(x), list(y), alternative="two-sided").pvalue)
