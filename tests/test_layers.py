@@ -302,6 +302,27 @@ def test_optional_packages_are_imported_lazily_where_allowed() -> None:
     assert seen == set(OPTIONAL)  # the rule would pass vacuously if the peer moved
 
 
+# What every command-line module defines under the same name, meaning the same thing.
+SHARED_NAMES = ("main", "build_parser")
+
+
+def test_each_public_name_is_defined_once() -> None:
+    """A public module-level function or class name (no leading ``_``) is defined in one module
+    only, so a name says what it holds: two modules that need one helper share it, two helpers
+    of different meaning get names that tell them apart (issue 43: ``one_line``, ``say``,
+    ``listing``, ...). Re-exports (``from x import name``) are not definitions."""
+    where: dict[str, list[str]] = {}
+    for module, path in sources().items():
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and not node.name.startswith("_") and node.name not in SHARED_NAMES:
+                where.setdefault(node.name, []).append(module)
+    twice = {name: modules for name, modules in where.items() if len(modules) > 1}
+    assert not twice, ("names defined in more than one module (rename one to say what it "
+                       f"holds):\n{twice}")
+    assert len(where) > 300  # the rule sees the definitions
+
+
 # --------------------------------------------------------------------------- sizes
 
 MAX_LINES = 400  # a module's lines (as wc -l counts them)

@@ -20,10 +20,10 @@ from rlzoo.analysis.curves import group_curve
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT
 from rlzoo.reproduce.page.checks import BadResults, check_results
 from rlzoo.reproduce.page.render import render_page
-from rlzoo.reproduce.schema import Row, Suite, Task
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 
 REPO = Path(__file__).resolve().parents[1]
-SUITE = Suite(name="mujoco", title="x", tasks=(Task("Hopper", "Hopper"),), steps=20_000,
+SUITE = Suite(name="mujoco", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=20_000,
               seeds=3, eval_every=5_000, eval_episodes=1, checkpoint_every=1,
               checkpoint_keep=1, rows=(Row("sac", ()),))
 

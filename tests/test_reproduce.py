@@ -48,7 +48,7 @@ from rlzoo.reproduce.peer import peer_settings
 from rlzoo.reproduce.processes import FileLock
 from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, published_data
 from rlzoo.reproduce.report import write_page
-from rlzoo.reproduce.schema import Row, Suite, Task, compose_cell_config
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -834,7 +834,7 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     cell got short of a budget); "In short" also names a non-best reference that differs after
     Holm; the aggregate keeps only rows with every task."""
     suite = Suite(
-        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
+        name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=50_000,
         seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
         rows=(Row("td3", ()), Row("new_algo", ()), Row("never_run", ())),
         headline_steps=(50_000, 100_000))
@@ -902,8 +902,9 @@ def test_a_row_on_fewer_tasks_keeps_its_place_in_the_aggregate(tmp_path: Path) -
     that has them (rlzoo's and the published), each labelled with its tasks; a row on one task
     gets no table of its own (that is its headline row)."""
     suite = Suite(
-        name="x", title="x", tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah"),
-                                    Task("Walker2d", "Walker2d")), steps=50_000,
+        name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),
+                                    SuiteTask("HalfCheetah", "HalfCheetah"),
+                                    SuiteTask("Walker2d", "Walker2d")), steps=50_000,
         seeds=3, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
         rows=(Row("sac", ()), Row("stac", ()), Row("one_seed", ()), Row("one_task", ())),
         headline_steps=(50_000,))
@@ -965,7 +966,7 @@ def test_a_cell_of_one_seed_is_shown_but_never_tested(tmp_path: Path) -> None:
     test of it enters Holm's family, its pair with the row it builds on says `not tested`, its
     per-seed line names its seed and the status table counts it against the suite's K."""
     suite = Suite(
-        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
+        name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=50_000,
         seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
         rows=(Row("sac", ()), Row("td3", (), against=("sac",))), headline_steps=(50_000,))
     for label, level, seeds in (("sac", 500.0, 5), ("td3", 300.0, 1)):
@@ -1009,7 +1010,7 @@ def test_cells_from_two_machines_each_name_theirs(tmp_path: Path) -> None:
     different machines, each timed cell names the machine of its last launch (provenance.json),
     and a cell without a wall time or without runs stays `—`."""
     suite = Suite(
-        name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000,
+        name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=50_000,
         seeds=2, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
         rows=(Row("sac", ()), Row("td3", ()), Row("untimed", ()), Row("never_run", ())))
 

@@ -20,7 +20,7 @@ from rlzoo.reproduce.page.headline import headline_lines, updates_caveat
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.page.runs import fmt
 from rlzoo.reproduce.references import REFERENCES
-from rlzoo.reproduce.schema import Row, Suite, Task
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,8 +125,8 @@ def test_a_yardstick_is_counted_apart_and_never_preferred(tmp_path: Path) -> Non
     """A row with no curve of its own (`stac`) is set against CrossQ, marked as another
     algorithm and counted apart from the verdicts; a row with a curve of its own never gets a
     yardstick as its best, however high the yardstick's IQM."""
-    suite = Suite(name="x", title="x", tasks=(Task("Hopper", "Hopper"),), steps=50_000, seeds=5,
-                  eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+    suite = Suite(name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=50_000,
+                  seeds=5, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
                   rows=(Row("stac", ()),), headline_steps=(50_000,))
     steps = np.arange(5_000, 50_001, 5_000)
     for seed in range(5):

@@ -22,7 +22,7 @@ from rlzoo.analysis.curves import SCALARS_CSV, write_scalars_csv
 from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import PROVENANCE_FILE, replace_dir
 from rlzoo.reproduce.provenance import launch_record
-from rlzoo.reproduce.schema import Row, Suite, Task, compose_cell_config
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
 from rlzoo.reproduce.suites import SUITES
 
 
@@ -117,7 +117,7 @@ class PeerJob:
     """
 
     suite: Suite
-    task: Task
+    task: SuiteTask
     row: Row
     seed: int
     steps: int

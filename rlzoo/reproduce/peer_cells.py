@@ -15,7 +15,7 @@ from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import CHECKOUT, PARTIAL_SUFFIX, summary_steps
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, child_env, log_tail
-from rlzoo.reproduce.schema import Row, Task
+from rlzoo.reproduce.schema import Row, SuiteTask
 
 
 def sb3_missing() -> str | None:
@@ -27,7 +27,7 @@ def sb3_missing() -> str | None:
     return None
 
 
-def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+def sb3_cell(plan: Plan, task: SuiteTask, row: Row) -> Outcome:
     """Skip the finished seeds of an SB3 cell and train the others, at most one worker process
     per core at a time (the caller holds the cell's lock)."""
     steps = plan.budget(task)
@@ -53,7 +53,7 @@ def sb3_cell(plan: Plan, task: Task, row: Row) -> Outcome:
     return Outcome(task.name, row.label, "unfinished", "stopped (finished seeds are kept)")
 
 
-def start_worker(plan: Plan, task: Task, row: Row, seed: int) -> tuple[subprocess.Popen[bytes],
+def start_worker(plan: Plan, task: SuiteTask, row: Row, seed: int) -> tuple[subprocess.Popen[bytes],
                                                                          Any]:
     """Start the worker of one seed (into ``.<row>-s<seed>.partial``, renamed into place when it
     has finished) and forward signals to it; returns the process and its open log."""
@@ -72,7 +72,7 @@ def start_worker(plan: Plan, task: Task, row: Row, seed: int) -> tuple[subproces
     return proc, out
 
 
-def run_workers(plan: Plan, task: Task, row: Row, todo: list[int], jobs: int) -> list[str]:
+def run_workers(plan: Plan, task: SuiteTask, row: Row, todo: list[int], jobs: int) -> list[str]:
     """Train the seeds ``todo``, ``jobs`` workers at a time, until done or stopped by a signal;
     returns one line per seed whose worker failed."""
     folder = plan.task_dir(task)

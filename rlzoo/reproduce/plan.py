@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlzoo.reproduce.schema import Row, Suite, Task
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 
 
 @dataclass
@@ -26,13 +26,13 @@ class Plan:
         """The seeds every cell of this invocation trains (and exports)."""
         return range(self.first_seed, self.first_seed + self.seeds)
 
-    def budget(self, task: Task) -> int:
+    def budget(self, task: SuiteTask) -> int:
         return self.steps or task.steps or self.suite.steps
 
-    def task_dir(self, task: Task) -> Path:
+    def task_dir(self, task: SuiteTask) -> Path:
         return self.out / self.suite.name / task.name
 
-    def home(self, task: Task, row: Row) -> Path:
+    def home(self, task: SuiteTask, row: Row) -> Path:
         """The run dir of a cell's first seed (an rlzoo cell's group home)."""
         return self.task_dir(task) / f"{row.label}-s{self.first_seed}"
 

@@ -14,7 +14,7 @@ from rlzoo.reproduce.files import PROVENANCE_FILE, repo_relative, summary_steps
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, child_env, log_tail, run_child
 from rlzoo.reproduce.provenance import append_record, launch_record
-from rlzoo.reproduce.schema import Row, Task
+from rlzoo.reproduce.schema import Row, SuiteTask
 
 
 def group_steps(members: list[Path]) -> int | None:
@@ -42,7 +42,7 @@ def group_members(home: Path, seeds: int) -> list[Path] | str:
     return dirs
 
 
-def rlzoo_overrides(plan: Plan, task: Task, row: Row) -> list[str]:
+def rlzoo_overrides(plan: Plan, task: SuiteTask, row: Row) -> list[str]:
     """The command line of a new rlzoo cell (without its run dir)."""
     s = plan.suite
     return [f"env={task.env}", *row.overrides, *s.overrides, f"total_steps={plan.budget(task)}",
@@ -92,12 +92,12 @@ def seed_suffix(plan: Plan) -> str:
     return f"-s{plan.first_seed}" if plan.first_seed else ""
 
 
-def cell_provenance(plan: Plan, task: Task, row: Row) -> Path:
+def cell_provenance(plan: Plan, task: SuiteTask, row: Row) -> Path:
     """Where an rlzoo cell's launches are recorded (beside its log; exported with each seed)."""
     return plan.task_dir(task) / f"{row.label}{seed_suffix(plan)}.{PROVENANCE_FILE}"
 
 
-def rlzoo_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+def rlzoo_cell(plan: Plan, task: SuiteTask, row: Row) -> Outcome:
     """Skip, resume or start one rlzoo cell (the caller holds the cell's lock)."""
     steps = plan.budget(task)
     home = plan.home(task, row)

@@ -11,10 +11,10 @@ from rlzoo.reproduce.peer_cells import sb3_cell
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, FileLock
 from rlzoo.reproduce.rlzoo_cells import group_members, group_steps, live_trainer, rlzoo_cell
-from rlzoo.reproduce.schema import Row, Task
+from rlzoo.reproduce.schema import Row, SuiteTask
 
 
-def run_cells(plan: Plan, cells: list[tuple[Task, Row]]) -> list[Outcome]:
+def run_cells(plan: Plan, cells: list[tuple[SuiteTask, Row]]) -> list[Outcome]:
     """Run ``cells`` one after the other (SB3 rows not under ``--no-sb3``), each under its lock,
     until done or a signal (:data:`STOP`, installed here) stops them; each cell's outcome, one
     line each as it ends."""
@@ -32,7 +32,7 @@ def run_cells(plan: Plan, cells: list[tuple[Task, Row]]) -> list[Outcome]:
     return outcomes
 
 
-def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
+def run_cell(plan: Plan, task: SuiteTask, row: Row) -> Outcome:
     """One cell under its lock; a cell another process holds is reported and skipped."""
     lock = cell_lock(plan, task, row)
     if not lock.acquire():
@@ -44,12 +44,12 @@ def run_cell(plan: Plan, task: Task, row: Row) -> Outcome:
         lock.release()
 
 
-def cell_lock(plan: Plan, task: Task, row: Row) -> FileLock:
+def cell_lock(plan: Plan, task: SuiteTask, row: Row) -> FileLock:
     """The lock of one cell, ``OUT/<suite>/<task>/.<row>.lock`` (held while a cell runs)."""
     return FileLock(plan.task_dir(task) / f".{row.label}{CELL_LOCK_SUFFIX}")
 
 
-def finished_dirs(plan: Plan, task: Task, row: Row) -> list[Path] | None:
+def finished_dirs(plan: Plan, task: SuiteTask, row: Row) -> list[Path] | None:
     """The seeds' run dirs of a cell that is finished at its budget, else None."""
     steps = plan.budget(task)
     folder = plan.task_dir(task)

@@ -10,7 +10,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Task:
+class SuiteTask:
     """One environment of a suite.
 
     Attributes:
@@ -78,7 +78,7 @@ class Suite:
 
     name: str
     title: str
-    tasks: tuple[Task, ...]
+    tasks: tuple[SuiteTask, ...]
     rows: tuple[Row, ...]
     steps: int
     seeds: int
@@ -92,7 +92,7 @@ class Suite:
     not_run: str = "not scheduled yet: the 2-core machine's hours went to the other cells"
     headline_steps: tuple[int, ...] = ()
 
-    def cells(self) -> list[tuple[Task, Row]]:
+    def cells(self) -> list[tuple[SuiteTask, Row]]:
         """Every (task, row) of the suite, in the order they run (task by task)."""
         return [(task, row) for task in self.tasks for row in self.rows
                 if task.rows is None or row.label in task.rows]

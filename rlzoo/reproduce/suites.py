@@ -3,13 +3,13 @@ declared here once (the shapes are in :mod:`rlzoo.reproduce.schema`).
 
 To add a row: a :class:`Row` with its label and rlzoo overrides (and a ``note`` for the page, and
 ``against`` for the rows it is set against) in the suite's ``rows``; a task that runs a subset of
-the rows names it in its :class:`Task` ``rows``. A row with a published curve is set beside it in
+the rows names it in its :class:`SuiteTask` ``rows``. A row with a published curve is set beside it in
 :mod:`rlzoo.reproduce.references`.
 """
 
 from __future__ import annotations
 
-from rlzoo.reproduce.schema import Row, Suite, Task
+from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 
 PAGE_SUITES = ("mujoco", "marl", "gpu")  # the suites of the repository's results page, in order
 
@@ -58,7 +58,7 @@ MUJOCO_ROWS = (
 
 
 # Controls: each changes a few named settings of a main row, to separate one cause of a gap the
-# page reports; run where that gap is (Task.rows), seeds 0..K-1 as every row.
+# page reports; run where that gap is (SuiteTask.rows), seeds 0..K-1 as every row.
 CONTROL_ROWS = (
     Row("sac-n_step4", ("algo=sac", "algo.n_step=4"),
         note="control for `sac-action_sequence`: SAC's row with 4-step returns "
@@ -121,10 +121,10 @@ SUITES: dict[str, Suite] = {
     "mujoco": Suite(
         name="mujoco",
         title="single-agent MuJoCo on the CPU",
-        tasks=(Task("Hopper", "Hopper"),
-               Task("HalfCheetah", "HalfCheetah",
+        tasks=(SuiteTask("Hopper", "Hopper"),
+               SuiteTask("HalfCheetah", "HalfCheetah",
                     tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",)),
-               Task("Walker2d", "Walker2d", ("sac", "td3", "sb3_sac", "sb3_td3"))),
+               SuiteTask("Walker2d", "Walker2d", ("sac", "td3", "sb3_sac", "sb3_td3"))),
         rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
         steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
         headline_steps=(50_000, 100_000),
@@ -152,11 +152,11 @@ SUITES: dict[str, Suite] = {
         name="marl",
         title="multi-agent MPE and MaMuJoCo on the CPU",
         tasks=(
-            Task("mpe-simple_spread", "mpe/simple_spread",
+            SuiteTask("mpe-simple_spread", "mpe/simple_spread",
                  ("maddpg", "hasac", "coma", *MARL_CRITIC_LABELS)),
-            Task("mpe-simple_speaker_listener", "mpe/simple_speaker_listener",
+            SuiteTask("mpe-simple_speaker_listener", "mpe/simple_speaker_listener",
                  ("maddpg", "hasac", "coma", *MARL_CRITIC_LABELS)),
-            Task("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3",
+            SuiteTask("mamujoco-HalfCheetah-2x3", "mamujoco/HalfCheetah-2x3",
                  ("maddpg", "hasac", *MARL_CRITIC_LABELS)),
         ),
         rows=(Row("maddpg", ("algo=maddpg",),
@@ -200,8 +200,8 @@ SUITES: dict[str, Suite] = {
     "gpu": Suite(
         name="gpu",
         title="single-agent MuJoCo at 1M steps on a CUDA GPU",
-        tasks=(Task("Hopper", "Hopper"), Task("HalfCheetah", "HalfCheetah"),
-               Task("Humanoid", "Humanoid")),
+        tasks=(SuiteTask("Hopper", "Hopper"), SuiteTask("HalfCheetah", "HalfCheetah"),
+               SuiteTask("Humanoid", "Humanoid")),
         rows=MUJOCO_ROWS,
         steps=1_000_000,
         seeds=5,
@@ -218,7 +218,7 @@ SUITES: dict[str, Suite] = {
     "smoke": Suite(
         name="smoke",
         title="plumbing check (tiny networks; learns nothing)",
-        tasks=(Task("Pendulum", "Pendulum"),),
+        tasks=(SuiteTask("Pendulum", "Pendulum"),),
         rows=(Row("sac", ("algo=sac",)), Row("td3", ("algo=td3",)),
               Row("sb3_sac", ("algo=sac",), peer="sac")),
         steps=300,

@@ -13,7 +13,7 @@ import numpy as np
 from rlzoo import rundirs
 from rlzoo.reproduce.files import read_json, write_text_atomic
 from rlzoo.reproduce.page.runs import fmt
-from rlzoo.reproduce.schema import Suite, Task, compose_cell_config
+from rlzoo.reproduce.schema import Suite, SuiteTask, compose_cell_config
 
 SCALE_FILE = "scale.json"  # RESULTS/<suite>/: returns of scripted policies, computed once
 SCALE_EPISODES = 100       # episodes of each scripted policy (env seeds 10000..10099)
@@ -57,7 +57,7 @@ def scale_line(suite: Suite, task_name: str, root: Path,
     written there when the task is missing from it), and for each row of ``finals`` (label:
     the seeds' final returns, as in the report) how many beat the zero action's; None for other
     tasks. ``brief``: the method was said at an earlier task, so only the numbers are given."""
-    task: Task | None = next((t for t in suite.tasks if t.name == task_name), None)
+    task: SuiteTask | None = next((t for t in suite.tasks if t.name == task_name), None)
     if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES):
         return None
     cache = read_json(root / SCALE_FILE) or {}
