@@ -3,8 +3,8 @@ declared here once (the shapes are in :mod:`rlzoo.reproduce.schema`).
 
 To add a row: a :class:`Row` with its label and rlzoo overrides (and a ``note`` for the page, and
 ``against`` for the rows it is set against) in the suite's ``rows``; a task that runs a subset of
-the rows names it in its :class:`SuiteTask` ``rows``. A row with a published curve is set beside it in
-:mod:`rlzoo.reproduce.references`.
+the rows names it in its :class:`SuiteTask` ``rows``. A row with a published curve is set beside
+it in :mod:`rlzoo.reproduce.references`.
 """
 
 from __future__ import annotations
