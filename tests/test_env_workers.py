@@ -74,9 +74,9 @@ def test_a_dead_worker_is_one_error_and_the_others_are_stopped():
     env = WorkerVecEnv(hopper, 4, 0, 2)
     env.reset()
     procs = list(env._procs)
-    os.kill(procs[1].pid, signal.SIGKILL)
-    procs[1].join(5)
-    with pytest.raises(EnvWorkerError, match=r"env worker 1 \(envs 2-3, .*exit code -9\) died"):
+    os.kill(procs[0].pid, signal.SIGKILL)  # slices: envs 0 here, 1-2 and 3 in workers 1, 2
+    procs[0].join(5)
+    with pytest.raises(EnvWorkerError, match=r"env worker 1 \(envs 1-2, .*exit code -9\) died"):
         env.step(np.zeros((4, 3), dtype=np.float32))
     time.sleep(0.2)
     assert not any(p.is_alive() for p in procs)
@@ -103,7 +103,7 @@ def test_no_worker_outlives_a_killed_parent(tmp_path: Path):
         "import sys, time\n"
         "from rlzoo.envs.gym import SingleAgentVecEnv\n"
         "from rlzoo.envs.workers import WorkerVecEnv\n"
-        "env = WorkerVecEnv(lambda n, s: SingleAgentVecEnv('Pendulum-v1', n, s), 2, 0, 2)\n"
+        "env = WorkerVecEnv(lambda n, s: SingleAgentVecEnv('Pendulum-v1', n, s), 3, 0, 2)\n"
         "env.reset()\n"
         "print(' '.join(str(p.pid) for p in env._procs), flush=True)\n"
         "time.sleep(600)\n"
@@ -225,3 +225,22 @@ def test_a_seed_group_with_workers_is_the_group_stepped_in_turn(tmp_path: Path):
     for k in range(2):
         assert torch.equal(x["members"][k]["buffer"]["tensors"]["obs"],
                            y["members"][k]["buffer"]["tensors"]["obs"])
+
+
+def test_an_interpreter_that_exits_without_close_does_not_wait_for_its_workers(tmp_path: Path):
+    """Workers ignore SIGTERM (multiprocessing's exit handler terminates daemon processes with
+    it, then joins them); a script, or a run ending in an uncaught error, that never calls
+    close() must still exit, and leave no worker."""
+    script = (
+        "from rlzoo.envs.gym import SingleAgentVecEnv\n"
+        "from rlzoo.envs.workers import WorkerVecEnv\n"
+        "env = WorkerVecEnv(lambda n, s: SingleAgentVecEnv('Pendulum-v1', n, s), 3, 0, 2)\n"
+        "env.reset()\n"
+        "print(' '.join(str(p.pid) for p in env._procs), flush=True)\n"
+        "raise SystemExit('leaving without close')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 1 and "leaving without close" in proc.stderr
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2 and not any(alive(p) for p in pids)

@@ -1,28 +1,32 @@
-"""A run's envs stepped in worker processes (``env_workers=W``): the same envs, the same seeds,
-the same numbers, W cores.
+"""A run's envs stepped in parallel processes (``env_workers=W``): the same envs, the same seeds,
+the same numbers, W + 1 cores.
 
-:class:`WorkerVecEnv` splits ``num_envs`` envs into ``W`` contiguous slices; worker ``w`` builds its
-slice as an ordinary in-process :class:`~rlzoo.envs.base.VecEnv` of ``n_w`` envs seeded
-``seed + start_w`` (so env ``e`` gets ``seed + e``, as in one process) and steps it on request.
-Actions and observations go through shared memory (``[E, *act_shape]`` float32 and
-``[E, *obs_shape]`` float32); one message per worker and vector step carries the rest (rewards,
-flags, global state). :meth:`step_async` / :meth:`step_wait` let several such envs (a seed
-group's) step at once. A run with workers is bit-identical to the same run stepped in turn: each
-env runs the same code on the same seed, only in another process.
+:class:`WorkerVecEnv` splits ``num_envs`` envs into ``W + 1`` contiguous slices (fewer when there
+are fewer envs): the training process steps the first slice itself while ``W`` worker processes
+step the others, each an ordinary in-process :class:`~rlzoo.envs.base.VecEnv` of ``n_s`` envs
+seeded ``seed + start_s`` (so env ``e`` gets ``seed + e``, as in one process). Actions and
+observations go through shared memory (``[E, *act_shape]`` float32 and ``[E, *obs_shape]``
+float32); one message per worker and vector step carries the rest (rewards, flags, global state).
+:meth:`step_async` hands the workers their actions and steps the training process's own slice;
+:meth:`step_wait` collects the workers' part, so several such envs (a seed group's) step at
+once. A run with workers is bit-identical to the same run stepped in turn: each env runs the
+same code on the same seed, only maybe in another process.
 
 Failure: a worker that dies, or answers nothing for ``timeout`` seconds, raises
 :class:`EnvWorkerError` (one line: which worker, its exit code, what to do); the run then ends
 and its last good checkpoint stays as it was. Workers ignore Ctrl-C and SIGTERM (the trainer
 catches them and checkpoints, which needs the workers' env states) and are killed with their
-parent (Linux ``PR_SET_PDEATHSIG``), so none outlives the run.
+parent (Linux ``PR_SET_PDEATHSIG``) or at its interpreter's exit, so none outlives the run.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import multiprocessing as mp
 import signal
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -86,15 +90,26 @@ def _serve(make: MakeEnv, n: int, seed: int, conn: Any, obs_buf: Any, act_buf: A
             conn.send(("error", f"{type(err).__name__}: {err}"))
 
 
+def _kill_all(env: weakref.ref[WorkerVecEnv]) -> None:
+    """SIGKILL the workers of ``env`` still alive (at interpreter exit)."""
+    live = env()
+    for proc in getattr(live, "_procs", []):
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5.0)
+
+
 class WorkerVecEnv(VecEnv):
-    """``num_envs`` envs in ``workers`` processes behind the :class:`VecEnv` contract.
+    """``num_envs`` envs, stepped by the training process and ``workers`` worker processes at
+    once, behind the :class:`VecEnv` contract.
 
     Args:
         make: ``make(n, seed)`` builds an in-process vector env of ``n`` envs, env ``i`` seeded
             ``seed + i`` (e.g. ``lambda n, s: SingleAgentVecEnv("Hopper-v5", n, s)``).
-        num_envs: E, split into ``workers`` contiguous slices (at most E workers are started).
+        num_envs: E, split into ``workers + 1`` contiguous slices (at most E): the first
+            stepped here, each other one by a worker process.
         seed: env ``e``'s seed is ``seed + e``, as in one process.
-        workers: W >= 1.
+        workers: W >= 1 worker processes (fewer when E <= W).
         timeout: seconds a worker may take to answer one request before it counts as hung.
     """
 
@@ -102,23 +117,23 @@ class WorkerVecEnv(VecEnv):
                  timeout: float = 60.0) -> None:
         if int(workers) < 1:
             raise ValueError(f"env_workers must be >= 1 to use workers, got {workers}")
-        self._probe = make(1, seed)  # the spec: shapes, bounds, masks, adapter attributes
+        E = int(num_envs)
+        S = max(1, min(int(workers) + 1, E))  # slices: this process's, then one per worker
+        bounds = np.linspace(0, E, S + 1).round().astype(int)
+        self._slices = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        self._local = make(self._slices[0][1], seed)  # slice 0, stepped in this process
         for name in ("obs_shape", "act_shape", "n_agents", "state_dim", "act_mask",
                      "action_low", "action_high"):
-            setattr(self, name, getattr(self._probe, name))
-        self._start(num_envs, seed)
+            setattr(self, name, getattr(self._local, name))
+        self._start(E, seed)
         self.timeout = float(timeout)
-        W = min(int(workers), self.num_envs)
-        bounds = np.linspace(0, self.num_envs, W + 1).round().astype(int)
-        self._slices = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         ctx = mp.get_context("fork")
-        E = self.num_envs
         obs_buf = ctx.RawArray("f", int(E * np.prod(self.obs_shape)))
         act_buf = ctx.RawArray("f", int(E * np.prod(self.act_shape)))
         self._obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(E, *self.obs_shape)
         self._act = np.frombuffer(act_buf, dtype=np.float32).reshape(E, *self.act_shape)
         self._conns, self._procs = [], []
-        for a, b in self._slices:
+        for a, b in self._slices[1:]:
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_serve, daemon=True, name=f"rlzoo-env-{a}-{b}",
                                args=(make, b - a, int(seed) + a, child, obs_buf, act_buf, a,
@@ -127,24 +142,29 @@ class WorkerVecEnv(VecEnv):
             child.close()
             self._conns.append(parent)
             self._procs.append(proc)
-        self._waiting = False
+        self._waiting: Any = None  # this process's part of the step started by step_async
+        # workers ignore SIGTERM, which multiprocessing's own exit handler sends its daemon
+        # processes before joining them: kill them first, or an interpreter that exits without
+        # close() (an uncaught error) would wait for them forever
+        atexit.register(_kill_all, weakref.ref(self))
 
     def __getattr__(self, name: str) -> Any:
-        """Adapter attributes (``obs_mask``, ``max_episode_steps``, ``agent_ids``, ...) from the
-        in-process probe env."""
-        if name.startswith("__") or name == "_probe":
+        """Adapter attributes (``obs_mask``, ``max_episode_steps``, ``agent_ids``, ...) from
+        this process's own slice of envs."""
+        if name.startswith("__") or name == "_local":
             raise AttributeError(name)
-        return getattr(self._probe, name)
+        return getattr(self._local, name)
 
     # ------------------------------------------------------------------ the contract
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Reset every env (env ``e`` seeded ``seed + e``; see :meth:`VecEnv.reset`)."""
         self._send_all(lambda a: ("reset", None if seed is None else int(seed) + a))
-        states = self._recv_all()
+        obs, state = self._local.reset(seed=seed)
+        self._obs[: len(obs)] = obs
+        states = [state, *self._recv_all()]
         self._seeded = True
         self._needs_reset[:] = False
-        state = np.concatenate(states) if self.state_dim else None
-        return self._obs.copy(), state
+        return self._obs.copy(), (np.concatenate(states) if self.state_dim else None)
 
     def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
         """Step every env (or those where ``active``): :meth:`step_async` then :meth:`step_wait`."""
@@ -153,18 +173,24 @@ class WorkerVecEnv(VecEnv):
 
     def step_async(self, action: np.ndarray, active: np.ndarray | None = None) -> None:
         """Hand ``action [E, *act_shape]`` (clipped to ``[-1, 1]`` as every backend does) to the
-        workers and return at once; :meth:`step_wait` collects the step."""
+        workers, step this process's slice meanwhile, and return; :meth:`step_wait` collects
+        the workers' part."""
         if not self._seeded:
             raise RuntimeError("call reset() before step()")
         self._act[:] = np.clip(np.asarray(action, dtype=np.float32), -1.0, 1.0)
         self._send_all(lambda a: ("step", None if active is None else
                                   np.asarray(active)[a:a + self._size(a)].copy()))
-        self._waiting = True
+        n = self._slices[0][1]
+        mine = self._local.step(self._act[:n].copy(),
+                                active=None if active is None else np.asarray(active)[:n])
+        self._obs[:n] = mine.obs
+        self._waiting = (mine.reward, mine.terminated, mine.truncated, mine.reset_step,
+                         mine.state, mine.agent_reward)
 
     def step_wait(self) -> StepResult:
         """The step started by :meth:`step_async`, as :meth:`VecEnv.step` returns it."""
-        parts = self._recv_all()
-        self._waiting = False
+        parts = [self._waiting, *self._recv_all()]
+        self._waiting = None
 
         def cat(i: int) -> np.ndarray | None:
             return None if parts[0][i] is None else np.concatenate([p[i] for p in parts])
@@ -175,21 +201,25 @@ class WorkerVecEnv(VecEnv):
         return result
 
     def get_state(self) -> dict[str, Any]:
-        """Each worker's env state, in slice order (see the in-process adapter's)."""
+        """Each slice's env state, in slice order (see the in-process adapter's)."""
         self._send_all(lambda a: ("get_state", None))
-        return {"workers": self._recv_all(), "slices": [list(s) for s in self._slices],
+        mine = self._local.get_state()
+        return {"slices_state": [mine, *self._recv_all()],
+                "slices": [list(s) for s in self._slices],
                 "seeded": self._seeded, "seed": self._seed}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`get_state`'s result; the saved split into workers must be this one."""
-        if not isinstance(state, dict) or "workers" not in state:
+        """Restore :meth:`get_state`'s result; the saved split into slices must be this one."""
+        if not isinstance(state, dict) or "slices_state" not in state:
             raise ValueError("the saved env state was taken without env_workers; resume with "
                              "the env_workers the run was started with")
         slices = [tuple(int(x) for x in s) for s in state["slices"]]
         if slices != self._slices:
-            raise ValueError(f"the saved env state was split over workers {slices}, this run "
-                             f"over {self._slices}: resume with the same env_workers")
-        self._send_all(lambda a: ("set_state", state["workers"][self._index(a)]))
+            raise ValueError(f"the saved env state was split into slices {slices}, this run "
+                             f"into {self._slices}: resume with the same env_workers")
+        parts = state["slices_state"]
+        self._send_all(lambda a: ("set_state", parts[self._index(a)]))
+        self._local.set_state(parts[0])
         self._recv_all()
         self._seed, self._seeded = int(state["seed"]), bool(state["seeded"])
 
@@ -200,7 +230,7 @@ class WorkerVecEnv(VecEnv):
         """Stop the workers (a hung one is killed)."""
         for conn, proc in zip(self._conns, self._procs, strict=True):
             try:
-                if proc.is_alive() and not self._waiting:
+                if proc.is_alive() and self._waiting is None:
                     conn.send(("close", None))
                     if conn.poll(5.0):
                         conn.recv()
@@ -211,7 +241,7 @@ class WorkerVecEnv(VecEnv):
                 proc.kill()
                 proc.join()
             conn.close()
-        self._probe.close()
+        self._local.close()
 
     def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
         for proc in getattr(self, "_procs", []):
@@ -226,13 +256,15 @@ class WorkerVecEnv(VecEnv):
         return [a for a, _ in self._slices].index(start)
 
     def _send_all(self, message: Callable[[int], tuple[str, Any]]) -> None:
-        for w, ((a, _), conn) in enumerate(zip(self._slices, self._conns, strict=True)):
+        """Send worker w (slice w + 1) ``message(start of its slice)``."""
+        for w, ((a, _), conn) in enumerate(zip(self._slices[1:], self._conns, strict=True)):
             try:
                 conn.send(message(a))
             except (OSError, BrokenPipeError):
                 self._fail(w, "died")
 
     def _recv_all(self) -> list[Any]:
+        """Every worker's answer, in slice order."""
         out = []
         for w, conn in enumerate(self._conns):
             try:
@@ -252,11 +284,11 @@ class WorkerVecEnv(VecEnv):
             proc.kill()
         proc.join(timeout=1.0)
         code = proc.exitcode
-        a, b = self._slices[w]
+        a, b = self._slices[w + 1]
         for other in self._procs:
             if other.is_alive():
                 other.kill()
         raise EnvWorkerError(
-            f"env worker {w} (envs {a}-{b - 1}, pid {proc.pid}, exit code {code}) {what}; "
+            f"env worker {w + 1} (envs {a}-{b - 1}, pid {proc.pid}, exit code {code}) {what}; "
             "the run stops here and its last checkpoint is kept: resume=RUN_DIR continues from it"
         )

@@ -126,15 +126,6 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
 
 
-def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
-    """A seed's training envs: :func:`make_env`'s, in ``s.env_workers`` worker processes when
-    that is above 0 (same seeds, same numbers; rlzoo.envs.workers)."""
-    if s.env_workers == 0:
-        return make_env(cfg, s.num_envs, seed)
-    return WorkerVecEnv(lambda n, first: make_env(cfg, n, first), s.num_envs, seed,
-                        s.env_workers, timeout=s.env_timeout_s)
-
-
 def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
     """``env.backend=warp``: the task ``env.id`` on MuJoCo Warp, its worlds on ``cfg.device``
     (rlzoo.envs.mujoco_warp); one line when the backend is unknown or not installed."""
@@ -153,6 +144,15 @@ def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> Ve
         return WarpMuJoCo(str(cfg.env.id), num_envs, seed, device=device, **env_kwargs(cfg))
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot make env={cfg.env.name} on env.backend=warp: {err}") from None
+
+
+def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
+    """A seed's training envs: :func:`make_env`'s, stepped by this process and ``s.env_workers``
+    worker processes at once when that is above 0 (same seeds, same numbers; rlzoo.envs.workers)."""
+    if s.env_workers == 0:
+        return make_env(cfg, s.num_envs, seed)
+    return WorkerVecEnv(lambda n, first: make_env(cfg, n, first), s.num_envs, seed,
+                        s.env_workers, timeout=s.env_timeout_s)
 
 
 def env_spec(env: VecEnv) -> EnvSpec:

@@ -72,7 +72,7 @@ class Settings:
     rollout_steps: int = 0  # on-policy only
     seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
     torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
-    env_workers: int = 0  # processes stepping the training envs (0: in this process)
+    env_workers: int = 0  # worker processes stepping training envs beside this one (0: none)
     env_timeout_s: float = 60.0  # seconds an env worker may take per request before it is hung
 
 
