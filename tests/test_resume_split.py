@@ -218,7 +218,8 @@ def to_flat_layout(state: dict[str, Any]) -> dict[str, Any]:
                 "last_eval": member["counters"]["last_eval"]}
     return {"format": 1, "algo_name": state["algo_name"], "env_name": state["env_name"],
             "config": state["config"], "algo": state["algo"], "counters": counters,
-            "buffer": member["buffer"], "env": member["env"], "loop": member["loop"],
+            "buffer": member["buffer"], "env": member["env"],
+            "loop": {k: v for k, v in member["loop"].items() if k != "episode_length"},  # newer
             "rng": {**state["rng"], "warmup": member["warmup"]}}
 
 

@@ -344,7 +344,11 @@ class Trainer:
     def evaluate_and_log(self) -> None:
         """Evaluate every seed at once, log it, call ``on_eval`` (``rlzoo.run.evaluation``)."""
         s = self.settings
-        every = evaluate(self.members, self.axis, self.horizon, s.eval_episodes, s.device)
+        # a policy that samples in evaluation (STAC's mean of sampled actions) draws from a copy
+        # of the global generators: when and whether a run evaluates never changes its training
+        cuda = [s.device] if s.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            every = evaluate(self.members, self.axis, self.horizon, s.eval_episodes, s.device)
         if log_evaluation(self.members, every, self.clock.step, str(self.cfg.env.name),
                           self.on_eval):
             self.stop_requested = True
