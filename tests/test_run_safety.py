@@ -112,6 +112,11 @@ def test_only_regular_files_count_as_checkpoints(finished: Path, tmp_path: Path)
     os.mkfifo(directory / "step_0000000998.pt")
     (directory / "step_0000000999.pt").symlink_to("/dev/zero")
     assert list_checkpoints(directory) == real
+    # a link to a regular checkpoint outside the run dir (another run's) is not one either
+    elsewhere = tmp_path / "elsewhere.pt"
+    shutil.copyfile(real[-1], elsewhere)
+    (directory / "step_0000001000.pt").symlink_to(elsewhere)
+    assert list_checkpoints(directory) == real
     for name in ("step_0000000998.pt", "step_0000000999.pt"):
         with pytest.raises(CheckpointError, match="not a regular file"):
             load_checkpoint(directory / name)

@@ -18,6 +18,7 @@ import os
 import pickle
 import re
 import shutil
+import stat
 import warnings
 from pathlib import Path
 from typing import Any
@@ -222,11 +223,12 @@ def _write_failure(path: Path, plain: dict[str, Any], err: OSError) -> str:
 def list_checkpoints(directory: Path) -> list[Path]:
     """Checkpoints in ``directory``, oldest first (by step). Temporary files are not listed, nor
     is anything under a checkpoint's name that is not a regular file (a directory, a FIFO, a
-    link to ``/dev/zero``): reading such a thing could hang or fill memory."""
+    link to ``/dev/zero``: reading such a thing could hang or fill memory; a symbolic link even
+    to a regular file: a run dir's checkpoints are its own files, never another run's)."""
     if not directory.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in directory.iterdir()
-             if (m := PATTERN.match(p.name)) and p.is_file()]
+             if (m := PATTERN.match(p.name)) and stat.S_ISREG(p.lstat().st_mode)]
     return [p for _, p in sorted(found)]
 
 
