@@ -94,7 +94,7 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"critic={critic}", *TINY])
-    spec = EnvSpec(obs_dim=3, act_dim=2)
+    spec = EnvSpec(obs_dim=3, act_dim=2, max_episode_steps=200)  # SimbaV2 derives gamma from it
     if critic not in SUPPORTED[algo]:
         with pytest.raises(UserError, match=f"cannot build algo={algo}: .* it trains: "):
             build_algorithm(cfg, spec, torch.device("cpu"))
@@ -157,7 +157,7 @@ def test_every_entropy_algo_tuner_pair_builds_or_is_refused(algo: str, tuner: st
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"tuner={tuner}", *TINY])
-    spec = EnvSpec(obs_dim=3, act_dim=2)
+    spec = EnvSpec(obs_dim=3, act_dim=2, max_episode_steps=200)  # SimbaV2 derives gamma from it
     if tuner == "none":
         with pytest.raises(UserError, match="needs an entropy temperature: leave tuner out \\(the "
                                             "algorithm's own\\) or pass tuner=fixed, not "

@@ -35,7 +35,8 @@ evaluate_and_log = Trainer.evaluate_and_log
 def evaluate_then_delete(self):
     evaluate_and_log(self)
     self.logger.writer.add_scalar("x", 1.0, self.clock.step)  # pending for the writer thread
-    shutil.rmtree(self.run_dir)
+    while self.run_dir.exists():  # a writer thread may add a file while the tree goes
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
 Trainer.evaluate_and_log = evaluate_then_delete
 sys.argv = ["rlzoo.train", *sys.argv[1:]]
