@@ -43,11 +43,12 @@ from omegaconf import DictConfig
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.errors import UserError, exit_with, one_line
 from rlzoo.evaluate_checkpoint import run_weights
-from rlzoo.evaluate_episodes import Recording, probe_rendering, run_policy
+from rlzoo.evaluate_episodes import Recording, run_policy
 from rlzoo.files import check_inside, make_dir, write_atomic
 from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
 from rlzoo.run.settings import resolve_device
 from rlzoo.run.signals import NonFiniteError
+from rlzoo.run.videos import probe_rendering
 from rlzoo.video import check_video_writer, prepare_offscreen_rendering
 
 

@@ -5,7 +5,6 @@ loop evaluates), the first ones filmed to MP4 (``rlzoo/video.py``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,9 +14,9 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm
 from rlzoo.envs.base import run_episodes
-from rlzoo.errors import UserError, one_line
 from rlzoo.run.build import make_env
-from rlzoo.video import RENDER_HELP, VideoWriter, render_fps, render_frame
+from rlzoo.run.videos import env_label
+from rlzoo.video import VideoWriter, render_fps, render_frame
 
 
 @dataclass
@@ -48,34 +47,6 @@ class Recording:
 
     def path(self, episode: int) -> Path:
         return self.video_dir / f"{self.stem}_ep{episode}.mp4"
-
-
-def rendering_unavailable(what: str, err: Exception) -> UserError:
-    """The one-line error for an env that cannot be built with ``render_mode='rgb_array'``."""
-    return UserError(
-        f"cannot render {what} offscreen (MUJOCO_GL={os.environ.get('MUJOCO_GL')}: "
-        f"{one_line(f'{type(err).__name__}: {err}', 120)}); {RENDER_HELP}"
-    )
-
-
-def env_label(cfg: DictConfig) -> str:
-    """The env as messages name it: its gymnasium id (``Hopper-v5``), else its config name."""
-    return str(cfg.env.get("id") or cfg.env.name)
-
-
-def probe_rendering(cfg: DictConfig) -> None:
-    """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
-    try:
-        env = make_env(cfg, 1, 0, render_mode="rgb_array")
-    except UserError:
-        raise
-    except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``
-        raise rendering_unavailable(env_label(cfg), err) from None
-    try:
-        env.reset(seed=0)
-        render_frame(env.render_env(0), env_label(cfg))
-    finally:
-        env.close()
 
 
 def run_policy(

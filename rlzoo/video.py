@@ -11,12 +11,16 @@ without ``MUJOCO_GL`` set, :func:`prepare_offscreen_rendering` picks ``egl``. Th
 
 Classic-control envs (Pendulum) and MPE draw with pygame and need no OpenGL. Frames are encoded
 to H.264 MP4 with ``imageio`` and the ffmpeg binary that ``imageio-ffmpeg`` ships
-(``pip install 'rlzoo[video]'``). Every failure is a ``UserError`` with the fix in its message.
+(``pip install 'rlzoo[video]'``); :class:`GifPreview` encodes a small GIF of them for
+TensorBoard's Images tab with pillow (which imageio requires). Every failure is a ``UserError``
+with the fix in its message.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
+import math
 import os
 from pathlib import Path
 from types import TracebackType
@@ -144,3 +148,36 @@ def render_fps(env: Any) -> int:
         if metadata.get("render_fps"):
             return int(round(metadata["render_fps"]))
     return DEFAULT_FPS
+
+
+class GifPreview:
+    """A small animated GIF of an episode's frames (TensorBoard's Images tab shows GIFs), kept in
+    memory at most ``frames`` frames of at most ``side`` pixels a side: every ``s``-th pixel, and
+    every ``k``-th frame, ``k`` doubled each time the frames kept would pass ``frames``."""
+
+    def __init__(self, side: int, frames: int) -> None:
+        self.side, self.limit = side, max(frames, 2)
+        self.frames: list[np.ndarray] = []
+        self.keep, self.seen = 1, 0
+
+    def add(self, frame: np.ndarray) -> None:
+        if self.seen % self.keep == 0:
+            stride = max(1, math.ceil(max(frame.shape[:2]) / self.side))
+            self.frames.append(np.ascontiguousarray(frame[::stride, ::stride, :3]))
+            if len(self.frames) > self.limit:
+                self.frames, self.keep = self.frames[::2], self.keep * 2
+        self.seen += 1
+
+    def size(self) -> tuple[int, int]:
+        """``(height, width)`` of the frames kept (``(0, 0)`` before the first)."""
+        return self.frames[0].shape[:2] if self.frames else (0, 0)
+
+    def encode(self, fps: float) -> bytes:
+        """The GIF file's bytes, looping, each frame shown ``keep / fps`` seconds."""
+        from PIL import Image
+
+        images = [Image.fromarray(frame) for frame in self.frames]
+        out = io.BytesIO()
+        images[0].save(out, format="GIF", save_all=True, append_images=images[1:], loop=0,
+                       duration=max(20, round(1000 * self.keep / fps)))
+        return out.getvalue()

@@ -1,7 +1,8 @@
 """TensorBoard scalars, the progress bar and progress lines.
 
 Tags: ``train/episode_return``, ``train/episode_length``, ``eval/return``, ``loss/<name>``,
-``stats/<name>``, ``perf/sps``, ``perf/updates_per_sec``; the x-axis is always env steps.
+``stats/<name>``, ``perf/sps``, ``perf/updates_per_sec`` (and the GIF ``eval/video`` with
+``eval.video_every``); the x-axis is always env steps.
 
 Progress lines (step/total, steps/s over the last ``RATE_WINDOW_S`` seconds, the last training
 episode's return, the last evaluation's return, elapsed time and an estimate of the time left from
@@ -346,6 +347,16 @@ class Logger:
                 self.writer.add_scalar(tag, float(value), step)
 
         self._events(write)
+
+    def gif(self, tag: str, encoded: bytes, size: tuple[int, int], step: int) -> None:
+        """An animated GIF (``encoded``, ``size`` = ``(height, width)``) under ``tag`` at env
+        ``step``: the summary ``SummaryWriter.add_video`` writes, without its moviepy."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        image = Summary.Image(height=int(size[0]), width=int(size[1]), colorspace=3,
+                              encoded_image_string=encoded)
+        summary = Summary(value=[Summary.Value(tag=tag, image=image)])
+        self._events(lambda: self.writer.file_writer.add_summary(summary, step))
 
     def flush(self) -> None:
         self._events(self.writer.flush)

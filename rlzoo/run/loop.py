@@ -62,15 +62,10 @@ from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
 from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
 from rlzoo.run.rundir import RunDirGone, check_run_dir
-from rlzoo.run.saved_state import (
-    Clock,
-    check_budget,
-    checked_state,
-    last_good_note,
-    restore_latest,
-)
+from rlzoo.run.saved_state import Clock, check_budget, checked_state, last_good_note, restore_latest
 from rlzoo.run.settings import read_settings, schedule_warnings
 from rlzoo.run.signals import Interrupted, NonFiniteError, StopSignals
+from rlzoo.run.videos import Filming
 
 
 class Trainer:
@@ -101,6 +96,7 @@ class Trainer:
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
         self.wandb: Any = tracking.wanted(cfg)  # log.wandb: then its wandb run (start)
+        self.filming = Filming(s.eval_video_every, cfg)  # eval.video_every (checked now)
         self.threads = thread_tuner_for(s)  # before set_threads: it reads torch's own count
         set_threads(s)
         self.members, self.algo, self.spec, self.storage = build_members(cfg, s,
@@ -140,6 +136,7 @@ class Trainer:
         next_log = self.next_multiple(s.log_every)
         next_eval = self.next_multiple(s.eval_every)
         next_ckpt = self.next_multiple(s.checkpoint_every)
+        self.filming.start(clock.step)
         window = (time.perf_counter(), clock.step, self.algo.updates)
         with self.stop as stop:
             # updates a SIGTERM cut short are owed before the next env step
@@ -352,6 +349,7 @@ class Trainer:
         if log_evaluation(self.members, every, self.clock.step, str(self.cfg.env.name),
                           self.on_eval):
             self.stop_requested = True
+        self.filming.after_eval(self.members[0], self.axis, self.horizon, s.device, self.clock.step)
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, notify: bool = True) -> Path:

@@ -74,6 +74,7 @@ class Settings:
     torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
     env_workers: int = 0  # worker processes stepping training envs beside this one (0: none)
     env_timeout_s: float = 60.0  # seconds an env worker may take per request before it is hung
+    eval_video_every: int = 0  # env steps between filmed evaluations (0: none; rlzoo.run.videos)
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -102,6 +103,22 @@ def env_timeout(cfg: DictConfig) -> float:
         raise UserError(f"env_timeout_s must be a number of seconds in (0, 1e6), got {value!r}; "
                         "e.g. env_timeout_s=60")
     return float(value)
+
+
+def video_every(cfg: DictConfig, eval_every: int) -> int:
+    """``eval.video_every`` (0 when absent: older run configs), a multiple of ``eval.every``:
+    videos are filmed at evaluations (``rlzoo.run.videos``); one ``UserError`` line otherwise."""
+    if OmegaConf.select(cfg, "eval.video_every", default=None) is None:
+        return 0
+    every = int_key(cfg, "eval.video_every", 0)
+    if every and not eval_every:
+        raise UserError(f"eval.video_every={every} films evaluations, but eval.every=0 evaluates "
+                        f"only at the end; set eval.every={every} (or a divisor of it)")
+    if every % max(eval_every, 1):
+        raise UserError(f"eval.video_every ({every}) must be a multiple of eval.every "
+                        f"({eval_every}): videos are filmed at evaluations; e.g. "
+                        f"eval.video_every={max(every // eval_every, 1) * eval_every}")
+    return every
 
 
 def seed_range(cfg: DictConfig) -> tuple[int, int]:
@@ -186,6 +203,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         env_timeout_s=env_timeout(cfg),
         eval_every=int_key(cfg, "eval.every", 0),
         eval_episodes=int_key(cfg, "eval.episodes", 1, MAX_EVAL_EPISODES),
+        eval_video_every=video_every(cfg, int_key(cfg, "eval.every", 0)),
         checkpoint_every=int_key(cfg, "checkpoint.every", 0),
         checkpoint_keep=int_key(cfg, "checkpoint.keep", 1),
         log_every=int_key(cfg, "log.every", 1),
