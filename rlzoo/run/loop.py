@@ -315,7 +315,8 @@ class Trainer:
         # an H-step window needs H - 1 newer rows: none can start in the newest H - 1
         ready = all(len(store) > (H - 1) * E for store in stores)
         if past_warmup > 0 and ready:
-            clock.update_credit += s.utd * past_warmup
+            clock.earn(s.utd, clock.step - past_warmup - s.learning_starts,
+                       clock.step - s.learning_starts)  # int(utd x steps) in all
         began = time.perf_counter()  # the thread tuner times the updates (torch_threads=auto)
         while ready and clock.update_credit >= 1.0 and not self.stop.signum:
             batch = self.storage.sample(s.batch_size, self.algo.sampling)  # [K, B, ...]

@@ -50,6 +50,24 @@ class Clock:
     update_credit: float = 0.0
     wall_time: float = 0.0
 
+    def earn(self, utd: float, before: int, after: int) -> None:
+        """Add the updates earned from ``before`` to ``after`` env steps past the warm-up
+        (summed over envs) at ``utd`` updates per env step, so that a run makes exactly
+        ``int(utd x steps past the warm-up)`` updates in all, whatever the vector step: the
+        whole part counted as ``floor(utd x after) - floor(utd x before)`` (summing
+        ``utd x delta`` in floats drifts: 0.3 x 3 added 70 times makes 62, not 63), the credit
+        kept as the owed whole updates plus ``utd x after``'s fraction (the same float as
+        ``credit + utd x delta`` when that sum is exact: integer or binary-fraction ``utd``)."""
+        # updates a signal cut short (none after steps dropped before an H-step window fits)
+        owed = max(0, round(self.update_credit - _fraction(utd * before)))
+        self.update_credit = (owed + math.floor(utd * after) - math.floor(utd * before)
+                              + _fraction(utd * after))
+
+
+def _fraction(x: float) -> float:
+    """``x - floor(x)``, in ``[0, 1)``."""
+    return x - math.floor(x)
+
 
 def member_state(m: Member) -> dict[str, Any]:
     """One seed's part of a checkpoint."""

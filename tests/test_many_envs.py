@@ -1,0 +1,87 @@
+"""The trainer with many envs (issue 41 item 4): ``algo.utd`` below 1 with ``num_envs=N``.
+
+Steps are env steps summed over the N envs, and a run makes exactly
+``int(utd x (total_steps - learning_starts))`` updates, whatever N (the loop's update credit,
+``rlzoo.run.saved_state.Clock.earn``); a run stopped while it holds a fraction of an update and
+resumed ends bit-identical to the run that never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from conftest import TINY, read_summary, run_cli
+from test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
+
+from rlzoo.run.saved_state import Clock
+
+PENDULUM = ["algo=sac", "env=Pendulum", "algo.batch_size=16", "algo.buffer_size=3000",
+            "eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.progress=false",
+            "seed=3", *TINY]
+
+
+def updates_made(utd: float, num_envs: int, learning_starts: int, total: int) -> int:
+    """The updates the loop makes over a run, vector step by vector step (``Trainer.learn``)."""
+    clock, made = Clock(), 0
+    for step in range(num_envs, total + 1, num_envs):
+        past = step - max(clock.step, learning_starts)
+        clock.step = step
+        if past > 0:
+            clock.earn(utd, step - past - learning_starts, step - learning_starts)
+        while clock.update_credit >= 1.0:
+            clock.update_credit -= 1.0
+            made += 1
+    return made
+
+
+@pytest.mark.parametrize("utd", [0.1, 0.3, 1 / 3, 0.25, 0.7, 1.0, 1.5, 20.0])
+@pytest.mark.parametrize("num_envs", [1, 3, 8, 64])
+def test_updates_are_int_of_utd_times_steps(utd: float, num_envs: int) -> None:
+    for vector_steps in (50, 333, 1000):
+        total = num_envs * vector_steps
+        for learning_starts in (0, 7 * num_envs, 7 * num_envs + 1):
+            want = int(utd * (total - learning_starts))
+            assert updates_made(utd, num_envs, learning_starts, total) == want, (
+                utd, num_envs, total, learning_starts)
+
+
+def test_exact_sums_keep_todays_credit() -> None:
+    """Integer and binary-fraction ``utd`` (1, 0.5, 20): the credit is the float of today's
+    ``credit + utd x delta``, so their runs and checkpoints are unchanged."""
+    for utd in (0.5, 1.0, 1.5, 20.0):
+        clock, old = Clock(), 0.0
+        for before, after in ((0, 3), (3, 6), (6, 7), (7, 12)):
+            clock.earn(utd, before, after)
+            old += utd * (after - before)
+            assert clock.update_credit == old
+            whole = math.floor(old)
+            clock.update_credit -= whole
+            old -= whole
+    clock = Clock(update_credit=2.5)  # 2 updates a signal cut short, 0.5 of the next
+    clock.earn(0.5, 1, 4)  # 0.5 x 4 = 2.0: 2 + (2 - 0) + 0
+    assert clock.update_credit == 4.0
+
+
+def test_fractional_utd_with_three_envs_counts_and_resumes(tmp_path: Path) -> None:
+    """utd 0.3, 3 envs: 63 updates over 300 - 90 steps (summing 0.9 per vector step in floats
+    made 62); stopped at step 201 holding 0.3 of an update (33.3 earned), resumed to 300: the
+    checkpoint and summary equal the straight run's bit for bit."""
+    args = [*PENDULUM, "num_envs=3", "algo.utd=0.3", "algo.learning_starts=90"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    proc = run_cli([*args, "total_steps=300"], straight)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_summary(straight)["updates"] == 63 == int(0.3 * 210)
+    proc = run_cli([*args, "total_steps=201"], split)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stopped = final_checkpoint(split)
+    assert stopped["counters"]["step"] == 201 and stopped["algo"]["updates"] == 33
+    assert 0.29 < stopped["counters"]["update_credit"] < 0.31  # mid-credit
+    proc = run_cli([f"resume={split}", "total_steps=300"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    want, got = final_checkpoint(straight), final_checkpoint(split)
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+        assert read_summary(straight)[key] == read_summary(split)[key], key
