@@ -1,4 +1,5 @@
-"""The trainer with many envs (issue 41 item 4): ``algo.utd`` below 1 with ``num_envs=N``.
+"""The trainer with many envs (issue 41 item 4): ``algo.utd`` below 1 with ``num_envs=N``, and
+``algo=flashsac_gpu`` (FlashSAC's GPU-simulator settings).
 
 Steps are env steps summed over the N envs, and a run makes exactly
 ``int(utd x (total_steps - learning_starts))`` updates, whatever N (the loop's update credit,
@@ -13,9 +14,15 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY, read_summary, run_cli
+from hydra import compose, initialize_config_module
+from omegaconf import DictConfig, OmegaConf
 from test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
 
+from rlzoo.algos.base import EnvSpec
+from rlzoo.conf.keys import keys_text
+from rlzoo.run.build import build_algorithm
 from rlzoo.run.saved_state import Clock
+from rlzoo.run.settings import read_settings
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.batch_size=16", "algo.buffer_size=3000",
             "eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.progress=false",
@@ -85,3 +92,63 @@ def test_fractional_utd_with_three_envs_counts_and_resumes(tmp_path: Path) -> No
         assert_identical(want[key], got[key], key)
     for key in ("total_steps", "updates", "episodes", "final_eval_return"):
         assert read_summary(straight)[key] == read_summary(split)[key], key
+
+
+# ----------------------------------------------------------------------------- algo=flashsac_gpu
+def composed(*overrides: str) -> dict:
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides))
+    OmegaConf.resolve(cfg)
+    return OmegaConf.to_container(cfg)
+
+
+def differences(a: dict, b: dict, path: str = "") -> dict[str, tuple]:
+    """``{dotted key: (a's value, b's value)}`` where the two nested dicts differ."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return {} if a == b else {path[1:]: (a, b)}
+    out: dict[str, tuple] = {}
+    for key in sorted(set(a) | set(b)):
+        out.update(differences(a.get(key), b.get(key), f"{path}.{key}"))
+    return out
+
+
+def test_flashsac_gpu_is_flashsac_with_the_gpu_simulator_settings() -> None:
+    """conf/algo/flashsac_gpu.yaml: the reference's GPU-simulator scripts' env count, replay,
+    batch and update ratio (2 updates per vector step of 1024 envs), all else algo=flashsac."""
+    gpu, cpu = composed("algo=flashsac_gpu", "env=Humanoid"), composed("algo=flashsac",
+                                                                       "env=Humanoid")
+    assert differences(gpu, cpu) == {
+        "num_envs": (1024, 1), "algo.noise_envs": (1024, 1),
+        "algo.name": ("flashsac_gpu", "flashsac"), "algo.batch_size": (2048, 512),
+        "algo.buffer_size": (10_000_000, 1_000_000), "algo.learning_starts": (100_000, 10_000),
+        "algo.utd": (2 / 1024, 1)}
+    cfg = compose_cfg("algo=flashsac_gpu", "env=Humanoid", "device=cpu")
+    settings = read_settings(cfg)  # every default passes validation
+    assert (settings.num_envs, settings.utd * settings.num_envs) == (1024, 2.0)
+    built = build_algorithm(cfg, EnvSpec(348, 17, max_episode_steps=1000), settings.device)
+    assert built.lr_decay_updates == int(1_000_000 * 2 / 1024)  # the run's own updates
+    # --keys documents the keys it inherits from algo/flashsac.yaml, and its own
+    lines = {line.split()[0]: line for line in keys_text(["algo=flashsac_gpu"]).splitlines()
+             if line.startswith("  algo.")}
+    assert "polyak rate of the target critic's parameters" in lines["algo.tau"]
+    assert "updates_per_interaction_step=2" in lines["algo.utd"]
+
+
+def compose_cfg(*overrides: str) -> DictConfig:
+    with initialize_config_module("rlzoo.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def test_flashsac_gpu_trains_a_few_updates_on_the_cpu(tmp_path: Path) -> None:
+    """16 envs at its update ratio 2/1024: int((2048 - 256) x 2 / 1024) = 3 updates."""
+    args = ["algo=flashsac_gpu", "env=Pendulum", "device=cpu", "num_envs=16", "total_steps=2048",
+            "algo.learning_starts=256", "algo.batch_size=64", "algo.buffer_size=4096",
+            "algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8",
+            "critic.network.num_blocks=1", "algo.actor.network.num_blocks=1", "eval.every=0",
+            "eval.episodes=1", "log.progress=false"]
+    proc = run_cli(args, tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_summary(tmp_path / "run")
+    assert (summary["algo"], summary["total_steps"], summary["updates"]) == ("flashsac_gpu",
+                                                                             2048, 3)
+    assert math.isfinite(summary["final_eval_return"])

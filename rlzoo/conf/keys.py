@@ -82,6 +82,18 @@ def algo_defaults(algo: str) -> dict[str, str]:
                            flags=re.MULTILINE))
 
 
+def algo_files(algo: str) -> list[Path]:
+    """``conf/algo/<algo>.yaml`` after the algo files its defaults list composes first, each
+    after its own (``- flashsac`` in ``algo/flashsac_gpu.yaml``); ``[]`` for no such file."""
+    path = CONF / "algo" / f"{algo}.yaml"
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    block = text.split("\ndefaults:", 1)[1].split("\n\n", 1)[0] if "\ndefaults:" in text else ""
+    parents = re.findall(r"^\s*-\s*([A-Za-z_]\w*)\s*(?:#.*)?$", block, flags=re.MULTILINE)
+    return [*(f for name in parents if name != "_self_" for f in algo_files(name)), path]
+
+
 def composed_keys(overrides: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """The composed config's keys for ``overrides`` (``{dotted key: default as written}``,
     interpolations unresolved, private keys left out) and the group choices it was made of."""
@@ -119,13 +131,13 @@ def keys_text(overrides: list[str]) -> str:
         if path.is_file():
             base.update({k: doc for k, _, doc in yaml_keys(path, prefix) if doc})
     algo = chosen.get("algo", "")
-    path = CONF / "algo" / f"{algo}.yaml"
     docs = dict(base)
-    for key, _, doc in yaml_keys(path) if path.is_file() else []:
-        if doc and (key.startswith("algo.") or key not in base):
-            docs[key] = doc
-        elif doc and doc != base[key]:  # the algorithm's own word on a shared key
-            docs[key] = f"{base[key]} [algo={algo}: {doc}]"
+    for path in algo_files(algo):  # an algo file it composes first, then its own
+        for key, _, doc in yaml_keys(path):
+            if doc and (key.startswith("algo.") or key not in base):
+                docs[key] = doc
+            elif doc and doc != base[key]:  # the algorithm's own word on a shared key
+                docs[key] = f"{base[key]} [algo={path.stem}: {doc}]"
     lines = ["usage: python -m rlzoo.train algo=NAME env=NAME [key=value ...]; "
              "--keys [algo=NAME ...]: these keys for those choices; Hydra's flags: --hydra-help",
              "", "config groups (group=choice; * = chosen here):"]
