@@ -78,7 +78,7 @@ def test_yaml_with_ordinary_interpolations_loads(tmp_path: Path) -> None:
 
 
 def test_normalizer_with_impossible_statistics_is_refused_on_load() -> None:
-    norm = ObservationNormalizer((3,))
+    norm = ObservationNormalizer((3,), 1e-8)
     for name, value in (("var", -1.0), ("count", -5.0), ("mean", math.nan)):
         state = norm.state_dict()
         state[name] = torch.full_like(state[name], value)

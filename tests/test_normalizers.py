@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -48,6 +49,7 @@ from rlzoo.nets.normalizers import PRIOR_COUNT, ObservationNormalizer, RewardSca
 from rlzoo.policy import load_policy
 from rlzoo.run.checkpoint import load_checkpoint
 from rlzoo.run.normalize import check_observations, fold_collected
+from rlzoo.run.settings import Normalize, read_normalize
 from rlzoo.tuners import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
@@ -107,7 +109,7 @@ def test_observation_normalizer_applies_frozen_statistics_and_keeps_padding_zero
 
 
 def test_reward_scaler_by_hand() -> None:
-    scaler = RewardScaler(num_envs=2, gamma=0.5, g_max=0.5)
+    scaler = RewardScaler(num_envs=2, gamma=0.5, g_max=0.5, epsilon=1e-8)
     both = torch.tensor([0, 1])
     scaler.update(torch.tensor([1.0, 2.0]), torch.tensor([False, False]), both)  # G = (1, 2)
     # env 1's step ends its episode: its old G is dropped before the reward is added (SimbaV2)
@@ -124,7 +126,7 @@ def test_reward_scaler_by_hand() -> None:
     # the scale is the larger of sqrt(var + eps) and max|G| / G_max = 8
     assert np.sqrt(var + 1e-8) < 8.0
     torch.testing.assert_close(scaler(torch.tensor([4.0, -2.0])), torch.tensor([0.5, -0.25]))
-    wide = RewardScaler(num_envs=2, gamma=0.5, g_max=100.0)
+    wide = RewardScaler(num_envs=2, gamma=0.5, g_max=100.0, epsilon=1e-8)
     wide.load_state_dict(scaler.state_dict())
     torch.testing.assert_close(wide(torch.tensor([3.0])),
                                torch.tensor([3.0 / np.sqrt(var + 1e-8)], dtype=torch.float32))
@@ -155,7 +157,7 @@ class ProbeChild(Probe):
 
 
 def fitted(algo: Algorithm, seed: int | None = None) -> Algorithm:
-    obs, reward = ObservationNormalizer((3,)), RewardScaler(1, 0.9)
+    obs, reward = ObservationNormalizer((3,), 1e-8), RewardScaler(1, 0.9, 5.0, 1e-8)
     algo.attach_normalizers(obs=obs, reward=reward)
     g = torch.Generator().manual_seed(0 if seed is None else seed)
     obs.update(torch.randn(20, 3, generator=g) * 3 + 1)
@@ -209,7 +211,8 @@ def group_of_two() -> SAC:
     for seed in (0, 1):
         torch.manual_seed(seed)
         algo = tiny_sac()
-        algo.attach_normalizers(obs=ObservationNormalizer((3,)), reward=RewardScaler(2, 0.99))
+        algo.attach_normalizers(obs=ObservationNormalizer((3,), 1e-8),
+                               reward=RewardScaler(2, 0.99, 5.0, 1e-8))
         members.append(algo)
     return stack_seeds(members)
 
@@ -467,16 +470,16 @@ def test_bad_values_are_one_line(tmp_path: Path, override: str, fragment: str) -
 
 
 def test_observations_that_are_not_a_box_are_refused() -> None:
-    cfg = SimpleNamespace(get=lambda key, default=None: {"obs": True} if key == "normalize"
-                          else default, env=SimpleNamespace(name="mpe/odd"))
+    on = Normalize(obs=True, reward=False, epsilon=1e-8, reward_g_max=5.0)
     env = SimpleNamespace(obs_spaces={"agent a": gym.spaces.Box(-1, 1, (3,)),
                                       "agent b": gym.spaces.Discrete(4)})
     with pytest.raises(UserError) as info:
-        check_observations(env, cfg)  # type: ignore[arg-type]
+        check_observations(env, on, "mpe/odd")  # type: ignore[arg-type]
     assert "agent b has a Discrete observation space" in str(info.value)
     assert "normalize.obs=false" in str(info.value)
+    check_observations(env, dataclasses.replace(on, obs=False), "mpe/odd")  # type: ignore[arg-type]
     env.obs_spaces.pop("agent b")
-    check_observations(env, cfg)  # type: ignore[arg-type]
+    check_observations(env, on, "mpe/odd")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("value", ["off", "maybe", 1, None])
@@ -485,11 +488,23 @@ def test_a_normalizer_switch_that_is_not_true_or_false_is_refused(value: object)
     would otherwise read as on."""
     from omegaconf import OmegaConf
 
-    from rlzoo.errors import UserError
-    from rlzoo.run.normalize import settings
-
-    cfg = OmegaConf.create({"normalize": {"obs": value, "reward": False}})
+    numbers = {"epsilon": 1e-8, "reward_g_max": 5.0}
+    cfg = OmegaConf.create({"normalize": {"obs": value, "reward": False, **numbers}})
     with pytest.raises(UserError, match="normalize.obs is a switch, true or false"):
-        settings(cfg)
-    assert settings(OmegaConf.create({"normalize": {"obs": True}}))["obs"] is True
-    assert settings(OmegaConf.create({}))["obs"] is False  # configs from before the section
+        read_normalize(cfg)
+    assert read_normalize(OmegaConf.create({"normalize": {"obs": True, **numbers}})).obs is True
+    assert read_normalize(OmegaConf.create({})).obs is False  # configs from before the section
+
+
+@pytest.mark.parametrize("value", [0, -1.0, "nan", "inf", "x", None])
+def test_a_normalizer_number_that_is_not_positive_is_refused(value: object) -> None:
+    """epsilon and reward_g_max are read once, with no default of their own in the code: a
+    section without them (or with a non-positive one) is refused in one line."""
+    from omegaconf import OmegaConf
+
+    for key, other in (("epsilon", "reward_g_max"), ("reward_g_max", "epsilon")):
+        section = {"obs": True, "reward": True, other: 1.0}
+        if value is not None:
+            section[key] = value
+        with pytest.raises(UserError, match=f"normalize.{key} must be a number > 0"):
+            read_normalize(OmegaConf.create({"normalize": section}))

@@ -94,8 +94,8 @@ def test_one_merge_for_every_seed_is_each_seeds_own_merge(envs: int) -> None:
 
         def __init__(self) -> None:
             super().__init__()
-            self.obs_normalizer = ObservationNormalizer((2, 3))
-            self.reward_scaler = RewardScaler(envs, 0.99)
+            self.obs_normalizer = ObservationNormalizer((2, 3), 1e-8)
+            self.reward_scaler = RewardScaler(envs, 0.99, 5.0, 1e-8)
 
     K, rng, cpu = 3, np.random.default_rng(0), torch.device("cpu")
     one, many = Holder(), Holder()

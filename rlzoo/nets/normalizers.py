@@ -137,7 +137,7 @@ class ObservationNormalizer(RunningMeanStd):
         epsilon: added to the variance under the square root (SimbaV2: 1e-8).
     """
 
-    def __init__(self, shape: tuple[int, ...], epsilon: float = 1e-8) -> None:
+    def __init__(self, shape: tuple[int, ...], epsilon: float) -> None:
         super().__init__(shape)
         if not epsilon > 0.0:
             raise ValueError(f"normalize.epsilon must be > 0, got {epsilon}")
@@ -177,8 +177,7 @@ class RewardScaler(nn.Module):
         epsilon: added to ``var(G)`` under the square root (1e-8).
     """
 
-    def __init__(self, num_envs: int, gamma: float, g_max: float = 5.0,
-                 epsilon: float = 1e-8) -> None:
+    def __init__(self, num_envs: int, gamma: float, g_max: float, epsilon: float) -> None:
         super().__init__()
         if not g_max > 0.0:
             raise ValueError(f"normalize.reward_g_max must be > 0, got {g_max}")

@@ -38,62 +38,39 @@ from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.envs.base import StepResult, VecEnv
 from rlzoo.errors import UserError
 from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
+from rlzoo.run.settings import Normalize, read_normalize
 
 
-def settings(cfg: DictConfig) -> dict[str, Any]:
-    """The ``normalize`` section of ``cfg`` as plain values (all off when it is absent, as in
-    configs written before it existed); one line for a value of the wrong kind."""
-    section = cfg.get("normalize") or {}
-    out: dict[str, Any] = {}
-    for key in ("obs", "reward"):
-        value = section.get(key, False)
-        if not isinstance(value, bool):  # a word such as "off" would read as on
-            raise UserError(f"normalize.{key} is a switch, true or false, not {value!r}; write "
-                            f"normalize.{key}=true or normalize.{key}=false")
-        out[key] = value
-    for key, default in (("epsilon", 1e-8), ("reward_g_max", 5.0)):
-        value = section.get(key, default)
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if not number > 0.0 or not np.isfinite(number):
-            raise UserError(f"normalize.{key} must be a number > 0, got {value!r}; e.g. "
-                            f"normalize.{key}={default}")
-        out[key] = number
-    return out
-
-
-def attach_normalizers(algo: Algorithm, cfg: DictConfig, spec: EnvSpec) -> None:
+def attach_normalizers(algo: Algorithm, cfg: DictConfig, spec: EnvSpec,
+                       normalize: Normalize | None = None) -> None:
     """Attach what ``cfg.normalize`` asks for to ``algo`` (nothing at all when it is off, so the
     algorithm's ``state_dict`` is the same as without normalizers): an observation normalizer
     of shape ``[O]`` (``[N, O]`` per agent), a state normalizer ``[S]`` for a multi-agent env's
     global state, and a reward scaler over ``num_envs`` running returns with ``algo.gamma``."""
-    s = settings(cfg)
+    s = normalize or read_normalize(cfg)  # the trainer's Settings.normalize, else cfg's
     multi = spec.n_agents > 1 or spec.state_dim > 0
     obs = state = reward = None
-    if s["obs"]:
+    if s.obs:
         shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
-        obs = ObservationNormalizer(shape, s["epsilon"])
+        obs = ObservationNormalizer(shape, s.epsilon)
         if spec.state_dim > 0:
-            state = ObservationNormalizer((spec.state_dim,), s["epsilon"])
-    if s["reward"]:
-        reward = RewardScaler(int(cfg.get("num_envs", 1)), algo.gamma, s["reward_g_max"],
-                              s["epsilon"])
+            state = ObservationNormalizer((spec.state_dim,), s.epsilon)
+    if s.reward:
+        reward = RewardScaler(int(cfg.get("num_envs", 1)), algo.gamma, s.reward_g_max, s.epsilon)
     algo.attach_normalizers(obs=obs, state=state, reward=reward)
 
 
-def check_observations(env: VecEnv, cfg: DictConfig) -> None:
+def check_observations(env: VecEnv, s: Normalize, env_name: str) -> None:
     """With ``normalize.obs=true``, refuse in one line an env with an observation space that is
     not a ``Box`` (``Discrete``, ``MultiDiscrete``, ``MultiBinary``, ``Dict``, ``Tuple``, ...):
     the adapters flatten those to numbers, but a running mean and variance of category indices
     or flags is no normalization of them."""
-    if not settings(cfg)["obs"]:
+    if not s.obs:
         return
     for name, space in getattr(env, "obs_spaces", {}).items():
         if not isinstance(space, Box):  # a Box subclass is a Box too
             raise UserError(
-                f"normalize.obs=true cannot normalize env={cfg.env.name}'s observations: "
+                f"normalize.obs=true cannot normalize env={env_name}'s observations: "
                 f"{name} has a {type(space).__name__} observation space (a running mean and "
                 "variance needs Box observations); set normalize.obs=false"
             )
@@ -128,14 +105,22 @@ def fold_collected(algo: Algorithm, seed: int | None, obs: np.ndarray, state: An
     if keep.size and "obs" not in skip:
         for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
             if normalizer is not None and value is not None:
-                rows = np.asarray(value, dtype=np.float32)[keep]
-                normalizer.update(torch.as_tensor(rows, device=device), seed)
+                normalizer.update(float32_on(value, device)[torch.as_tensor(keep, device=device)],
+                                  seed)
     envs = np.flatnonzero(last["valid"])
     if algo.reward_scaler is not None and envs.size and "reward" not in skip:
         algo.reward_scaler.update(
             torch.as_tensor(last["reward"], device=device),
             torch.as_tensor(last["ended"], device=device),
             torch.as_tensor(envs, device=device), seed)
+
+
+def float32_on(value: Any, device: torch.device) -> torch.Tensor:
+    """``value`` (a numpy array, or a tensor on any device: env.backend=warp's observations) as
+    a float32 tensor on ``device``; the same numbers either way."""
+    if torch.is_tensor(value):
+        return value.to(device=device, dtype=torch.float32)
+    return torch.as_tensor(np.asarray(value, dtype=np.float32), device=device)
 
 
 def fold_seeds(algo: Algorithm, slots: list[int | None], obs: np.ndarray, state: Any,
@@ -158,8 +143,7 @@ def fold_seeds(algo: Algorithm, slots: list[int | None], obs: np.ndarray, state:
     if obs_all:
         for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
             if normalizer is not None and value is not None:
-                normalizer.update_seeds(
-                    torch.as_tensor(np.asarray(value, dtype=np.float32), device=device))
+                normalizer.update_seeds(float32_on(value, device))
     if reward_all and algo.reward_scaler is not None:
         algo.reward_scaler.update_seeds(
             torch.as_tensor(np.stack([r["reward"] for r in records]), device=device),

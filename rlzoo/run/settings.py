@@ -65,16 +65,58 @@ class Settings:
     batch_size: int
     buffer_size: int
     utd: float
-    compile: bool | str = False  # True, False or "auto" (rlzoo.run.accel.resolve_accel)
-    cudagraphs: bool | str = False  # True, False or "auto"
-    progress_every_s: float = 300.0
-    on_policy: bool = False
-    rollout_steps: int = 0  # on-policy only
-    seeds: int = 1  # K: seeds seed .. seed + K - 1 trained together as one group
-    torch_threads: int | str = "auto"  # CPU threads of torch (rlzoo.threads.run_threads)
-    env_workers: int = 0  # worker processes stepping training envs beside this one (0: none)
-    env_timeout_s: float = 60.0  # seconds an env worker may take per request before it is hung
-    eval_video_every: int = 0  # env steps between filmed evaluations (0: none; rlzoo.run.videos)
+    compile: bool | str  # True, False or "auto" (rlzoo.run.accel.resolve_accel)
+    cudagraphs: bool | str  # True, False or "auto"
+    progress_every_s: float
+    on_policy: bool
+    rollout_steps: int  # on-policy only (0 off-policy)
+    seeds: int  # K: seeds seed .. seed + K - 1 trained together as one group
+    torch_threads: int | str  # CPU threads of torch (rlzoo.threads.run_threads)
+    env_workers: int  # worker processes stepping training envs beside this one (0: none)
+    env_timeout_s: float  # seconds an env worker may take per request before it is hung
+    eval_video_every: int  # env steps between filmed evaluations (0: none; rlzoo.run.videos)
+    normalize: Normalize  # normalize.* (rlzoo.run.normalize)
+
+
+@dataclass(frozen=True)
+class Normalize:
+    """``normalize.*``, read once (each key's meaning and default: ``conf/config.yaml``).
+
+    ``obs``/``reward`` switch the observation normalizer and the reward scaler on;
+    ``epsilon`` and ``reward_g_max`` are None only for a config without a ``normalize``
+    section (run dirs written before it existed, where both switches are off)."""
+
+    obs: bool
+    reward: bool
+    epsilon: float | None
+    reward_g_max: float | None
+
+
+def read_normalize(cfg: DictConfig) -> Normalize:
+    """The ``normalize`` section of ``cfg`` (all off when it is absent); one ``UserError`` line
+    for a switch that is not a boolean or a number that is not finite and > 0."""
+    section = cfg.get("normalize")
+    if not section:
+        return Normalize(False, False, None, None)
+    switches = []
+    for key in ("obs", "reward"):
+        value = section.get(key, False)
+        if not isinstance(value, bool):  # a word such as "off" would read as on
+            raise UserError(f"normalize.{key} is a switch, true or false, not {value!r}; write "
+                            f"normalize.{key}=true or normalize.{key}=false")
+        switches.append(value)
+    numbers = []
+    for key in ("epsilon", "reward_g_max"):
+        value = section.get(key)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not number > 0.0 or not math.isfinite(number):
+            raise UserError(f"normalize.{key} must be a number > 0, got {value!r}; e.g. "
+                            f"normalize.{key}={'1e-8' if key == 'epsilon' else 5}")
+        numbers.append(number)
+    return Normalize(*switches, *numbers)
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -217,6 +259,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
         seeds=seeds,
         torch_threads=threads,
+        normalize=read_normalize(cfg),
         **accel,
     )
     if settings.batch_size > settings.buffer_size:
@@ -292,11 +335,11 @@ def config_warnings(cfg: DictConfig) -> list[str]:
                        f"({node.network.get('_target_')}) builds this one, so they do nothing; "
                        "use net=mlp or leave them out")
     critic = cfg.get("critic") or {}
-    normalize = cfg.get("normalize") or {}
+    normalize = read_normalize(cfg)
     if not str(critic.get("_target_", "")).endswith("CategoricalCritic"):
         return out
     bound = max(abs(float(critic.get("v_min", 0.0))), abs(float(critic.get("v_max", 0.0))))
-    if not normalize.get("reward", False) and bound <= float(normalize.get("reward_g_max", 5.0)):
+    if not normalize.reward and bound <= (normalize.reward_g_max or 0.0):
         out.append(f"critic support [{critic.v_min}, {critic.v_max}] is sized for scaled returns "
                    "(normalize.reward_g_max), but normalize.reward=false: discounted returns "
                    "outside it are clipped; set critic.v_min/v_max around the env's returns or "
