@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+import torch
 from conftest import TINY, read_summary, run_cli
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig, OmegaConf
@@ -152,3 +155,57 @@ def test_flashsac_gpu_trains_a_few_updates_on_the_cpu(tmp_path: Path) -> None:
     assert (summary["algo"], summary["total_steps"], summary["updates"]) == ("flashsac_gpu",
                                                                              2048, 3)
     assert math.isfinite(summary["final_eval_return"])
+
+
+# ----------------------------------------------------------------------------- env.backend=warp
+def test_warp_observations_stay_tensors_and_equal_the_numpy_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """env.backend=warp on Warp's CPU device: the collector keeps the observations as tensors
+    on the env's device (to the policy and into the replay without a numpy round trip) and the
+    run equals the numpy path's bit for bit, with a split mid-episode (Hopper's episodes outlast
+    48 steps of 2 worlds at the start) resumed to the end: every tensor of the final
+    checkpoints (weights, optimizers, replay, env, loop, counters, generators) and the
+    summaries' numbers, the final evaluation (on the warp backend, its observations tensors
+    too) included; with both normalizers on (they take in the tensors)."""
+    pytest.importorskip("mujoco_warp")
+    import rlzoo
+    from rlzoo.envs.mujoco_warp import WarpMuJoCo
+    from rlzoo.run.collect import Collector
+
+    args = ["algo=sac", "env=Hopper", "env.backend=warp", "device=cpu", "num_envs=2", *TINY,
+            "algo.learning_starts=30", "algo.batch_size=16", "algo.buffer_size=1000",
+            "algo.utd=0.5", "normalize.obs=true", "normalize.reward=true", "eval.every=0",
+            "eval.episodes=1", "checkpoint.every=0", "log.progress=false", "seed=5",
+            "torch_threads=1"]
+    seen: list[type] = []
+    numpy_steps: list[int] = []  # WarpMuJoCo.step's calls (numpy out), by world count
+    collect, step = Collector.collect, WarpMuJoCo.step
+
+    def spy(self: Collector) -> None:
+        seen.append(type(self.obs))
+        collect(self)
+
+    def numpy_step(self: WarpMuJoCo, *args: Any, **kwargs: Any) -> Any:
+        numpy_steps.append(self.num_envs)
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collector, "collect", spy)
+    monkeypatch.setattr(WarpMuJoCo, "step", numpy_step)
+    finals = {}
+    for tensors in (True, False):
+        monkeypatch.setattr(WarpMuJoCo, "keeps_tensors", tensors)
+        run_dir = tmp_path / f"tensors-{tensors}"
+        rlzoo.train(*args, "total_steps=48", run_dir=run_dir)
+        rlzoo.resume(run_dir, "total_steps=80")
+        finals[tensors] = (final_checkpoint(run_dir), read_summary(run_dir))
+        assert set(seen) == {torch.Tensor if tensors else np.ndarray}, seen
+        # training (2 worlds) and evaluation (1) step without numpy, or both with it
+        assert set(numpy_steps) == (set() if tensors else {1, 2}), set(numpy_steps)
+        seen.clear()
+        numpy_steps.clear()
+    (want, s_want), (got, s_got) = finals[False], finals[True]
+    assert want["counters"]["step"] == 80 and want["algo"]["updates"] == 25  # int(50 x 0.5)
+    for key in STATE_KEYS:
+        assert_identical(want[key], got[key], key)
+    for key in ("total_steps", "updates", "episodes", "final_eval_return"):
+        assert s_want[key] == s_got[key], key

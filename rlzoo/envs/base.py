@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 __all__ = ["Episodes", "SeedEnvs", "StepResult", "VecEnv", "run_episodes"]
 
@@ -196,6 +197,11 @@ class SeedEnvs:
 
     def __init__(self, envs: Sequence[VecEnv]) -> None:
         self.envs = list(envs)
+        # envs that keep their worlds as tensors (env.backend=warp): the device their
+        # observations stay on, ``[K, E, ...]`` tensors there (step); else None (numpy)
+        self.device: torch.device | None = (
+            envs[0].device if all(getattr(e, "keeps_tensors", False) for e in envs)  # type: ignore[attr-defined]
+            else None)
 
     def step(self, action: np.ndarray, seeds: np.ndarray) -> StepResult:
         """Step the envs of the seeds ``seeds`` (``[n]`` indices, in order) with
@@ -208,6 +214,9 @@ class SeedEnvs:
             for i, env in enumerate(chosen):
                 env.step_async(action[i])  # type: ignore[attr-defined]
             results = [env.step_wait() for env in chosen]  # type: ignore[attr-defined]
+        elif self.device is not None:  # observations stay tensors on it
+            results = [env.step_device(action[i])  # type: ignore[attr-defined]
+                       for i, env in enumerate(chosen)]
         else:
             results = [env.step(action[i]) for i, env in enumerate(chosen)]
         first = results[0]
@@ -215,7 +224,8 @@ class SeedEnvs:
         def stack(name: str) -> np.ndarray | None:
             if getattr(first, name) is None:
                 return None
-            return np.stack([getattr(r, name) for r in results])
+            values = [getattr(r, name) for r in results]
+            return torch.stack(values) if torch.is_tensor(values[0]) else np.stack(values)
 
         return StepResult(stack("obs"), stack("reward"), stack("terminated"),  # type: ignore[arg-type]
                           stack("truncated"), stack("reset_step"),  # type: ignore[arg-type]
@@ -228,6 +238,7 @@ def run_episodes(
     policy: Callable[[np.ndarray], np.ndarray],
     horizon: int = 1,
     on_step: Callable[[int, int], None] | None = None,
+    tensors: bool = False,
 ) -> list[Episodes]:
     """Run one episode in each env of each of the K vector envs ``envs`` (a run's seeds; all with
     the same number of envs ``E``, already reset; first observations ``obs[k]`` ``[E, ...]``).
@@ -237,13 +248,19 @@ def run_episodes(
     (or ``[K, B, horizon, *act_shape]``); each chunk runs open-loop for ``horizon`` steps. Envs
     whose episode has ended are not stepped again. ``on_step(k, e)`` is called after every step
     of env ``e`` of ``envs[k]`` (e.g. to film it). Returns one :class:`Episodes` per k.
+    With ``tensors`` and envs that keep their worlds as tensors (``env.backend=warp``), the
+    observations stay a tensor on their device and ``policy`` gets them so (``torch.as_tensor``
+    takes either); the numbers are the same.
     """
     K, E = len(envs), envs[0].num_envs
     act_shape = envs[0].act_shape
     returns, lengths = np.zeros((K, E)), np.zeros((K, E), dtype=np.int64)
     agent_returns = np.zeros((K, E, envs[0].n_agents)) if envs[0].multi_agent else None
     active = np.ones((K, E), dtype=bool)
-    current = np.stack([np.asarray(o) for o in obs])
+    current: Any = np.stack([np.asarray(o) for o in obs])
+    device = SeedEnvs(envs).device if tensors else None
+    if device is not None:
+        current = torch.as_tensor(current).to(device)
     action = np.zeros((K, E, *act_shape), dtype=np.float32)
     while active.any():
         idx = np.flatnonzero(active.any(axis=0))
@@ -253,7 +270,8 @@ def run_episodes(
             for k, env in enumerate(envs):
                 if not active[k].any():
                     continue
-                result = env.step(action[k], active=active[k])
+                result = (env.step(action[k], active=active[k]) if device is None else
+                          env.step_device(action[k], active=active[k]))  # type: ignore[attr-defined]
                 live = active[k].copy()
                 current[k][live] = result.obs[live]
                 returns[k][live] += result.reward[live]

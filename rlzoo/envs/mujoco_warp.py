@@ -131,6 +131,8 @@ class WarpMuJoCo(VecEnv):
         self._x_before = torch.zeros(E, **t)  # the forward position the next step starts from
         self._graph: Any = None
 
+    keeps_tensors = True  # the trainer steps it with step_device (rlzoo.envs.base.SeedEnvs)
+
     # ------------------------------------------------------------------ the contract
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, None]:
         """Reset every world (the generator seeded with ``seed``, or the constructor's at the
@@ -146,11 +148,22 @@ class WarpMuJoCo(VecEnv):
 
     def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
         """:meth:`step_tensors` with numpy in and out (the contract every backend speaks)."""
-        a = torch.as_tensor(np.asarray(action, dtype=np.float32), device=self.device)
+        result = self.step_device(action, active)
+        result.obs = _np(result.obs)  # type: ignore[arg-type]
+        return result
+
+    def step_device(self, action: np.ndarray | torch.Tensor,
+                    active: np.ndarray | None = None) -> StepResult:
+        """:meth:`step` with the observations left where the worlds are: ``obs`` is a float32
+        tensor ``[E, obs_dim]`` on the env's device (the trainer's data path: to the policy and
+        the replay without a host copy); rewards ``[E]`` and flags come back as numpy, as
+        :meth:`step`'s (the loop's counters, episode returns and normalizers read them)."""
+        a = torch.as_tensor(action if torch.is_tensor(action)
+                            else np.asarray(action, dtype=np.float32), device=self.device)
         act = None if active is None else torch.as_tensor(np.asarray(active), device=self.device)
         s = self.step_tensors(a, act)
         self._needs_reset = self._pending.cpu().numpy().copy()
-        return StepResult(_np(s.obs), _np(s.reward), s.terminated.cpu().numpy(),
+        return StepResult(s.obs.detach(), _np(s.reward), s.terminated.cpu().numpy(),
                           s.truncated.cpu().numpy(), s.reset_step.cpu().numpy())
 
     def step_tensors(self, action: torch.Tensor, active: torch.Tensor | None = None) -> WarpStep:

@@ -74,6 +74,8 @@ class Collector:
         arrays views of its slice."""
         ms = self.members
         self.obs = np.stack([np.asarray(m.obs) for m in ms])
+        if self.envs.device is not None:  # env.backend=warp: the observations stay there
+            self.obs = torch.as_tensor(self.obs).to(self.envs.device)
         self.env_state = (None if ms[0].env_state is None
                           else np.stack([np.asarray(m.env_state) for m in ms]))
         self.chunk = np.stack([m.chunk for m in ms])

@@ -43,7 +43,7 @@ def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
         return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
 
     results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
-                           horizon)
+                           horizon, tensors=True)  # env.backend=warp: obs stay on its device
     for m, result in zip(members, results):
         if result.agent_returns is not None:
             m.last_eval_agents = result.agent_returns.mean(axis=0)

@@ -85,7 +85,9 @@ class Member:
     def loop_state(self) -> dict[str, Any]:
         """The current observation (and global state), the open episodes' returns and the
         action chunks in flight."""
-        loop = {"obs": np.asarray(self.obs), "episode_return": self.episode_return,
+        # env.backend=warp: a tensor on the env's device (rlzoo.run.collect), saved as numpy
+        obs = host_array(self.obs) if hasattr(self.obs, "device") else np.asarray(self.obs)
+        loop = {"obs": obs, "episode_return": self.episode_return,
                 "episode_length": self.episode_length,
                 "chunk": self.chunk, "chunk_pos": self.chunk_pos}
         if self.env_state is not None:

@@ -105,14 +105,22 @@ def fold_collected(algo: Algorithm, seed: int | None, obs: np.ndarray, state: An
     if keep.size and "obs" not in skip:
         for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
             if normalizer is not None and value is not None:
-                rows = np.asarray(value, dtype=np.float32)[keep]
-                normalizer.update(torch.as_tensor(rows, device=device), seed)
+                normalizer.update(float32_on(value, device)[torch.as_tensor(keep, device=device)],
+                                  seed)
     envs = np.flatnonzero(last["valid"])
     if algo.reward_scaler is not None and envs.size and "reward" not in skip:
         algo.reward_scaler.update(
             torch.as_tensor(last["reward"], device=device),
             torch.as_tensor(last["ended"], device=device),
             torch.as_tensor(envs, device=device), seed)
+
+
+def float32_on(value: Any, device: torch.device) -> torch.Tensor:
+    """``value`` (a numpy array, or a tensor on any device: env.backend=warp's observations) as
+    a float32 tensor on ``device``; the same numbers either way."""
+    if torch.is_tensor(value):
+        return value.to(device=device, dtype=torch.float32)
+    return torch.as_tensor(np.asarray(value, dtype=np.float32), device=device)
 
 
 def fold_seeds(algo: Algorithm, slots: list[int | None], obs: np.ndarray, state: Any,
@@ -135,8 +143,7 @@ def fold_seeds(algo: Algorithm, slots: list[int | None], obs: np.ndarray, state:
     if obs_all:
         for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
             if normalizer is not None and value is not None:
-                normalizer.update_seeds(
-                    torch.as_tensor(np.asarray(value, dtype=np.float32), device=device))
+                normalizer.update_seeds(float32_on(value, device))
     if reward_all and algo.reward_scaler is not None:
         algo.reward_scaler.update_seeds(
             torch.as_tensor(np.stack([r["reward"] for r in records]), device=device),
