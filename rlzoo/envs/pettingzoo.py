@@ -7,11 +7,16 @@ shaped ``[E, N, ...]`` (E = ``num_envs``, N = number of agents, agent order fixe
 
 Families
 --------
-* ``"mpe"``: ``mpe2.<scenario>.parallel_env(continuous_actions=True, **kwargs)``, e.g.
+What differs between families is in one adapter each (``rlzoo.envs.family.Family``), found by
+name in ``rlzoo.envs.families``:
+
+* ``"mpe"`` (``rlzoo/envs/families/mpe.py``):
+  ``mpe2.<scenario>.parallel_env(continuous_actions=True, **kwargs)``, e.g.
   ``scenario="simple_spread_v3", max_cycles=25``. Actions are ``Box(0, 1, (k,))`` per agent.
-* ``"mamujoco"``: ``gymnasium_robotics.mamujoco_v1.parallel_env(scenario, agent_conf, **kwargs)``,
-  e.g. ``scenario="HalfCheetah", agent_conf="2x3"``. Actions are the joint ranges (``[-1, 1]`` for
-  the shipped configs). Episodes are cut by the single-agent env's ``TimeLimit`` (1000 steps unless
+* ``"mamujoco"`` (``rlzoo/envs/families/mamujoco.py``):
+  ``gymnasium_robotics.mamujoco_v1.parallel_env(scenario, agent_conf, **kwargs)``, e.g.
+  ``scenario="HalfCheetah", agent_conf="2x3"``. Actions are the joint ranges (``[-1, 1]`` for the
+  shipped configs). Episodes are cut by the single-agent env's ``TimeLimit`` (1000 steps unless
   ``max_episode_steps`` is passed).
 
 Conventions
@@ -47,114 +52,65 @@ All arrays are numpy; this module does not import torch.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 
 from rlzoo.envs.base import VecEnv
-from rlzoo.envs.snapshot import (
-    get_pettingzoo_state,
-    restore_arrays,
-    set_pettingzoo_state,
-    wrapper_chain,
-)
+from rlzoo.envs.families import FAMILIES, check_family_backend, get_family
+from rlzoo.envs.family import PETTINGZOO, Family
+from rlzoo.envs.snapshot import restore_arrays
 
-__all__ = ["MultiAgentVecEnv", "make_multi_agent_env", "FAMILIES"]
-
-FAMILIES = ("mpe", "mamujoco")
-
-# Scenarios accepted by gymnasium_robotics' MultiAgentMujocoEnv (mujoco_multi.py).
-_MAMUJOCO_SCENARIOS = (
-    "Ant",
-    "CoupledHalfCheetah",
-    "HalfCheetah",
-    "Hopper",
-    "Humanoid",
-    "HumanoidStandup",
-    "InvertedDoublePendulum",
-    "InvertedPendulum",
-    "ManySegmentAnt",
-    "ManySegmentSwimmer",
-    "Pusher",
-    "Reacher",
-    "Swimmer",
-    "Walker2d",
-)
+__all__ = ["MultiAgentVecEnv", "make_multi_agent_env", "make_family_env", "FAMILIES"]
 
 # --------------------------------------------------------------------------------------------------
 # construction
 # --------------------------------------------------------------------------------------------------
 
 
-def _mpe_scenarios() -> list[str]:
-    from mpe2.all_modules import mpe_environments
-
-    return sorted(name.split("/", 1)[1] for name in mpe_environments)
-
-
-def _make_raw_env(family: str, scenario: str, kwargs: dict[str, Any]) -> Any:
-    """Build one raw PettingZoo parallel env (validated family/scenario)."""
-    if family == "mpe":
-        kwargs = dict(kwargs)
-        if kwargs.pop("continuous_actions", True) is not True:
-            raise ValueError("mpe: only continuous_actions=True is supported (Box(0, 1) actions)")
-        module = importlib.import_module(f"mpe2.{scenario}")
-        return module.parallel_env(continuous_actions=True, **kwargs)
-    # mamujoco
-    from gymnasium_robotics import mamujoco_v1
-
-    kwargs = dict(kwargs)
-    agent_conf = kwargs.pop("agent_conf")
-    # gymnasium's PassiveEnvChecker only warns, costs time per step and crashes when a restored
-    # (set_state) env steps before its first reset; turn it off unless asked for.
-    kwargs.setdefault("disable_env_checker", True)
-    try:
-        return mamujoco_v1.parallel_env(scenario, agent_conf, **kwargs)
-    except Exception as err:  # the library raises a bare Exception for a bad agent_conf
-        if "UNKNOWN" in str(err):
-            raise ValueError(
-                f"mamujoco {scenario}: unknown agent_conf {agent_conf!r} ({err})"
-            ) from None
-        raise
-
-
 def make_multi_agent_env(
-    family: str, scenario: str, num_envs: int = 1, seed: int = 0, **kwargs: Any
+    family: str | Family, scenario: str, num_envs: int = 1, seed: int = 0, **kwargs: Any
 ) -> MultiAgentVecEnv:
     """Make ``num_envs`` copies of a PettingZoo parallel env behind the array interface.
 
     Args:
-        family: ``"mpe"`` or ``"mamujoco"``.
+        family: a family's name (``"mpe"``, ``"mamujoco"``: ``rlzoo.envs.families``) or its
+            adapter (an ``rlzoo.envs.family.Family``).
         scenario: MPE module name (``"simple_spread_v3"``) or MaMuJoCo task (``"HalfCheetah"``).
         num_envs: number of independent env copies E.
         seed: default seed of the first ``reset`` (env e gets ``seed + e``).
-        **kwargs: passed to the PettingZoo constructor. MPE: e.g. ``max_cycles``,
-            ``local_ratio``, ``N`` (``continuous_actions`` is forced to True). MaMuJoCo:
-            ``agent_conf`` (required, e.g. ``"2x3"``; None = single agent), ``agent_obsk``, and
-            gymnasium MuJoCo kwargs such as ``max_episode_steps``.
+        **kwargs: passed to the family's constructor (``Family.make_env``). MPE: e.g.
+            ``max_cycles``, ``local_ratio``, ``N`` (``continuous_actions`` is forced to True).
+            MaMuJoCo: ``agent_conf`` (required, e.g. ``"2x3"``; None = single agent),
+            ``agent_obsk``, and gymnasium MuJoCo kwargs such as ``max_episode_steps``.
 
     Raises:
         ValueError: unknown family or scenario, bad ``agent_conf``, ``num_envs < 1``.
+        TypeError: ``family`` is neither a name nor a ``Family``.
     """
-    if family not in FAMILIES:
-        raise ValueError(
-            f"unknown multi-agent env family {family!r}; available: {', '.join(FAMILIES)}"
-        )
-    if family == "mpe":
-        names = _mpe_scenarios()
-        if scenario not in names:
-            raise ValueError(f"unknown mpe scenario {scenario!r}; available: {', '.join(names)}")
-    else:
-        if scenario not in _MAMUJOCO_SCENARIOS:
-            names = ", ".join(_MAMUJOCO_SCENARIOS)
-            raise ValueError(f"unknown mamujoco scenario {scenario!r}; available: {names}")
-        if "agent_conf" not in kwargs:
-            raise ValueError(f"mamujoco {scenario}: pass agent_conf, e.g. agent_conf='2x3'")
+    adapter = get_family(family)
+    adapter.check(scenario, kwargs)
     if int(num_envs) < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    envs = [_make_raw_env(family, scenario, kwargs) for _ in range(int(num_envs))]
-    return MultiAgentVecEnv(envs, family=family, scenario=scenario, seed=seed)
+    envs = [adapter.make_env(scenario, kwargs) for _ in range(int(num_envs))]
+    return MultiAgentVecEnv(envs, family=adapter, scenario=scenario, seed=seed)
+
+
+def make_family_env(
+    family: str | Family, scenario: str, num_envs: int = 1, seed: int = 0,
+    backend: str = PETTINGZOO, **kwargs: Any,
+) -> VecEnv:
+    """:func:`make_multi_agent_env` on ``env.backend=pettingzoo``; on another backend of the
+    family, its own vector env (``Family.make_backend``, e.g. MPE's ``batched``).
+
+    Raises:
+        ValueError: as :func:`make_multi_agent_env`, or a backend the family does not run on.
+    """
+    adapter = get_family(family)
+    check_family_backend(adapter, backend)
+    if backend == PETTINGZOO:
+        return make_multi_agent_env(adapter, scenario, num_envs, seed, **kwargs)
+    return adapter.make_backend(backend, scenario, num_envs, seed, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -175,11 +131,12 @@ class MultiAgentVecEnv(VecEnv):
             None if unknown.
     """
 
-    def __init__(self, envs: list[Any], family: str, scenario: str, seed: int = 0) -> None:
-        """Wrap already-built PettingZoo parallel envs (use :func:`make_multi_agent_env`)."""
-        if family not in FAMILIES:
-            raise ValueError(f"unknown family {family!r}; available: {', '.join(FAMILIES)}")
-        self.family = family
+    def __init__(self, envs: list[Any], family: str | Family, scenario: str,
+                 seed: int = 0) -> None:
+        """Wrap already-built PettingZoo parallel envs (use :func:`make_multi_agent_env`);
+        ``family``: a family's name or its adapter."""
+        self.adapter = get_family(family)
+        self.family: str = self.adapter.name
         self.scenario = scenario
         self._envs = envs
         self._start(len(envs), seed)
@@ -191,9 +148,11 @@ class MultiAgentVecEnv(VecEnv):
         act_spaces = [env0.action_space(a) for a in self.agent_ids]
         for agent, space in zip(self.agent_ids, act_spaces, strict=True):
             if not (hasattr(space, "low") and len(space.shape) == 1):
-                raise ValueError(f"{family}/{scenario}: agent {agent} has non-Box action {space}")
+                raise ValueError(f"{self.family}/{scenario}: agent {agent} has non-Box "
+                                 f"action {space}")
             if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
-                raise ValueError(f"{family}/{scenario}: agent {agent} has unbounded action {space}")
+                raise ValueError(f"{self.family}/{scenario}: agent {agent} has unbounded "
+                                 f"action {space}")
         self.obs_spaces = {f"agent {a}": s for a, s in zip(self.agent_ids, obs_spaces)}
         self.obs_dims: list[int] = [int(np.prod(s.shape)) for s in obs_spaces]
         self.act_dims: list[int] = [int(s.shape[0]) for s in act_spaces]
@@ -255,21 +214,9 @@ class MultiAgentVecEnv(VecEnv):
     def get_state(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically, as plain data.
 
-        Contents: the seeding flag, per-env pending-reset flags, and per env:
-
-        * MPE: the AEC env's ``np_random`` bit-generator state, its step counter and bookkeeping
-          (agents, selector, rewards, terminations, truncations, pending actions), and the world:
-          for every entity (agents then landmarks) all plain attributes (positions, velocities,
-          communication, colours, sizes, ...) with references to other entities stored as
-          ``{"entity": index}`` (e.g. simple_reference's goals), plus the scenario's plain
-          attributes (e.g. curriculum stage). **Not captured:** ``infos`` (restored as empty
-          dicts; they are unused here) and numpy's *global* RNG, which MPE only uses for motor /
-          communication noise (``u_noise``/``c_noise``), None in every shipped mpe2 scenario.
-        * MaMuJoCo: ``mujoco.mj_getState(model, data, mjSTATE_INTEGRATION)`` of the single-agent
-          env, the derived ``xpos``/``xipos`` arrays that v5 envs read before stepping, the
-          ``np_random`` bit-generator state, the gymnasium wrappers' ``_elapsed_steps`` /
-          ``_has_reset`` and the parallel env's live ``agents`` list. Other derived mjData
-          quantities are recomputed by the next ``mj_step`` before anything reads them.
+        Contents: the seeding flag, per-env pending-reset flags, and per env what its family's
+        adapter saves (``Family.get_state``; what MPE and MaMuJoCo capture, and what they do not,
+        is in ``rlzoo.envs.families.mpe`` and ``rlzoo.envs.families.mamujoco``).
 
         Returns:
             A dict of lists, ints, floats, bools, strs, None and numpy arrays (the RNG states are
@@ -283,7 +230,7 @@ class MultiAgentVecEnv(VecEnv):
             "seed": self._seed,
             "seeded": self._seeded,
             "needs_reset": [bool(x) for x in self._needs_reset],
-            "envs": [get_pettingzoo_state(self.family, env) for env in self._envs],
+            "envs": [self.adapter.get_state(env) for env in self._envs],
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -300,7 +247,7 @@ class MultiAgentVecEnv(VecEnv):
         self._seeded = bool(state["seeded"])
         self._needs_reset = np.asarray(state["needs_reset"], dtype=bool).copy()
         for env, saved in zip(self._envs, state["envs"], strict=True):
-            set_pettingzoo_state(self.family, env, saved)
+            self.adapter.set_state(env, saved)
 
     # ------------------------------------------------------------------ internals
 
@@ -340,11 +287,4 @@ class MultiAgentVecEnv(VecEnv):
         return self._pack_obs(obs_dict), self._get_state_vec(env)
 
     def _find_max_episode_steps(self, env: Any) -> int | None:
-        if self.family == "mpe":
-            return int(env.unwrapped.max_cycles)
-        for layer in wrapper_chain(env.single_agent_env):
-            limit = getattr(layer, "_max_episode_steps", None)
-            if limit is not None:
-                return int(limit)
-        return None
-
+        return self.adapter.max_episode_steps(env)

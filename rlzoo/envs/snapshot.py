@@ -12,10 +12,9 @@ gymnasium envs (:func:`get_env_state` / :func:`set_env_state`):
 * any other env (classic control, Box2D, ...): the base env's numeric attributes (numpy arrays,
   numbers, bools), which is their whole simulation state for the envs gymnasium ships.
 
-PettingZoo parallel envs (:func:`get_pettingzoo_state` / :func:`set_pettingzoo_state`): MPE's
-world (every entity's attributes, references between entities as ``{"entity": i}``), its AEC
-bookkeeping and RNG; MaMuJoCo's single-agent MuJoCo env as above (see
-``rlzoo.envs.pettingzoo.MultiAgentVecEnv.get_state`` for the full list and what is not captured).
+PettingZoo parallel envs: each env family's adapter saves its own envs
+(``rlzoo.envs.family.Family.get_state``; MPE's world in ``rlzoo.envs.families.mpe``, MaMuJoCo's
+single-agent MuJoCo env, with the helpers here, in ``rlzoo.envs.families.mamujoco``).
 
 Values are numpy arrays, numpy scalars (as :func:`plain_scalar` tags) and Python scalars.
 ``rlzoo.run.checkpoint`` stores arrays as tensors and would turn numpy scalars into Python
@@ -196,174 +195,8 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
         setattr(base, key, value)
 
 
-# --------------------------------------------------------------------------------------------------
-# PettingZoo (MPE, MaMuJoCo)
-# --------------------------------------------------------------------------------------------------
-
-
 class _Skip:
-    """Marker for attribute values that are not plain data (callables, fonts, ...)."""
+    """Marker for an attribute a layer does not have (``vars(layer).get(key, _SKIP)``)."""
 
 
 _SKIP = _Skip()
-
-
-def _encode(value: Any, index: dict[int, int]) -> Any:
-    """Plain-data copy of ``value``; MPE entity references become ``{"entity": i}``."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, np.generic):
-        return plain_scalar(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if id(value) in index:
-        return {"entity": index[id(value)]}
-    if isinstance(value, (list, tuple)):
-        items = [_encode(v, index) for v in value]
-        return _SKIP if any(v is _SKIP for v in items) else items
-    return _SKIP
-
-
-def _decode(value: Any, entities: list[Any]) -> Any:
-    """Inverse of ``_encode`` on state already passed through ``restore_arrays``."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return entities[value["entity"]]
-    if isinstance(value, list):
-        return [_decode(v, entities) for v in value]
-    return value
-
-
-def _encode_vars(obj: Any, index: dict[int, int], exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    out = {}
-    for key, value in vars(obj).items():
-        if key in exclude:
-            continue
-        enc = _encode(value, index)
-        if enc is not _SKIP:
-            out[key] = enc
-    return out
-
-
-def _scalars(values: dict[str, Any]) -> dict[str, Any]:
-    """Copy of a per-agent dict (rewards) with numpy scalars tagged to keep their dtype."""
-    return {k: plain_scalar(v) if isinstance(v, np.generic) else v for k, v in values.items()}
-
-
-def _decode_vars(obj: Any, saved: dict[str, Any], entities: list[Any]) -> None:
-    for key, value in saved.items():
-        setattr(obj, key, _decode(value, entities))
-
-
-def mpe_parts(env: Any) -> tuple[Any, list[Any]]:
-    """(raw AEC env, [AEC wrappers outermost first]) of an aec_to_parallel_wrapper."""
-    layers = [env.aec_env]
-    while hasattr(layers[-1], "env"):
-        layers.append(layers[-1].env)
-    return layers[-1], layers[:-1]
-
-def get_mpe_state(env: Any) -> dict[str, Any]:
-    raw, wrappers = mpe_parts(env)
-    world = raw.world
-    entities = world.entities
-    index = {id(ent): i for i, ent in enumerate(entities)}
-    ents = []
-    for ent in entities:
-        item = {
-            "attrs": _encode_vars(ent, index, exclude=("state", "action")),
-            "state": _encode_vars(ent.state, index),
-        }
-        if hasattr(ent, "action"):
-            item["action"] = _encode_vars(ent.action, index)
-        ents.append(item)
-    sel = raw._agent_selector
-    return {
-        "np_random": rng_state(raw.np_random),
-        "steps": int(raw.steps),
-        "aec": {
-            "agents": list(getattr(raw, "agents", [])),
-            "agent_selection": getattr(raw, "agent_selection", None),
-            "rewards": _scalars(getattr(raw, "rewards", {})),
-            "cumulative_rewards": _scalars(getattr(raw, "_cumulative_rewards", {})),
-            "terminations": dict(getattr(raw, "terminations", {})),
-            "truncations": dict(getattr(raw, "truncations", {})),
-            "current_actions": [
-                None if a is None else np.array(a, copy=True) for a in raw.current_actions
-            ],
-            "selector": [list(sel.agent_order), int(sel._current_agent), sel.selected_agent],
-        },
-        "wrapper_has_reset": [bool(getattr(w, "_has_reset", False)) for w in wrappers],
-        "parallel_agents": list(getattr(env, "agents", [])),
-        "world": _encode_vars(world, index, exclude=("agents", "landmarks")),
-        "entities": ents,
-        "scenario": _encode_vars(raw.scenario, index),
-    }
-
-def set_mpe_state(env: Any, saved: dict[str, Any]) -> None:
-    raw, wrappers = mpe_parts(env)
-    world = raw.world
-    entities = world.entities
-    if len(entities) != len(saved["entities"]):
-        raise ValueError("set_state: the MPE world has a different number of entities")
-    raw.np_random.bit_generator.state = saved["np_random"]
-    raw.steps = int(saved["steps"])
-    aec = saved["aec"]
-    raw.agents = list(aec["agents"])
-    raw.agent_selection = aec["agent_selection"]
-    raw.rewards = dict(aec["rewards"])
-    raw._cumulative_rewards = dict(aec["cumulative_rewards"])
-    raw.terminations = dict(aec["terminations"])
-    raw.truncations = dict(aec["truncations"])
-    raw.infos = {agent: {} for agent in raw.agents}
-    raw.current_actions = [
-        None if a is None else np.array(a, copy=True) for a in aec["current_actions"]
-    ]
-    order, current, selected = aec["selector"]
-    raw._agent_selector.agent_order = list(order)
-    raw._agent_selector._current_agent = int(current)
-    raw._agent_selector.selected_agent = selected
-    for wrapper, has_reset in zip(wrappers, saved["wrapper_has_reset"], strict=True):
-        if hasattr(wrapper, "_has_reset"):
-            wrapper._has_reset = has_reset
-    env.agents = list(saved["parallel_agents"])
-    _decode_vars(world, saved["world"], entities)
-    for ent, item in zip(entities, saved["entities"], strict=True):
-        _decode_vars(ent, item["attrs"], entities)
-        _decode_vars(ent.state, item["state"], entities)
-        if "action" in item:
-            _decode_vars(ent.action, item["action"], entities)
-    _decode_vars(raw.scenario, saved["scenario"], entities)
-
-# --- MaMuJoCo (gymnasium_robotics' mamujoco_v1 parallel envs)
-
-def get_mamujoco_state(env: Any) -> dict[str, Any]:
-    single = env.single_agent_env
-    base = single.unwrapped
-    return {
-        "mujoco": get_mujoco_state(base.model, base.data),
-        "np_random": rng_state(base.np_random),
-        "wrappers": get_wrapper_state(single),
-        "parallel_agents": list(env.agents),
-    }
-
-def set_mamujoco_state(env: Any, saved: dict[str, Any]) -> None:
-    single = env.single_agent_env
-    base = single.unwrapped
-    set_mujoco_state(base.model, base.data, saved["mujoco"])
-    base.np_random.bit_generator.state = saved["np_random"]
-    set_wrapper_state(single, saved["wrappers"])
-    env.agents = list(saved["parallel_agents"])
-
-
-def get_pettingzoo_state(family: str, env: Any) -> dict[str, Any]:
-    """Plain-data state of one PettingZoo parallel env of ``family`` (``mpe`` or ``mamujoco``)."""
-    return get_mpe_state(env) if family == "mpe" else get_mamujoco_state(env)
-
-
-def set_pettingzoo_state(family: str, env: Any, saved: dict[str, Any]) -> None:
-    """Restore what :func:`get_pettingzoo_state` returned (after a ``restore_arrays``)."""
-    if family == "mpe":
-        set_mpe_state(env, saved)
-    else:
-        set_mamujoco_state(env, saved)

@@ -25,9 +25,8 @@ from rlzoo.buffers.rollout import RolloutStore, SeedRollouts
 from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
-from rlzoo.envs.mpe_batched import BatchedMPE
 from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
-from rlzoo.envs.pettingzoo import make_multi_agent_env
+from rlzoo.envs.pettingzoo import make_family_env
 from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.normalize import attach_normalizers
@@ -37,7 +36,6 @@ from rlzoo.run.trust import check_targets
 
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
 ENV_KINDS = ("single", "multi")
-ENV_BACKENDS = ("pettingzoo", "batched")  # multi-agent env.backend (rlzoo.envs.mpe_batched)
 SINGLE_BACKENDS = ("gymnasium", "warp")  # single-agent env.backend (rlzoo.envs.mujoco_warp)
 
 
@@ -107,21 +105,14 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         except (ValueError, gym.error.Error) as err:
             raise UserError(str(err)) from None
     backend = str(cfg.env.get("backend", "pettingzoo"))
-    if backend not in ENV_BACKENDS:
-        raise UserError(f"env.backend must be one of {', '.join(ENV_BACKENDS)}, got {backend!r}")
-    if backend == "batched" and str(cfg.env.family) != "mpe":
-        raise UserError(f"env.backend=batched simulates MPE only; env={cfg.env.name} is "
-                        f"{cfg.env.family}: use env.backend=pettingzoo")
+    family = cfg.env.family  # a family's name (rlzoo.envs.families) or a node with a _target_
     try:
-        if backend == "batched":
-            if extra.get("render_mode") is not None:
-                raise ValueError("env.backend=batched draws nothing; film with "
-                                 "env.backend=pettingzoo")
-            return BatchedMPE(str(cfg.env.scenario), num_envs, seed, **env_kwargs(cfg), **extra)
-        return make_multi_agent_env(
-            str(cfg.env.family), str(cfg.env.scenario), num_envs, seed, **env_kwargs(cfg),
-            **extra,
-        )
+        if isinstance(family, DictConfig):  # a Family of your own (docs/extending.md)
+            family = instantiate(family)
+        return make_family_env(family, str(cfg.env.scenario), num_envs, seed, backend,
+                               **env_kwargs(cfg), **extra)
+    except InstantiationException as err:
+        raise UserError(f"cannot make env={cfg.env.name}: {one_line(err)}") from None
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
 
