@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rlzoo.nets import draws
+
 
 class RepeatedNoise(nn.Module):
     """Standard normal noise ``[E, A]`` repeated for a zeta-distributed number of steps.
@@ -50,10 +52,10 @@ class RepeatedNoise(nn.Module):
         a batch of another shape (e.g. ``Policy(deterministic=False)`` on any batch) gets fresh
         noise and leaves the state alone."""
         if like.shape != self.noise.shape:
-            return torch.randn_like(like)
+            return draws.normal_like(like)
         renew = (self.count == 0) | (self.count >= self.repeat)
-        fresh = torch.randn_like(like)
-        u = torch.rand((), device=like.device)
+        fresh = draws.normal_like(like)
+        u = draws.uniform((), like.device)
         n = torch.argmax((u < self.cdf).to(torch.int64)) + 1
         noise = torch.where(renew, fresh, self.noise)
         self.noise.copy_(noise)

@@ -11,25 +11,36 @@ gradient and moments), the polyak average of the targets, and the sum of the K p
 whose gradient on seed k's slice is seed k's own loss gradient. Gradient clipping is per seed
 (``Algorithm.step``).
 
-Randomness inside ``per_seed`` (policy samples, target smoothing noise, REDQ's subsets) is drawn
-as one ``[K, ...]`` tensor per call from the process's generator (``randomness="different"``):
-every seed gets its own draws, and they never depend on another seed's data.
+Randomness inside ``per_seed`` (policy samples, exploration and target smoothing noise, REDQ's
+subsets, dropout masks) comes through ``rlzoo.nets.draws``. A group given its seeds' generators
+(:func:`draw_from`: the loop's CPU groups, each generator its single run's process generator)
+draws seed k's numbers from seed k's generator, the numbers its single run draws, and vmaps with
+``randomness="error"`` (a draw that bypasses ``rlzoo.nets.draws`` stops with a message); a group
+without them (built directly, or on CUDA) draws one ``[K, ...]`` tensor per call from the
+process's generator (``randomness="different"``): every seed its own draws, never depending on
+another seed's data, but not its single run's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
+from rlzoo.nets.draws import per_seed_draws
 from rlzoo.optim import MemberAdam
 
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+# The group's per-seed generators (draw_from), seed k's at k.
+_GENERATORS: weakref.WeakKeyDictionary[nn.Module, list[torch.Generator]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -108,11 +119,46 @@ def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) 
         return fn(*args)
     flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
+    generators = _GENERATORS.get(group)
+
     def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
         rebuilt = [_unflatten(t, v) for t, v in zip(args, values)]
-        return torch.func.functional_call(group, state, (fn, *rebuilt))
+        with per_seed_draws(generators) if generators else contextlib.nullcontext():
+            return torch.func.functional_call(group, state, (fn, *rebuilt))
 
-    return torch.vmap(one, in_dims=(0, *dims), randomness="different")(group_state(group), *flat)
+    randomness = "error" if generators else "different"
+    try:
+        return torch.vmap(one, in_dims=(0, *dims), randomness=randomness)(group_state(group),
+                                                                         *flat)
+    except RuntimeError as err:
+        if generators and "randomness error mode" in str(err):
+            raise RuntimeError(
+                f"{type(group).__name__}.{getattr(fn, '__name__', 'fn')} draws random numbers "
+                "with torch directly inside per_seed; in a seed group every draw must come "
+                "through rlzoo.nets.draws (normal_like, normal, uniform, dropout), so that each "
+                "seed draws its single run's numbers (docs/extending.md)") from err
+        raise
+
+
+def draw_from(group: nn.Module, generators: Sequence[torch.Generator]) -> None:
+    """Make seed k of ``group`` draw from ``generators[k]`` inside ``per_seed`` (module
+    docstring); the generators are the caller's (it saves and restores their states)."""
+    if len(generators) != getattr(group, "seeds", 1):
+        raise ValueError(f"{len(generators)} generators for {getattr(group, 'seeds', 1)} seeds")
+    _GENERATORS[group] = list(generators)
+
+
+@contextlib.contextmanager
+def generators_forked(group: nn.Module) -> Iterator[None]:
+    """Within the block the group's per-seed generators draw from copies: their states are
+    put back after (what ``torch.random.fork_rng`` does for the process's generator)."""
+    generators = _GENERATORS.get(group, [])
+    states = [g.get_state() for g in generators]
+    try:
+        yield
+    finally:
+        for g, state in zip(generators, states):
+            g.set_state(state)
 
 
 def seed_shape(seeds: int) -> tuple[int, ...]:

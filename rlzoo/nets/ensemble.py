@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
+from rlzoo.nets import draws
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
@@ -131,7 +133,7 @@ class EnsembleMLP(nn.Module):
                 layers.append(nn.LayerNorm(n_out, elementwise_affine=False))
             layers.append(activation(act))
             if dropout > 0:
-                layers.append(nn.Dropout(dropout))
+                layers.append(draws.Dropout(dropout))
         layers.append(EnsembleLinear(members, sizes[-1], out_features))
         self.members = members
         self.layers = nn.Sequential(*layers)

@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.algos.seeds import stack_seeds
+from rlzoo.algos.seeds import draw_from, stack_seeds
 from rlzoo.buffers.rollout import SeedRollouts
 from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.errors import UserError
@@ -109,7 +109,11 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             check_spec(spec, str(cfg.env.name))
             check_observations(env, s.normalize, str(cfg.env.name))
             algos.append(build_algorithm(member_cfg, spec, s.device, s.normalize))
+            if s.seeds > 1 and s.device.type == "cpu":  # its single run draws on from here
+                members[-1].draws = torch.Generator().set_state(torch.get_rng_state())
         algo = stack_seeds(check_algorithm(algos, cfg, s))
+        if members[0].draws is not None:
+            draw_from(algo, [m.draws for m in members])  # type: ignore[misc]
         storage = make_storage(s, spec, algo, [m.seed for m in members])
         for member, part in zip(members, storage.buffers):
             member.storage = part

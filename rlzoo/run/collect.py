@@ -11,8 +11,9 @@ A seed does exactly what its single run does: its warm-up draws come from its ow
 its envs, storage and statistics see only its data, and the policy acts for it only when its
 single run would (past its own warm-up, when an env of it needs a fresh chunk). The one act call
 computes every seed's action; for a seed that does not act, whatever the call changed in its
-slice of the algorithm's state (FlashSAC's repeated noise, ``rlzoo.algos.exploration``) is put
-back, so a seed leaving its warm-up later than another starts acting from its single run's state.
+slice of the algorithm's state (FlashSAC's repeated noise, ``rlzoo.algos.exploration``) and
+its generator (``Member.draws``, which the call drew from: ``rlzoo.nets.draws``) are put back,
+so a seed leaving its warm-up later than another starts acting from its single run's state.
 """
 
 from __future__ import annotations
@@ -163,17 +164,22 @@ class Collector:
     def act(self, obs: torch.Tensor, acting: np.ndarray) -> torch.Tensor:
         """``algo.act`` for every seed at once (``obs [K, E, ...]`` -> ``[K, E, H * A]``), as if
         only the seeds in ``acting [K]`` acted: the other seeds' slices of the algorithm's
-        buffers (state an act may advance) are put back after the call."""
+        buffers (state an act may advance) and their generators (``Member.draws``) are put
+        back after the call."""
         if acting.all():
             return self.policy_call(obs)
         K = len(acting)
         idle = torch.as_tensor(np.flatnonzero(~acting))
         kept = [(b, i, b[i].clone()) for b in self.algo.buffers() if b.dim() and b.shape[0] == K
                 for i in [idle.to(b.device)]]
+        draws = [(g, g.get_state()) for k in idle.tolist()
+                 if (g := self.members[k].draws) is not None]
         fresh = self.policy_call(obs)
         with torch.no_grad():
             for buffer, i, before in kept:
                 buffer[i] = before
+        for generator, state in draws:
+            generator.set_state(state)
         return fresh
 
     def advance(self, seeds: np.ndarray, result: StepResult, all_live: bool) -> None:

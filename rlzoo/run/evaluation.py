@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rlzoo.algos.seeds import SeedAxis
+from rlzoo.algos.seeds import SeedAxis, generators_forked
 from rlzoo.envs.base import run_episodes
 from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.run.callbacks import EvalCallback, Evaluation
@@ -40,7 +40,8 @@ def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
 
     def policy(batch: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
         x = torch.as_tensor(batch, dtype=torch.float32).to(device, non_blocking=True)
-        return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
+        with generators_forked(axis.algo):  # a sampling evaluation leaves training's draws
+            return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
 
     results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
                            horizon, tensors=True)  # env.backend=warp: obs stay on its device

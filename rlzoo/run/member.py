@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig
 
 from rlzoo.buffers.replay import ReplayBuffer
@@ -33,6 +34,10 @@ class Member:
         storage: its replay buffer or rollout store.
         rng: its warm-up action generator.
         step: env steps (transitions) it has collected.
+        draws: in a group on the CPU, the generator its policy and updates draw from inside
+            ``per_seed`` (``rlzoo.nets.draws``): its single run's process generator, from where
+            that was after building its algorithm; ``None`` for a single run (which draws from
+            the process's generator) and on CUDA.
     """
 
     seed: int
@@ -42,6 +47,7 @@ class Member:
     storage: ReplayBuffer | RolloutStore
     rng: np.random.Generator
     step: int = 0
+    draws: torch.Generator | None = None
     episodes: int = 0
     eval_env: VecEnv | None = None
     last_eval: tuple[float, float] | None = None

@@ -4,8 +4,9 @@ A checkpoint is ``{format, algo_name, env_name, config, algo, counters, members,
 ``algo`` the algorithm's state (a seed group's with a leading seed axis), ``counters`` the
 loop's clock (``step``: the slowest seed's, ``update_credit``, ``wall_time``), ``members`` one
 entry per seed (its ``seed``, ``buffer``, ``env``, ``loop`` arrays, ``counters``: ``step``,
-``episodes``, ``last_eval``, and its ``warmup`` generator) and ``rng`` the process's global
-generators. A single run is a group of one.
+``episodes``, ``last_eval``, its ``warmup`` generator and, in a group on the CPU, its ``draws``
+generator: ``rlzoo.run.member.Member.draws``) and ``rng`` the process's global generators. A
+single run is a group of one.
 
 Checkpoints written before the one layout kept a single run's ``buffer``, ``env`` and ``loop``
 at the top, its counters beside the clock and its warm-up generator in ``rng``;
@@ -70,8 +71,8 @@ def _fraction(x: float) -> float:
 
 
 def member_state(m: Member) -> dict[str, Any]:
-    """One seed's part of a checkpoint."""
-    return {
+    """One seed's part of a checkpoint (``draws``: its policy's generator, in a CPU group)."""
+    part: dict[str, Any] = {
         "seed": m.seed,
         "buffer": m.storage.state_dict(),
         "env": m.env.get_state(),
@@ -80,6 +81,9 @@ def member_state(m: Member) -> dict[str, Any]:
                      "last_eval": list(m.last_eval) if m.last_eval else None},
         "warmup": m.rng.bit_generator.state,
     }
+    if m.draws is not None:
+        part["draws"] = m.draws.get_state()
+    return part
 
 
 def run_state(cfg: DictConfig, algo: Algorithm, clock: Clock,
@@ -135,6 +139,8 @@ def load_member_state(m: Member, part: dict[str, Any]) -> None:
     m.last_eval = (float(last_eval[0]), float(last_eval[1])) if last_eval else None
     if "warmup" in part:
         m.rng.bit_generator.state = part["warmup"]
+    if m.draws is not None and "draws" in part:  # a group's checkpoint from before: as built
+        m.draws.set_state(part["draws"])
 
 
 def read_latest(checkpoint_dir: Path, cfg: DictConfig, members: list[Member],
@@ -194,8 +200,9 @@ def check_run_state(state: dict[str, Any], seed: int, credit_limit: float) -> No
     the slowest member's ``step``; ``update_credit`` finite in ``[0, credit_limit]`` (updates
     owed: at most ``utd * num_envs`` plus one); ``wall_time`` finite and non-negative; each
     member's ``episodes`` at most its ``step``, its ``last_eval`` two finite numbers or none,
-    its replay buffer's ``head`` (transitions ever stored) at most its ``step``; the global
-    generators' states of their sizes (``rlzoo.run.state.check_global_rng``)."""
+    its replay buffer's ``head`` (transitions ever stored) at most its ``step``, its ``draws``
+    a torch generator state; the global generators' states of their sizes
+    (``rlzoo.run.state.check_global_rng``)."""
     counters = state.get("counters")
     if not isinstance(counters, dict):
         raise ValueError("counters is not a mapping")
@@ -217,6 +224,10 @@ def check_run_state(state: dict[str, Any], seed: int, credit_limit: float) -> No
         buffer = part.get("buffer")
         if isinstance(buffer, dict) and "head" in buffer:
             _integer(buffer["head"], f"members.{k}.buffer.head", m_step)
+        draws = part.get("draws")  # a CPU group's per-seed generator
+        if draws is not None and not (torch.is_tensor(draws) and draws.dtype == torch.uint8
+                                      and draws.shape == torch.get_rng_state().shape):
+            raise ValueError(f"members.{k}.draws is not a torch generator state")
         steps.append(m_step)
     if steps and step != min(steps):
         raise ValueError(f"counters.step={step} is not the slowest member's step {min(steps)}")

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
+from rlzoo.algos.seeds import generators_forked
 from rlzoo.envs.base import run_episodes
 from rlzoo.errors import UserError, one_line
 from rlzoo.files import check_inside, make_dir
@@ -133,7 +134,8 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
 
     def policy(batch: np.ndarray) -> np.ndarray:  # [1, B, ...] -> [1, B, H * A]
         x = torch.as_tensor(np.repeat(batch, seeds, axis=0), dtype=torch.float32).to(device)
-        return axis.call(axis.algo.act, x, True)[:1].cpu().numpy()
+        with generators_forked(axis.algo):  # a sampling evaluation leaves training's draws
+            return axis.call(axis.algo.act, x, True)[:1].cpu().numpy()
 
     try:
         obs = env.reset(seed=m.seed + EVAL_SEED_OFFSET)[0]
