@@ -222,3 +222,35 @@ def test_a_draw_past_rlzoo_nets_draws_in_a_group_is_refused() -> None:
     draw_from(group, [torch.Generator() for _ in range(2)])
     with pytest.raises(RuntimeError, match="through rlzoo.nets.draws"):
         run_per_seed(group, lambda x: torch.randn_like(x), [torch.zeros(2, 3)])
+
+
+def test_a_checkpoints_seed_generator_is_checked() -> None:
+    """A member's ``draws`` that is not a torch generator state is refused before loading."""
+    from rlzoo.run.saved_state import check_run_state
+    from rlzoo.run.state import global_rng_state
+
+    def state(draws: torch.Tensor) -> dict[str, Any]:
+        member = {"counters": {"step": 0, "episodes": 0, "last_eval": None}, "draws": draws}
+        return {"counters": {"step": 0, "update_credit": 0.0, "wall_time": 0.0},
+                "members": [member, member], "rng": global_rng_state()}
+
+    check_run_state(state(torch.get_rng_state()), 0, 10.0)
+    with pytest.raises(ValueError, match=r"members\.0\.draws is not a torch generator state"):
+        check_run_state(state(torch.zeros(3, dtype=torch.uint8)), 0, 10.0)
+
+
+def test_a_group_checkpoint_without_seed_generators_resumes(tmp_path: Path) -> None:
+    """A group's checkpoint from before the seeds' generators (no ``draws``) still resumes."""
+    args = ["algo=sac", *COMMON, *TINY, "algo.learning_starts=40", "checkpoint.every=60"]
+    run_dir = tmp_path / "group-s0"
+    proc = run_cli([*args, "seeds=2", "total_steps=60"], run_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = checkpoint_path(run_dir / "checkpoints", 60)
+    state = load_checkpoint(path)
+    for member in state["members"]:
+        del member["draws"]
+    torch.save(state, path)
+    proc = run_cli([f"resume={run_dir}", "total_steps=90"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "from step_0000000060.pt at step 60" in proc.stderr
+    assert json.loads((run_dir / "summary.json").read_text())["total_steps"] == 90
