@@ -1,10 +1,11 @@
 """A seed group's data path (``rlzoo.run.collect``): one act call, one env-step call, one
 storage write per field for every seed, and each seed's part of it bit for bit its single run's.
 
-Randomness drawn inside ``act`` and ``update`` comes from the process's generator as one draw of
-``[K, ...]`` (``rlzoo.algos.seeds``), so a seed's actions after its warm-up are not its single
-run's draws; everything else a seed owns is compared here: its envs, replay, loop arrays,
-counters, warm-up generator, and the algorithm's state of that seed.
+Everything a seed owns is compared here: its envs, replay, loop arrays, counters, warm-up
+generator, the generator its policy and updates draw from (``rlzoo.nets.draws``: its single
+run's process generator, bit for bit) and the algorithm's state of that seed. Past the warm-up
+the group's batched kernels round differently from a single run's, so there a seed is its
+single run to float rounding (issue 43 item 3).
 """
 
 from __future__ import annotations

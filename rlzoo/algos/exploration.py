@@ -10,7 +10,7 @@ fresh ``n`` are drawn; all envs of one run share the count (as the reference doe
 
 The state (``noise``, ``count``, ``repeat``) is in buffers, so it is checkpointed (resume stays
 bit-exact) and gains a seed axis in a seed group, where every seed draws its own noise and its
-own ``n`` (``randomness="different"``).
+own ``n`` (through ``rlzoo.nets.draws``: on the CPU its single run's numbers).
 """
 
 from __future__ import annotations
