@@ -41,9 +41,11 @@ The tuner is plain Python, tested without torch; only :func:`same_on_counts` imp
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from rlzoo.errors import UserError
@@ -91,13 +93,16 @@ def strict_blas() -> None:
 
 
 def same_on_counts(update: Callable[[Any], Any], algo: Any, batch: Any,
-                   counts: tuple[int, ...], updates: int = PROBE_UPDATES) -> bool:
+                   counts: tuple[int, ...], updates: int = PROBE_UPDATES,
+                   forked: Callable[[], AbstractContextManager[Any]] | None = None) -> bool:
     """Whether ``updates`` calls of ``update(batch)`` (updates of ``algo``, an
     ``rlzoo.algos.Algorithm``, whose ``state_dict()`` holds every weight, optimizer state and
     the update counter: what a checkpoint restores) leave ``algo``'s state bit-identical on each
     of ``counts`` torch threads. Each count starts from ``algo``'s state and the global RNG
-    state as they were; both are put back after, as is torch's thread count. Used before a
-    run's first update (:class:`ThreadTuner`'s ``same``)."""
+    state as they were; both are put back after, as is torch's thread count. ``forked``: a
+    context each count's updates run in that puts back the algorithm's own generators (a CPU
+    seed group's per-seed ones: ``rlzoo.algos.seeds.generators_forked``). Used before a run's
+    first update (:class:`ThreadTuner`'s ``same``)."""
     import torch  # noqa: PLC0415 - the tuner above is tested without torch
 
     def leaves(tree: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -124,8 +129,9 @@ def same_on_counts(update: Callable[[Any], Any], algo: Any, batch: Any,
                 torch.set_rng_state(rng)
                 torch.set_num_threads(n)
                 algo.load_state_dict(copy.deepcopy(saved))  # loads may keep the tensors given
-                for _ in range(updates):
-                    update(batch)
+                with forked() if forked is not None else contextlib.nullcontext():
+                    for _ in range(updates):
+                        update(batch)
                 outcomes.append(leaves(copy.deepcopy(algo.state_dict())))
     finally:
         algo.load_state_dict(copy.deepcopy(saved))

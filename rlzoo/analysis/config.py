@@ -21,6 +21,9 @@ IGNORED_KEYS: dict[str, str] = {
     "hydra.*": "Hydra's output dirs and job bookkeeping",
     "env.total_steps": "the env's default budget, copied into total_steps unless overridden; "
     "the budget a run used is total_steps, which is always compared",
+    "eval.video_every": "how often an evaluation is filmed; the run's numbers are the same",
+    "env_workers": "worker processes stepping the training envs; speed only, the same numbers",
+    "env_timeout_s": "how long an env worker may take before the run ends; no number changes",
 }
 """Config keys (``x.*``: every key below ``x``) that never split groups automatically, and why.
 
@@ -57,8 +60,9 @@ def is_ignored(key: str) -> bool:
 
 
 def is_measurement(key: str) -> bool:
-    """``key`` is one of :data:`MEASUREMENT_KEYS` or below one."""
-    return any(under(key, pattern) for pattern in MEASUREMENT_KEYS)
+    """``key`` is one of :data:`MEASUREMENT_KEYS` or below one, and not an ignored key
+    (``eval.video_every`` is under ``eval.*`` but measures nothing)."""
+    return not is_ignored(key) and any(under(key, pattern) for pattern in MEASUREMENT_KEYS)
 
 
 def normalize(value: Any) -> Any:

@@ -13,7 +13,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.algos.seeds import draw_from, stack_seeds
+from rlzoo.algos.seeds import draw_from, generators_forked, stack_seeds
 from rlzoo.buffers.rollout import SeedRollouts
 from rlzoo.buffers.seed_replay import SeedReplay
 from rlzoo.errors import UserError
@@ -57,7 +57,8 @@ def enter_threads(tuner: ThreadTuner, algo: Algorithm, update: Callable[[Any], A
     checked now."""
     checked = tuner.same is None
     if checked:
-        same = not compiled and same_on_counts(update, algo, batch, tuner.choices)
+        same = not compiled and same_on_counts(update, algo, batch, tuner.choices,
+                                               forked=lambda: generators_forked(algo))
         tuner.decide(same)
         if not same and logger is not None:
             logger.announce(
