@@ -572,6 +572,46 @@ def test_a_setting_older_runs_lack_is_no_difference_at_its_default(
     assert list(data["results"]["Pendulum"]) == ["sac", label]
 
 
+def _drop_leaf(run_dir: Path, dotted: str) -> None:
+    """Remove one leaf (``critic.dropout``) from a run's saved config."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    *parents, leaf = dotted.split(".")
+    node = cfg
+    for part in parents:
+        node = node[part]
+    del node[leaf]
+    OmegaConf.save(OmegaConf.create(cfg), path)
+
+
+@pytest.mark.parametrize(("newer", "groups"), [
+    ([], {"sac": 4}),  # today's defaults: what the old runs did, so one group of 4 seeds
+    (["normalize.obs=true"], {"sac": 2, "sac normalize.obs=true": 2}),
+    (["critic.dropout=0.01"], {"sac": 2, "sac critic.dropout=0.01": 2}),
+])
+def test_runs_made_before_a_key_existed_pool_with_todays_at_its_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], newer: list[str], groups: dict[str, int],
+) -> None:
+    """Cells trained before rlzoo added a setting (no normalize section, no critic dropout, no
+    env backend, no actor LayerNorm) pool with today's runs when today's run has the value the
+    old one ran with (rlzoo.analysis.config.ADDED_KEYS), and stay apart when it does not."""
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        write_composed_run(runs / f"old{seed}", ["algo=sac", "env=Hopper"], seed, -100.0)
+        _drop_key(runs / f"old{seed}", "normalize")
+        for leaf in ("critic.dropout", "critic.network", "env.backend",
+                     "algo.actor.layer_norm", "algo.actor.dropout"):
+            _drop_leaf(runs / f"old{seed}", leaf)
+        write_composed_run(runs / f"new{seed}", ["algo=sac", "env=Hopper", *newer], seed + 2,
+                           -90.0)
+    data, _ = _compare(capsys, tmp_path, tmp_path / "out")
+    results = data["results"]["Hopper"]
+    assert {label: len(r["seeds"]) for label, r in results.items()} == groups
+    assert "(unset)" not in json.dumps(data)
+
+
 @pytest.mark.parametrize("net_first", [False, True])
 def test_groups_that_differ_only_in_a_config_group_are_labelled_by_its_choice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], net_first: bool,

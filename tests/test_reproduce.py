@@ -27,6 +27,7 @@ from rlzoo.reproduce.files import CHECKOUT as REPRODUCE_REPO
 from rlzoo.reproduce.files import repo_relative
 from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts
+from rlzoo.reproduce.page.answers import power_clause
 from rlzoo.reproduce.page.data import (
     SuiteData,
     aggregate_scores,
@@ -932,6 +933,43 @@ def test_a_row_on_fewer_tasks_keeps_its_place_in_the_aggregate(tmp_path: Path) -
     assert "At 50k (Hopper, HalfCheetah, Walker2d):" in text
     assert "At 50k (Hopper, HalfCheetah):" in text and "At 50k (Hopper):" not in text
     assert text.count("| stac | 3 x 2 |") == 1 and text.count("| sac | 3 x") == 2
+
+
+def test_a_second_seed_group_on_one_task(tmp_path: Path) -> None:
+    """Seeds 4-5 trained later on Hopper only (`--first-seed 4`, their own process): the
+    aggregate scores each row over the seeds every task has (0-3, not a dropped row), the
+    status table sums the two processes' wall times, and the power caveat gives the range of
+    seed counts and powers its verdicts rest on."""
+    suite = Suite(
+        name="x", title="x", tasks=(SuiteTask("Hopper", "Hopper"),
+                                    SuiteTask("HalfCheetah", "HalfCheetah")), steps=50_000,
+        seeds=4, eval_every=5_000, eval_episodes=1, checkpoint_every=1, checkpoint_keep=1,
+        rows=(Row("sac", ()),), headline_steps=(50_000,))
+    steps = np.arange(5_000, 50_001, 5_000)
+    for task, seeds in (("Hopper", range(6)), ("HalfCheetah", range(4))):
+        for seed in seeds:
+            run = tmp_path / "x" / task / f"sac-s{seed}"
+            run.mkdir(parents=True)
+            write_scalars_csv(run / "eval.csv",
+                              {"eval/return": (steps, 1000.0 * seed + 0 * steps)})
+            group = [4, 5] if seed >= 4 else [0, 1, 2, 3]
+            (run / "summary.json").write_text(json.dumps(
+                {"final_eval_return": 1000.0 * seed, "total_steps": 50_000,
+                 "wall_time_s": 1800.0 * len(group), "group_seeds": group}))
+    data = SuiteData.read(suite, tmp_path)
+    tasks, scores = aggregate_scores(data, 50_000)
+    assert tasks == ["Hopper", "HalfCheetah"] and scores["sac"].shape == (4, 2)
+    low, high = normalizer("Hopper")
+    assert scores["sac"][:, 0] == pytest.approx((1000.0 * np.arange(4) - low) / (high - low))
+    status = "\n".join(status_lines(data))
+    assert ("| Hopper | sac | 6 seeds x 50,000 steps | 3.00 h (sum of 2 processes, one per seed "
+            "group) |") in status
+    assert "| HalfCheetah | sac | 4 seeds x 50,000 steps | 2.00 h (one process) |" in status
+    power = [f"{verdicts.rank_test_power(n, 10, 1.0, 0.05):.0%}" for n in (4, 6)]
+    assert power_clause([(6, 10), (4, 10), (4, 10)]).startswith(
+        f"with 4 to 6 seeds against 10 the rank test finds a true gap of one standard deviation "
+        f"only {power[0]} to {power[1]} of the time")
+    assert power_clause([(5, 10)]).startswith("with 5 seeds against 10 ")
 
 
 def test_rows_at_different_budgets_are_compared_where_both_reached(tmp_path: Path) -> None:

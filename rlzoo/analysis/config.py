@@ -36,6 +36,43 @@ them are never pooled, even when ``--group-by`` does not name them. ``total_step
 summary.json (the steps a run really made)."""
 
 
+ADDED_KEYS: dict[str, str] = {
+    "normalize.*": "input normalizers (81ec633, 2026-12-02): a run without the section ran "
+    "without them, as today's default section (rlzoo/conf/config.yaml) does",
+    "critic.dropout": "critic dropout (e9abd95): 0 before it",
+    "critic.network": "the critic's network option (e9abd95): null (the MLP) before it",
+    "algo.actor.layer_norm": "actor LayerNorm (4909cb6): off before it",
+    "algo.actor.dropout": "actor dropout (4909cb6): 0 before it",
+    "env.backend": "env backends (d1d3c2d): gymnasium's envs for a single-agent env and "
+    "PettingZoo's for a multi-agent one (env.kind: multi) before it",
+}
+"""Config keys rlzoo added after runs were made without them, and what such a run did. An rlzoo
+run dir without one (:func:`fill_added`) is read with the value that gives what it did, so a
+run made before the key existed pools with today's runs at that value (``rlzoo.compare`` over
+cells trained months apart); every value is today's default, never a new hyperparameter."""
+
+
+def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (flattened, an rlzoo run's: it has ``algo._target_``) with the
+    :data:`ADDED_KEYS` it lacks set to what a run made before them did; other configs unchanged.
+
+    Args:
+        config: a run's flattened config.
+        defaults: the flattened ``normalize`` section of rlzoo's own conf/config.yaml
+            (``{"normalize.obs": False, ...}``), read by the caller.
+    """
+    if not str(config.get("algo._target_", "")).startswith("rlzoo."):
+        return config
+    fill: dict[str, Any] = {
+        "critic.dropout": 0, "critic.network": None,
+        "algo.actor.layer_norm": False, "algo.actor.dropout": 0,
+        "env.backend": "pettingzoo" if config.get("env.kind") == "multi" else "gymnasium",
+    }
+    if not any(under(k, "normalize") for k in config):
+        fill.update(defaults)
+    return {**config, **{k: v for k, v in fill.items() if k not in config}}
+
+
 class _Missing:
     """The type of :data:`MISSING`."""
 

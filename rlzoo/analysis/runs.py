@@ -8,6 +8,7 @@ rlzoo's training code, and a config is only read (OmegaConf), never instantiated
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlzoo.analysis.config import flatten_config, normalize
+from rlzoo.analysis.config import fill_added, flatten_config, normalize
 from rlzoo.analysis.messages import note
 
 SUMMARY_FILE = "summary.json"
@@ -153,6 +154,19 @@ def _override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~").split("@", 1)[0].strip()
 
 
+@functools.cache
+def normalize_defaults() -> dict[str, Any]:
+    """The ``normalize`` section of rlzoo's own conf/config.yaml, flattened
+    (``{"normalize.obs": False, ...}``): what a run made before the section existed is read with
+    (:func:`rlzoo.analysis.config.fill_added`)."""
+    from omegaconf import OmegaConf
+
+    path = Path(__file__).resolve().parent.parent / "conf" / "config.yaml"
+    section = OmegaConf.to_container(OmegaConf.load(path).normalize, resolve=True)
+    assert isinstance(section, dict)
+    return flatten_config({"normalize": section})
+
+
 def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str] | None]:
     """``(flattened config, config-group choices, override keys)`` of a run dir.
 
@@ -190,6 +204,7 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
             flat[key] = normalize(resolved)
         except Exception:  # noqa: BLE001, S112 - keep the interpolation's text
             continue
+    flat = fill_added(flat, normalize_defaults())
     choices: dict[str, str] = {}
     hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
     if hydra_yaml.is_file():

@@ -5,8 +5,9 @@ tests and tables as the rest of the page, so no number in it can go stale."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rlzoo.analysis import stats
 from rlzoo.reproduce.files import read_json, summary_steps
@@ -70,11 +71,19 @@ def where(verdicts: Sequence[Verdict]) -> str:
                      for steps, tasks in groups.items())
 
 
-def power_clause(n_ours: int, n_theirs: int) -> str:
-    """What `no difference found` can mean at these seed counts (the method's simulation)."""
-    return (f"with {n_ours} seeds against {n_theirs} the rank test finds a true gap of one "
-            f"standard deviation only {rank_test_power(n_ours, n_theirs, 1.0, ALPHA):.0%} of "
-            f"the time (p < {ALPHA:g}), so this is a gap not found, not a match shown")
+def power_clause(counts: Sequence[tuple[int, int]]) -> str:
+    """What `no difference found` can mean at these seed counts (the method's simulation):
+    ``counts`` are the verdicts' (rlzoo's seeds, the published curve's seeds); differing counts
+    give ranges (``with 5 to 10 seeds against 10 ... 34% to 50% of the time``)."""
+    def span(values: Sequence[Any], form: Callable[[Any], str]) -> str:
+        low, high = min(values), max(values)
+        return form(low) if low == high else f"{form(low)} to {form(high)}"
+
+    powers = [rank_test_power(ours, theirs, 1.0, ALPHA) for ours, theirs in counts]
+    return (f"with {span([c[0] for c in counts], str)} seeds against "
+            f"{span([c[1] for c in counts], str)} the rank test finds a true gap of one "
+            f"standard deviation only {span(powers, lambda p: f'{p:.0%}')} of the time "
+            f"(p < {ALPHA:g}), so this is a gap not found, not a match shown")
 
 
 def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
@@ -100,7 +109,7 @@ def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
                     if after else "")
                  + (f", {len(before)} more only before it" if before else ""))
     text += (f" (P(rlzoo > published) from {points[0]:.2f} to {points[-1]:.2f}); but "
-             f"{power_clause(found[0].n_ours, found[0].n_theirs)}")
+             f"{power_clause([(v.n_ours, v.n_theirs) for v in found])}")
     peers = [(task.name, a, final) for task in data.suite.tasks
              for kind, a, _, final, _ in pair_tests(data, tests, task.name)
              if kind == "peer" and a in REPRODUCED and final is not None]

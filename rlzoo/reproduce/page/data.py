@@ -17,6 +17,7 @@ from rlzoo.reproduce.page.runs import (
     kilo,
     mean_over_evaluations,
     run_rows,
+    seed_of,
     value_at,
     window_mean,
 )
@@ -166,6 +167,21 @@ def aggregate_task_sets(data: SuiteData, steps: int) -> list[list[str]]:
     return sorted(sets, key=lambda s: (-len(s), [tasks.index(t) for t in s]))
 
 
+def common_seeds(data: SuiteData, tasks: Sequence[str], row: str, steps: int
+                 ) -> list[list[float]] | None:
+    """``row``'s windows at ``steps`` on each of ``tasks``, of the seeds every task has, in seed
+    order (a task run with seeds 0-9 beside tasks run with 0-4 gives 0-4): ``[tasks][seeds]``;
+    None when a task lacks the window or fewer than 2 seeds are common."""
+    by_task = []
+    for task in tasks:
+        windows = data.windows(task, row, steps)
+        if windows is None:
+            return None
+        by_task.append(dict(zip((seed_of(d) for d in data.cell(task, row)), windows)))
+    seeds = sorted(set.intersection(*(set(w) for w in by_task))) if by_task else []
+    return [[w[s] for s in seeds] for w in by_task] if len(seeds) >= 2 else None
+
+
 def aggregate_scores(data: SuiteData, steps: int, tasks: Sequence[str] | None = None
                      ) -> tuple[list[str], dict[str, np.ndarray]]:
     """The cross-task scores at ``steps`` over ``tasks`` (default the first, largest set of
@@ -185,9 +201,8 @@ def aggregate_scores(data: SuiteData, steps: int, tasks: Sequence[str] | None = 
         return (np.asarray(values, float) - low) / (high - low)
 
     for row in data.suite.rows:
-        columns = [data.windows(task, row.label, steps) for task in tasks]
-        if (all(c is not None and len(c) >= 2 for c in columns)
-                and len({len(c) for c in columns}) == 1):
+        columns = common_seeds(data, tasks, row.label, steps)
+        if columns is not None:
             scores[row.label] = np.stack([norm(t, c) for t, c in zip(tasks, columns)], axis=1)
     for algo in dict.fromkeys(r.algo for r in REFERENCES if r.data_algo):
         refs = {r.task: r for r in REFERENCES if r.algo == algo and r.data_algo}

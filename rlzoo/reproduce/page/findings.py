@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rlzoo.analysis import stats
 from rlzoo.reproduce.page.data import SuiteData, cell_budget, pair_tests
-from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations
+from rlzoo.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations, seed_of
 from rlzoo.reproduce.page.temperature import TEMPERATURE_FINDINGS
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
@@ -67,11 +67,6 @@ def curve_until(run: Path, last: int) -> list[tuple[int, float]]:
 def span(values: list[float]) -> str:
     """``low to high`` of ``values`` as the page writes returns (``—`` when there are none)."""
     return f"{fmt(min(values))} to {fmt(max(values))}" if values else "—"
-
-
-def seed_of(run: Path) -> int:
-    """A run dir's seed, from its name (``sac-s3`` -> 3)."""
-    return int(run.name.rsplit("-s", 1)[1])
 
 
 def largest_drop(runs: list[Path], last: int) -> tuple[int, int, float, int, float] | None:

@@ -276,7 +276,9 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
                           "their own, 2,000 resamples); published rows are capitalized. Each "
                           "table pools the tasks that all its rows have run: the first, every "
                           "task, with the rows run on all of them; a row run on fewer tasks gets "
-                          "a further table over those, beside every row that has them. A score "
+                          "a further table over those, beside every row that has them; a row with "
+                          "more seeds on one task than on another is scored over the seeds "
+                          "every task has (seeds x tasks). A score "
                           "depends on the tasks pooled (they differ in how far 50k or 100k steps "
                           "get), so compare rows within one table only.", ""]
             lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",

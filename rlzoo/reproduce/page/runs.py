@@ -41,6 +41,11 @@ def run_rows(folder: Path) -> dict[str, list[Path]]:
     return rows
 
 
+def seed_of(run: Path) -> int:
+    """A run dir's seed, from its name (``sac-s3`` -> 3)."""
+    return int(run.name.rsplit("-s", 1)[1])
+
+
 def row_names(runs: list[str]) -> list[str]:
     """The suite's rows of a group of run dirs (``.../sac-categorical-s3`` ->
     ``sac-categorical``), sorted: rlzoo.compare labels a group by its overrides (``sac
@@ -152,15 +157,23 @@ def mean_over_evaluations(run_dir: Path, last: int | None = None
 
 def cell_wall_time(runs: list[Path]) -> tuple[float, str] | None:
     """A finished cell's wall time in hours and how it was measured: an rlzoo cell is one
-    process for all its seeds (summary.json's ``wall_time_s``, summed over resumes); an SB3 cell
-    is one process per seed (the sum of theirs). None without the numbers."""
+    process per seed group (summary.json's ``wall_time_s``, summed over resumes, the same for
+    every seed of the group ``group_seeds`` names; seeds 0-4 and a later 5-9 are two processes,
+    their sum); an SB3 cell is one process per seed (the sum of theirs). None without the
+    numbers."""
     summaries = [read_json(d / "summary.json") or {} for d in runs]
     walls = [s.get("wall_time_s") for s in summaries]
     if not walls or any(not isinstance(w, (int, float)) for w in walls):
         return None
     if any("library" in s for s in summaries):
         return sum(walls) / 3600, f"sum of {len(walls)} one-seed processes"
-    return max(walls) / 3600, "one process"
+    groups: dict[str, float] = {}
+    for summary, wall in zip(summaries, walls):
+        key = json.dumps(summary.get("group_seeds"))
+        groups[key] = max(groups.get(key, 0.0), wall)
+    if len(groups) == 1:
+        return max(walls) / 3600, "one process"
+    return sum(groups.values()) / 3600, f"sum of {len(groups)} processes, one per seed group"
 
 
 def machine(runs: list[Path]) -> str | None:
@@ -178,4 +191,4 @@ def machine(runs: list[Path]) -> str | None:
             simd = f" ({last['torch_cpu_capability']})" if last.get("torch_cpu_capability") \
                 else ""
             names.add(f"{last.get('cpu')}{simd}, {last.get('cores')} cores")
-    return ", ".join(sorted(names)) or None
+    return " and ".join(sorted(names)) or None
