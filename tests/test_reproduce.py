@@ -484,7 +484,7 @@ def test_suites_are_as_the_issue_lists() -> None:
     suites = SUITES
     mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
     rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "flashsac",
-            "stac", "sac-categorical", "sb3_sac", "sb3_td3"}
+            "stac", "stac-author", "sac-categorical", "sb3_sac", "sb3_td3"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
     walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3")}
@@ -933,6 +933,34 @@ def test_a_row_on_fewer_tasks_keeps_its_place_in_the_aggregate(tmp_path: Path) -
     assert "At 50k (Hopper, HalfCheetah, Walker2d):" in text
     assert "At 50k (Hopper, HalfCheetah):" in text and "At 50k (Hopper):" not in text
     assert text.count("| stac | 3 x 2 |") == 1 and text.count("| sac | 3 x") == 2
+
+
+@pytest.mark.parametrize("task", ["Hopper", "HalfCheetah"])
+def test_the_stac_row_pins_the_settings_its_cells_ran_with(task: str) -> None:
+    """`algo=stac` now follows its author; the `stac` row's overrides (STAC_FIRST) give back the
+    settings of the committed `stac` cells (trained before that change) in every key those
+    cells' configs have, and `stac-author` is today's `algo=stac`."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.analysis.config import flatten_config, is_ignored
+    from rlzoo.analysis.runs import read_config
+    from rlzoo.reproduce.suites import STAC_FIRST
+
+    suite = SUITES["mujoco"]
+    row = next(r for r in suite.rows if r.label == "stac")
+    assert row.overrides == ("algo=stac", *STAC_FIRST)
+    assert next(r for r in suite.rows if r.label == "stac-author").overrides == ("algo=stac",)
+    run = REPRODUCE_REPO / "results" / "mujoco" / task / "stac-s0"
+    ran, _, _ = read_config(run)
+    cfg = compose_cell_config([f"env={task}", *row.overrides, *suite.overrides, "seed=0",
+                               f"eval.every={suite.eval_every}",
+                               f"eval.episodes={suite.eval_episodes}"])
+    composed = flatten_config(OmegaConf.to_container(cfg, resolve=True))
+    differ = {k: (v, composed.get(k)) for k, v in ran.items()
+              if not is_ignored(k) and k not in ("seeds", "total_steps") and composed.get(k) != v}
+    assert differ == {}
+    author = compose_cell_config([f"env={task}", "algo=stac", *suite.overrides])
+    assert author.critic.pessimism == {"Hopper": 0.5, "HalfCheetah": 0.0}[task]
 
 
 def test_a_second_seed_group_on_one_task(tmp_path: Path) -> None:

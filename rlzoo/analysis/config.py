@@ -45,6 +45,8 @@ ADDED_KEYS: dict[str, str] = {
     "algo.actor.dropout": "actor dropout (4909cb6): 0 before it",
     "env.backend": "env backends (d1d3c2d): gymnasium's envs for a single-agent env and "
     "PettingZoo's for a multi-agent one (env.kind: multi) before it",
+    "algo.actor.eval_samples": "evaluation by averaged samples (f3b34c6): 0, tanh(mean), before it",
+    "tuner.alpha_optimizer": "the temperature's optimizer (f3b34c6): Adam on log alpha before it",
 }
 """Config keys rlzoo added after runs were made without them, and what such a run did. An rlzoo
 run dir without one (:func:`fill_added`) is read with the value that gives what it did, so a
@@ -67,6 +69,7 @@ def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
         "critic.dropout": 0, "critic.network": None,
         "algo.actor.layer_norm": False, "algo.actor.dropout": 0,
         "env.backend": "pettingzoo" if config.get("env.kind") == "multi" else "gymnasium",
+        "algo.actor.eval_samples": 0, "tuner.alpha_optimizer": "adam",
     }
     if not any(under(k, "normalize") for k in config):
         fill.update(defaults)

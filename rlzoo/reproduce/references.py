@@ -152,7 +152,8 @@ def published_data(source: str) -> dict:
 
 SAC_ROWS = ("sac", "sb3_sac")
 TD3_ROWS = ("td3", "sb3_td3")
-MODERN_ROWS = ("simbav2", "stac", "sac-categorical")  # issue 24's family: set beside CrossQ too
+# issue 24's family: set beside CrossQ too
+MODERN_ROWS = ("simbav2", "stac", "stac-author", "sac-categorical")
 MUJOCO_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
 TD3_PAPER_WARMUP = {"Hopper": 1_000, "HalfCheetah": 10_000, "Walker2d": 1_000}
 

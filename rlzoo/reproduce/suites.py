@@ -14,6 +14,16 @@ from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 PAGE_SUITES = ("mujoco", "marl", "gpu")  # the suites of the repository's results page, in order
 
 
+STAC_FIRST = ("critic.pessimism=0.25", "critic.layer_norm=true", "critic.dropout=0.01",
+              "algo.actor.layer_norm=true", "algo.actor.dropout=0.01",
+              "algo.actor.log_std_squash=clamp", "algo.actor.eval_samples=0",
+              "tuner.loss_form=log_alpha", "tuner.alpha_optimizer=adam",
+              "tuner.target_entropy=null")
+"""`algo=stac`'s defaults before the author's settings (commit f3b34c6), as overrides of
+today's: the settings the `stac` cells on the page ran with (bc30ab2); tests/test_reproduce.py
+checks that they compose to those cells' configs."""
+
+
 MUJOCO_ROWS = (
     Row("sac", ("algo=sac",)),
     Row("td3", ("algo=td3",)),
@@ -43,12 +53,20 @@ MUJOCO_ROWS = (
              "norm-bounded batch-normalized 128x2-block actor and 256x2-block twin categorical "
              "critic, reward scaling, actor every 2nd update, repeated exploration noise) at one "
              "update per env step"),
-    Row("stac", ("algo=stac",), against=("sac",),
-        note="STAC (arXiv:2601.00737) with `algo=stac`'s defaults: one Gaussian critic, targets "
-             "mu' - 0.25 sigma' (beta 0.25, the paper's setting for Ant and Humanoid; its best per "
-             "task, Table 4, is 0.5 on Hopper and 0 on HalfCheetah), LayerNorm and dropout 0.01 in "
-             "actor and critic (the paper's best "
-             "on Hopper; on HalfCheetah none), 10,000 random steps, lr 3e-4"),
+    Row("stac", ("algo=stac", *STAC_FIRST), against=("sac",),
+        note="STAC (arXiv:2601.00737) with rlzoo's first settings (`algo=stac`'s defaults until "
+             "commit f3b34c6, pinned by this row's overrides): one Gaussian critic, targets "
+             "mu' - 0.25 sigma' on every task (beta 0.25, the paper's setting for Ant and "
+             "Humanoid; its best per task, Table 4, is 0.5 on Hopper and 0 on HalfCheetah), "
+             "LayerNorm and dropout 0.01 in actor and critic (the paper's best on Hopper; on "
+             "HalfCheetah none), Adam on log alpha, the std exp of the clamped log std, "
+             "evaluation at tanh(mean), 10,000 random steps, lr 3e-4; `stac-author` is STAC as "
+             "its author ran it"),
+    Row("stac-author", ("algo=stac",), against=("sac", "stac"),
+        note="STAC as its author ran it (today's `algo=stac`: the author's rl-warehouse and "
+             "logged runs): per-task beta, dropout and LayerNorm (Hopper 0.5 with both; "
+             "HalfCheetah 0 with neither), the temperature stepped on alpha itself, a softplus "
+             "std, evaluation averaging 10 sampled actions"),
     Row("sac-categorical", ("algo=sac", "critic=categorical"), against=("sac",),
         note="SAC (rlzoo's SAC defaults) with the categorical critic of SimbaV2 and FlashSAC: "
              "twin C51 distributions on 101 atoms in [-1000, 1000] (no reward scaling), the "
@@ -146,7 +164,9 @@ SUITES: dict[str, Suite] = {
                 "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
                 "their full cells belong to the `gpu` suite; the hours went to the rows with a "
                 "published reference, the peer, the action-sequence critic with its control, "
-                "and the `stac` and `sac-categorical` rows",
+                "and the `stac` and `sac-categorical` rows; `stac-author` (STAC at its author's "
+                "settings, today's `algo=stac`) came after them and is next, about 3.5 h per "
+                "5-seed cell",
     ),
     "marl": Suite(
         name="marl",
