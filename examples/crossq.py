@@ -50,7 +50,9 @@ class BatchNormCritic(TwinCritic):
         activation: str,
         momentum: float,
     ) -> None:
-        super().__init__(obs_dim, act_dim, actor_reduce, hidden, activation, layer_norm=False)
+        # the twin critic's MLP, replaced below by the batch-normalized one
+        super().__init__(obs_dim, act_dim, actor_reduce, hidden, activation, layer_norm=False,
+                         dropout=0.0)
         sizes = [obs_dim + act_dim, *hidden]
         layers: list[nn.Module] = [nn.BatchNorm1d(sizes[0], momentum=momentum)]
         for n_in, n_out in zip(sizes[:-1], sizes[1:]):

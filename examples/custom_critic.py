@@ -32,7 +32,8 @@ class TruncatedQuantileCritic(EnsembleCritic):
         quantiles: M, quantiles per network (TQC: 25).
         drop_per_member: d, top atoms dropped per network in the target (TQC: 2; HalfCheetah 0).
         actor_reduce: reduction of the members' means for the actor (``mean``: TQC).
-        hidden, activation, layer_norm: as EnsembleCritic (TQC: 512-512-512 ReLU).
+        hidden, activation, layer_norm, dropout, network: as EnsembleCritic (TQC: 512-512-512
+            ReLU; conf/critic/tqc.yaml).
     """
 
     def __init__(
@@ -46,7 +47,7 @@ class TruncatedQuantileCritic(EnsembleCritic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
         # subset=n: the base's min over a random subset is never used (next_value is TQC's own)
@@ -57,7 +58,7 @@ class TruncatedQuantileCritic(EnsembleCritic):
             raise ValueError(f"critic.drop_per_member must be in [0, {quantiles}), got "
                              f"{drop_per_member}")
         # the same trunk as the base's (an MLP, or `net=simbav2`'s), with a head of M quantiles
-        self.net = make_network(network, n, obs_dim + act_dim, quantiles, hidden=hidden,
+        self.net = make_network(network, n, obs_dim + act_dim, quantiles, heads=1, hidden=hidden,
                                 activation=activation, layer_norm=layer_norm, dropout=dropout)
         self.kept_atoms = n * (quantiles - drop_per_member)  # K
         self.register_buffer("tau", (torch.arange(quantiles) + 0.5) / quantiles)

@@ -119,11 +119,11 @@ def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
 
 # What each complete program of docs/extending.md prints, line by line (regexes), in order:
 # the critic's and the actor's contract checks; the four critic bases' signatures (sizes first,
-# the YAML's keys after, only dropout and network with a default); a SAC subclass built from the
+# the YAML's keys after, only network (and n_agents) with a default); a SAC subclass built from the
 # composed YAML (its ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its
 # update's metrics;
 # the import trap (one line naming the folder, then the clone's package, working).
-SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float' = 0\.0, "
+SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float', "
              r"network: [^=]* = None(, n_agents: 'int' = 1)?\) -> 'None'")
 BLOCK_PRINTS = [
     [r"contract holds"],

@@ -130,7 +130,7 @@ def no_grads(module: torch.nn.Module) -> bool:
 
 def test_agent_actors_mask_padding_and_log_prob_only_over_real_entries() -> None:
     actors = AgentActors(partial(TanhGaussianActor, **actor_args("sac", hidden=HIDDEN)), 6, 5,
-                         (3, 5))
+                         (3, 5), shared=False)
     obs = torch.randn(7, 2, 6)
     action, log_prob, pre_tanh = actors.sample(obs)
     assert action.shape == (7, 2, 5) and log_prob.shape == (7, 2)

@@ -53,7 +53,7 @@ def test_ensemble_linear_matches_independent_linears(out_features: int) -> None:
 
 
 def test_ensemble_members_are_independent() -> None:
-    net = EnsembleMLP(4, 3, [8], 2)
+    net = EnsembleMLP(4, 3, [8], 2, act="relu", layer_norm=False, dropout=0.0)
     x = torch.randn(4, 5, 3, requires_grad=True)
     net(x)[2].sum().backward()
     for layer in (net.layers[0], net.layers[-1]):

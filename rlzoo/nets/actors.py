@@ -80,25 +80,25 @@ class TanhGaussianActor(_EnsembleActorBase):
         hidden: hidden sizes.
         activation: hidden activation.
         log_std_min, log_std_max: range of the log standard deviation.
-        members: independent networks evaluated as one batched ensemble.
         layer_norm: LayerNorm (no affine) after each hidden layer of the MLP trunk.
         dropout: dropout probability after each hidden layer of the MLP trunk, in ``[0, 1)``
             (off in ``mode``).
-        network: builds the trunk instead of the MLP (``make_network``; default ``None``).
-        log_std_squash: how the raw output becomes the std: ``clamp`` (default), log std
+        log_std_squash: how the raw output becomes the std: ``clamp``, log std
             ``clamp(raw, log_std_min, log_std_max)``; ``tanh``, log std ``min + (max - min)
             (1 + tanh(raw)) / 2`` (SimbaV2's ``HyperNormalTanhPolicy``); ``softplus``, std
             ``softplus(max(raw, log_std_min))``, unbounded above (``log_std_max`` unused; about
             0.69 at ``raw = 0``), STAC's author's ``SquashedGaussianHead`` (github
             ugurcanozalp/rl-warehouse ``rlwarehouse/nets/heads.py``).
-        eval_samples: the evaluation action (``mode``): 0 (default), ``tanh(mean)``; N, the mean
-            of N sampled actions ``tanh(mean + std noise)`` (STAC's author averages 10).
+        eval_samples: the evaluation action (``mode``): 0, ``tanh(mean)``; N, the mean of N
+            sampled actions ``tanh(mean + std noise)`` (STAC's author averages 10).
+        members: independent networks evaluated as one batched ensemble (the algorithm passes
+            its N for per-agent actors; 1, one network, otherwise).
+        network: builds the trunk instead of the MLP (``make_network``; ``None``: the MLP,
+            unless ``net=...`` sets ``algo.actor.network``).
 
-    The hyperparameters are required: their defaults are declared once, in the ``algo.actor``
-    node of each ``conf/algo/*.yaml``. ``members`` is the algorithm's to pass (per-agent actors);
-    ``layer_norm``, ``dropout``, ``network``, ``log_std_squash`` and ``eval_samples`` keep a
-    default (off, the MLP, ``clamp``, 0) only so that run dirs written before those keys existed
-    still build.
+    The hyperparameters have no default here: each is declared once, with its meaning, in the
+    ``algo.actor`` node of each ``conf/algo/*.yaml``. A run dir written before a key existed is
+    built with the value it ran with (``rlzoo.run.added_keys``).
     """
 
     def __init__(
@@ -109,12 +109,12 @@ class TanhGaussianActor(_EnsembleActorBase):
         activation: str,
         log_std_min: float,
         log_std_max: float,
+        layer_norm: bool,
+        dropout: float,
+        log_std_squash: str,
+        eval_samples: int,
         members: int = 1,
-        layer_norm: bool = False,
-        dropout: float = 0.0,
         network: NetworkFactory | None = None,
-        log_std_squash: str = "clamp",
-        eval_samples: int = 0,
     ) -> None:
         super().__init__(
             obs_dim, act_dim, 2 * act_dim, 2, hidden, activation, members, layer_norm, dropout,
@@ -179,8 +179,8 @@ class DeterministicActor(_EnsembleActorBase):
         obs_dim, act_dim: sizes.
         hidden: hidden sizes.
         activation: hidden activation.
-        members: independent networks evaluated as one batched ensemble.
-        layer_norm, dropout, network: the trunk, as ``TanhGaussianActor``'s.
+        layer_norm, dropout, members, network: as ``TanhGaussianActor``'s (each hyperparameter
+            declared once, in the ``algo.actor`` node of ``conf/algo/*.yaml``).
     """
 
     def __init__(
@@ -189,9 +189,9 @@ class DeterministicActor(_EnsembleActorBase):
         act_dim: int,
         hidden: Sequence[int],
         activation: str,
+        layer_norm: bool,
+        dropout: float,
         members: int = 1,
-        layer_norm: bool = False,
-        dropout: float = 0.0,
         network: NetworkFactory | None = None,
     ) -> None:
         super().__init__(

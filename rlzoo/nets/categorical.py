@@ -9,7 +9,7 @@ expected value ``sum_k p_ik z_k``. The TD target is a distribution too:
   member with the smaller expected value, as SimbaV2's ``update_critic`` with ``use_cdq`` and
   FlashSAC's ``_select_min_q_log_probs`` take it; ``n = 1``: SimbaV2 without clipped double Q);
 * ``next_value`` returns that member's atoms and probabilities as a :class:`DiscreteReturn`,
-  atoms shifted by ``-beta std[Z'_j]`` (STAC's pessimism, ``pessimism = beta``; 0 by default).
+  atoms shifted by ``-beta std[Z'_j]`` (STAC's pessimism, ``pessimism = beta``; 0: off).
   The algorithm's one target line ``y = r + discount (next_value - alpha log pi)`` moves every
   atom affinely and keeps the probabilities: ``y_k = r + discount (z_k - beta std - alpha log pi)``;
 * ``td_loss`` projects ``(y, p'_j)`` onto the support (:func:`project_onto_support`: clip to
@@ -146,7 +146,7 @@ class CategoricalCritic(Critic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
         n_agents: int = 1,
     ) -> None:

@@ -57,7 +57,8 @@ class AgentActors(nn.Module):
         act_dim: A, the padded action size.
         act_dims: each agent's real action size (``[N]``); padding beyond it stays 0.
         shared: one network for all agents (requires equal action sizes), the agent's one-hot id
-            appended to its observation; otherwise one ensemble member per agent.
+            appended to its observation; otherwise one ensemble member per agent (the
+            algorithm passes its ``algo.share_actor``).
 
     Stochastic actors (with ``log_std_min``, i.e. ``TanhGaussianActor``) support ``sample``,
     ``log_prob`` and ``mode``; deterministic ones support ``mode`` (``forward``).
@@ -69,7 +70,7 @@ class AgentActors(nn.Module):
         obs_dim: int,
         act_dim: int,
         act_dims: Sequence[int],
-        shared: bool = False,
+        shared: bool,
     ) -> None:
         super().__init__()
         self.n_agents, self.obs_dim, self.act_dim = len(act_dims), obs_dim, act_dim
@@ -166,7 +167,7 @@ class AgentCritics(Critic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
         n_agents: int = 1,
     ) -> None:

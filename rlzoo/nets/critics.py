@@ -142,10 +142,10 @@ class EnsembleCritic(Critic):
         network: builds each head's trunk instead of the MLP (``make_network``; e.g.
             ``net=simbav2``); ``hidden``/``activation``/``layer_norm``/``dropout`` then unused.
 
-    Every critic's hyperparameters are required: their defaults are declared once, in
-    ``conf/critic/*.yaml`` (an algorithm file may change them). ``dropout`` and ``network`` keep
-    a default (off, and the MLP) only so that run dirs written before those keys existed still
-    build; ``tests/test_yaml_defaults.py`` checks that it equals the YAML's.
+    Every critic's hyperparameters are required: each is declared once, with its meaning, in
+    ``conf/critic/*.yaml`` (an algorithm file may change them). ``network`` is ``None`` (the
+    MLP) unless ``net=...`` sets ``critic.network``. A run dir written before a key existed is
+    built with the value it ran with (``rlzoo.run.added_keys``).
     """
 
     def __init__(
@@ -158,7 +158,7 @@ class EnsembleCritic(Critic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
         super().__init__()
@@ -219,7 +219,7 @@ class TwinCritic(EnsembleCritic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
         super().__init__(
@@ -257,7 +257,7 @@ class ActionSequenceCritic(EnsembleCritic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
         if horizon < 1:

@@ -77,7 +77,7 @@ class DistributionalCritic(Critic):
         std_bias: float,
         ratio_min: float,
         ratio_max: float,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
         n_agents: int = 1,
     ) -> None:

@@ -101,8 +101,8 @@ class EnsembleMLP(nn.Module):
         act: activation name between layers (none after the last layer).
         layer_norm: add a LayerNorm without affine parameters (so members stay independent)
             after each hidden linear layer.
-        dropout: drop probability of a ``nn.Dropout`` after each hidden activation (default 0:
-            none; DroQ and STAC use 0.01). Active in training mode, so also in target networks;
+        dropout: drop probability of a ``nn.Dropout`` after each hidden activation (0: none;
+            DroQ and STAC use 0.01). Active in training mode, so also in target networks;
             actors switch it off for their deterministic ``mode`` (``dropout_off``).
         heads: how many separate predictions ``out_features`` holds (e.g. 2 for an actor's mean
             and log std). Accepted for the network contract (``make_network``); a plain MLP's
@@ -118,9 +118,9 @@ class EnsembleMLP(nn.Module):
         in_features: int,
         hidden: Sequence[int],
         out_features: int,
-        act: str = "relu",
-        layer_norm: bool = False,
-        dropout: float = 0.0,
+        act: str,
+        layer_norm: bool,
+        dropout: float,
         heads: int = 1,
     ) -> None:
         super().__init__()
@@ -160,11 +160,11 @@ def make_network(
     members: int,
     in_features: int,
     out_features: int,
-    heads: int = 1,
-    hidden: Sequence[int] = (256, 256),
-    activation: str = "relu",
-    layer_norm: bool = False,
-    dropout: float = 0.0,
+    heads: int,
+    hidden: Sequence[int],
+    activation: str,
+    layer_norm: bool,
+    dropout: float,
     key: str = "critic",
 ) -> nn.Module:
     """The trunk of an actor or critic: ``network(members, in_features, out_features,

@@ -52,7 +52,7 @@ class GaussianCritic(Critic):
             ``first``.
         hidden: hidden sizes.
         activation: hidden activation (``relu``, Appendix D).
-        layer_norm: LayerNorm after each hidden layer (on in STAC; off by default here).
+        layer_norm: LayerNorm after each hidden layer (on in STAC; conf/critic/gaussian.yaml).
         dropout: drop probability after each hidden layer (STAC: 0.01 in its ablations), active
             in the online and the target critic (as the author's code: its target critic is
             never put in eval mode).
@@ -71,7 +71,7 @@ class GaussianCritic(Critic):
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
-        dropout: float = 0.0,
+        dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
         super().__init__()

@@ -115,7 +115,7 @@ class HyperLERPBlock(nn.Module):
 
     def __init__(
         self, members: int, hidden_dim: int, scaler_init: float, scaler_scale: float,
-        alpha_init: float, alpha_scale: float, expansion: int = 4,
+        alpha_init: float, alpha_scale: float, expansion: int,
     ) -> None:
         super().__init__()
         wide = hidden_dim * expansion
@@ -156,12 +156,14 @@ class HypersphericalMLP(nn.Module):
             whose branches the reference keeps apart; 1 for a critic).
         hidden_dim: width h of the embedding and the blocks (reference: actor 128, critic 512).
         num_blocks: LERP residual blocks (reference: actor 1, critic 2).
-        c_shift: constant appended to the input before its projection (3.0).
+        c_shift: constant appended to the input before its projection.
         scaler_init, scaler_scale: initial value and rate of the embedder's and blocks' scalers
             (``None``: ``sqrt(2 / hidden_dim)``, the reference's).
         alpha_init, alpha_scale: initial value and rate of the LERP interpolation scalers
             (``None``: ``1 / (num_blocks + 1)`` and ``1 / sqrt(hidden_dim)``).
-        expansion: width factor of a block's inner layer (4).
+        expansion: width factor of a block's inner layer.
+
+    Each value is declared once, in ``conf/net/simbav2.yaml`` (with the reference's names).
     """
 
     def __init__(

@@ -65,8 +65,8 @@ class UnitBatchNorm(nn.Module):
     Args:
         members: E.
         dim: d, features.
-        momentum: rate of the running statistics (the reference: 0.01).
-        eps: added to the variance under the square root (1e-5).
+        momentum: rate of the running statistics (``batch_norm_momentum``).
+        eps: added to the variance under the square root (``batch_norm_eps``).
     """
 
     def __init__(self, members: int, dim: int, momentum: float, eps: float) -> None:
@@ -154,10 +154,12 @@ class UnitNormMLP(nn.Module):
             already has its own unit-norm row, so 2 heads equal the reference's two layers).
         hidden_dim: width h (reference: actor 128, critic 256).
         num_blocks: residual blocks (reference: 2 for both).
-        expansion: width factor of a block's inner layer (4).
-        batch_norm_momentum: rate of the batch norms' running statistics (0.01).
-        batch_norm_eps: batch norm's epsilon (1e-5).
-        rms_norm_eps: the final RMS norm's epsilon (1e-6).
+        expansion: width factor of a block's inner layer.
+        batch_norm_momentum: rate of the batch norms' running statistics.
+        batch_norm_eps: batch norm's epsilon.
+        rms_norm_eps: the final RMS norm's epsilon.
+
+    Each value is declared once, in ``conf/net/flashsac.yaml`` (with the reference's names).
     """
 
     def __init__(

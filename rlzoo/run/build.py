@@ -29,6 +29,7 @@ from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_family_env
 from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
+from rlzoo.run.added_keys import with_added_keys
 from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import LOOP_KEYS, Normalize, Settings, resolve_device
 from rlzoo.run.targets import user_frame, user_modules
@@ -217,6 +218,7 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device,
                     normalize: Normalize | None = None) -> Algorithm:
     """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``, with
     the normalizers ``normalize`` (the run's ``Settings.normalize``; None: read from ``cfg``)."""
+    cfg = with_added_keys(cfg)  # a run dir written before a key existed (rlzoo.run.added_keys)
     try:
         cls = get_class(cfg.algo._target_)
     except Exception:  # noqa: BLE001 - hydra raises several kinds here

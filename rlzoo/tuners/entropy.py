@@ -148,7 +148,6 @@ class AutoAlpha(Tuner):
         target_std: if set (and ``target_entropy`` is not), the target is the entropy of a
             Gaussian with this std in every action entry, ``0.5 |A| log(2 pi e target_std^2)``
             (FlashSAC's ``temp_target_sigma``: 0.15 -> about ``-0.48 |A|``).
-        members: number of independent temperatures (per agent), default 1.
         entropy_units: ``normalized`` or ``env``: the units ``log pi`` and the target
             are measured in (module docstring).
         loss_form: ``log_alpha`` (SAC's paper code, SB3, CleanRL) or ``alpha``
@@ -158,7 +157,12 @@ class AutoAlpha(Tuner):
             (github ugurcanozalp/rl-warehouse, ``rlwarehouse/algos/stac.py``),
             ``alpha <- alpha exp(lr alpha (target_entropy - mean entropy))``: the gradient on
             ``log_alpha`` is ``alpha (entropy - target)``, so the step shrinks as alpha falls.
-            Its default is only for run dirs written before the key existed.
+        members: number of independent temperatures (the algorithm passes its N for one per
+            agent; 1 otherwise).
+
+    The hyperparameters have no default here: each is declared once, with its meaning, in
+    ``conf/tuner/auto.yaml`` (an algorithm's own in ``conf/algo_tuner/``). A run dir written
+    before a key existed is built with the value it ran with (``rlzoo.run.added_keys``).
     """
 
     def __init__(
@@ -169,10 +173,10 @@ class AutoAlpha(Tuner):
         target_entropy: float | None,
         target_entropy_scale: float,
         entropy_units: str,
-        loss_form: str = "log_alpha",
-        target_std: float | None = None,
+        loss_form: str,
+        target_std: float | None,
+        alpha_optimizer: str,
         members: int = 1,
-        alpha_optimizer: str = "adam",
     ) -> None:
         super().__init__(entropy_units, members)
         if loss_form not in LOSS_FORMS:

@@ -1,0 +1,113 @@
+"""Every default declared once, in YAML (issue 43 item 4): the constructors and factories of
+``rlzoo/nets`` and ``rlzoo/tuners`` take what they are given. A hyperparameter default in Python
+would be a second copy of a number ``rlzoo/conf`` declares (``reward_g_max=5.0`` was in four
+places), free to drift from it. A run dir written before a key existed is built with the value
+it ran with by ``rlzoo.run.added_keys``, not by a constructor default."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+import rlzoo.nets
+import rlzoo.tuners
+from rlzoo.algos.base import EnvSpec
+from rlzoo.run.added_keys import missing_keys, with_added_keys
+from rlzoo.run.build import build_algorithm, read_run_config
+from tests.from_yaml import composed
+
+OLD_RUN = Path(__file__).parent / "fixtures" / "pre_one_loop" / "sac"
+
+# The only defaults allowed, with their one value: structure the building code passes (or an
+# optional hook), never a hyperparameter a user sets in YAML.
+STRUCTURAL: dict[str, tuple[Any, str]] = {
+    "members": (1, "per-agent actors and temperatures: the algorithm passes its N; 1 otherwise"),
+    "n_agents": (1, "one critic per agent: MADDPG passes its N; 1 otherwise"),
+    "heads": (1, "outputs per member of a network (the network contract); the caller passes 2 "
+                 "for an actor's mean and log std"),
+    "network": (None, "an optional trunk builder: None is the MLP, net=... sets it"),
+    "key": ("critic", "make_network: where the settings live, for its messages"),
+    "device": (None, "draws.uniform: torch's default device"),
+    "shape": ((), "RunningMeanStd: a scalar statistic"),
+    "dim": (-1, "l2_normalize: the feature axis"),
+    "buffers": (True, "polyak_update: buffers (batch norm statistics) follow the weights"),
+}
+CHECK_DROPOUT_KEY = ("rlzoo.nets.ensemble.check_dropout", "key", "dropout")  # a message label
+
+
+def callables() -> Iterator[tuple[str, Callable[..., Any]]]:
+    """``(name, function)`` of every class's ``__init__`` and every module-level function
+    defined in ``rlzoo.nets`` and ``rlzoo.tuners``."""
+    for package in (rlzoo.nets, rlzoo.tuners):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            for name, obj in vars(module).items():
+                if getattr(obj, "__module__", None) != module.__name__:
+                    continue
+                if inspect.isclass(obj) and "__init__" in vars(obj):
+                    yield f"{module.__name__}.{name}", vars(obj)["__init__"]
+                elif inspect.isfunction(obj):
+                    yield f"{module.__name__}.{name}", obj
+
+
+def hyperparameter_defaults() -> tuple[list[str], set[str]]:
+    bad, seen = [], set()
+    for name, fn in callables():
+        seen.add(name)
+        for p in inspect.signature(fn).parameters.values():
+            if p.default is p.empty or (name, p.name, p.default) == CHECK_DROPOUT_KEY:
+                continue
+            allowed = STRUCTURAL.get(p.name)
+            if allowed is None or p.default != allowed[0] or type(p.default) is not type(
+                    allowed[0]):
+                bad.append(f"{name}({p.name}={p.default!r})")
+    return bad, seen
+
+
+def test_nets_and_tuners_constructors_have_no_hyperparameter_default() -> None:
+    bad, seen = hyperparameter_defaults()
+    assert not bad, ("a default in Python for a hyperparameter rlzoo/conf declares (declare it "
+                     "once, in YAML, with a comment; old run dirs: rlzoo/run/added_keys.py):\n"
+                     + "\n".join(bad))
+    # the scan reached the actors, critics, networks, factories and tuners
+    assert {"rlzoo.nets.actors.TanhGaussianActor", "rlzoo.nets.actors.DeterministicActor",
+            "rlzoo.nets.critics.EnsembleCritic", "rlzoo.nets.centralized.AgentActors",
+            "rlzoo.nets.ensemble.EnsembleMLP", "rlzoo.nets.ensemble.make_network",
+            "rlzoo.nets.hyperspherical.HyperLERPBlock", "rlzoo.nets.unit_norm.UnitNormMLP",
+            "rlzoo.nets.normalizers.RewardScaler", "rlzoo.tuners.entropy.AutoAlpha"} <= seen
+
+
+def test_an_old_run_dir_is_built_with_the_values_it_ran_with() -> None:
+    cfg = read_run_config(OLD_RUN)  # written before these keys existed
+    assert missing_keys(cfg.algo.actor) == {"layer_norm": False, "dropout": 0.0,
+                                            "log_std_squash": "clamp", "eval_samples": 0}
+    assert missing_keys(cfg.critic) == {"dropout": 0.0}
+    assert missing_keys(cfg.tuner) == {"loss_form": "log_alpha", "target_std": None,
+                                       "alpha_optimizer": "adam"}
+    filled = with_added_keys(cfg)
+    assert "eval_samples" not in cfg.algo.actor  # the run's own config is left as it is
+    for node in (filled.algo.actor, filled.critic, filled.tuner):
+        assert not missing_keys(node)
+    algo = build_algorithm(cfg, EnvSpec(obs_dim=3, act_dim=1), torch.device("cpu"))
+    assert (algo.actor.log_std_squash, algo.actor.eval_samples) == ("clamp", 0)
+    assert (algo.tuner.loss_form, algo.tuner.alpha_optimizer) == ("log_alpha", "adam")
+
+
+def test_an_added_key_takes_its_old_value_not_todays_yaml() -> None:
+    """algo=stac declares eval_samples 10 and alpha_optimizer sgd today; a STAC run written
+    before those keys existed ran with 0 and adam, and is built so."""
+    cfg = composed("algo=stac")
+    assert with_added_keys(cfg) is cfg  # a config composed today has every key
+    OmegaConf.set_struct(cfg, False)
+    del cfg.algo.actor["eval_samples"]
+    del cfg.tuner["alpha_optimizer"]
+    OmegaConf.set_struct(cfg, True)  # as Hydra composes it: the keys are added all the same
+    filled = with_added_keys(cfg)
+    assert (filled.algo.actor.eval_samples, filled.tuner.alpha_optimizer) == (0, "adam")
