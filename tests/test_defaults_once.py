@@ -74,7 +74,7 @@ def hyperparameter_defaults() -> tuple[list[str], set[str]]:
 def test_nets_and_tuners_constructors_have_no_hyperparameter_default() -> None:
     bad, seen = hyperparameter_defaults()
     assert not bad, ("a default in Python for a hyperparameter rlzoo/conf declares (declare it "
-                     "once, in YAML, with a comment; old run dirs: rlzoo/run/added_keys.py):\n"
+                     "once, in YAML, with a comment; old run dirs: rlzoo/conf/history.py):\n"
                      + "\n".join(bad))
     # the scan reached the actors, critics, networks, factories and tuners
     assert {"rlzoo.nets.actors.TanhGaussianActor", "rlzoo.nets.actors.DeterministicActor",
@@ -86,15 +86,15 @@ def test_nets_and_tuners_constructors_have_no_hyperparameter_default() -> None:
 
 def test_an_old_run_dir_is_built_with_the_values_it_ran_with() -> None:
     cfg = read_run_config(OLD_RUN)  # written before these keys existed
-    assert missing_keys(cfg.algo.actor) == {"layer_norm": False, "dropout": 0.0,
+    assert missing_keys(cfg.algo.actor, "algo.actor") == {"layer_norm": False, "dropout": 0.0,
                                             "log_std_squash": "clamp", "eval_samples": 0}
-    assert missing_keys(cfg.critic) == {"dropout": 0.0}
-    assert missing_keys(cfg.tuner) == {"loss_form": "log_alpha", "target_std": None,
+    assert missing_keys(cfg.critic, "critic") == {"dropout": 0.0}
+    assert missing_keys(cfg.tuner, "tuner") == {"loss_form": "log_alpha", "target_std": None,
                                        "alpha_optimizer": "adam"}
     filled = with_added_keys(cfg)
     assert "eval_samples" not in cfg.algo.actor  # the run's own config is left as it is
-    for node in (filled.algo.actor, filled.critic, filled.tuner):
-        assert not missing_keys(node)
+    for path in ("algo.actor", "critic", "tuner"):
+        assert not missing_keys(OmegaConf.select(filled, path), path)
     algo = build_algorithm(cfg, EnvSpec(obs_dim=3, act_dim=1), torch.device("cpu"))
     assert (algo.actor.log_std_squash, algo.actor.eval_samples) == ("clamp", 0)
     assert (algo.tuner.loss_form, algo.tuner.alpha_optimizer) == ("log_alpha", "adam")

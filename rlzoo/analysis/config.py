@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rlzoo.conf.history import ADDED
+
 IGNORED_KEYS: dict[str, str] = {
     "seed": "the replication axis: runs that differ only in their seed are the samples of a group",
     "resume": "the run dir a run was continued from; a resumed run continues the same experiment",
@@ -36,27 +38,25 @@ them are never pooled, even when ``--group-by`` does not name them. ``total_step
 summary.json (the steps a run really made)."""
 
 
-ADDED_KEYS: dict[str, str] = {
-    "normalize.*": "input normalizers (81ec633, 2026-12-02): a run without the section ran "
-    "without them, as today's default section (rlzoo/conf/config.yaml) does",
-    "critic.dropout": "critic dropout (e9abd95): 0 before it",
+ADDED_SECTIONS: dict[str, str] = {
+    "normalize.*": "input normalizers (81ec633): a run without the section ran without them, "
+    "as today's default section (rlzoo/conf/config.yaml) does",
     "critic.network": "the critic's network option (e9abd95): null (the MLP) before it",
-    "algo.actor.layer_norm": "actor LayerNorm (4909cb6): off before it",
-    "algo.actor.dropout": "actor dropout (4909cb6): 0 before it",
-    "env.backend": "env backends (d1d3c2d): gymnasium's envs for a single-agent env and "
-    "PettingZoo's for a multi-agent one (env.kind: multi) before it",
-    "algo.actor.eval_samples": "evaluation by averaged samples (f3b34c6): 0, tanh(mean), before it",
-    "tuner.alpha_optimizer": "the temperature's optimizer (f3b34c6): Adam on log alpha before it",
+    "env.backend": "env backends (d1d3c2d): gymnasium's envs, or PettingZoo's for an env of a "
+    "family (env.family: mpe, mamujoco), before it",
 }
-"""Config keys rlzoo added after runs were made without them, and what such a run did. An rlzoo
-run dir without one (:func:`fill_added`) is read with the value that gives what it did, so a
-run made before the key existed pools with today's runs at that value (``rlzoo.compare`` over
-cells trained months apart); every value is today's default, never a new hyperparameter."""
+"""Config keys rlzoo added after runs were made without them that no constructor takes, and
+what such a run did; the constructors' keys are :data:`rlzoo.conf.history.ADDED` (the record
+the build reads too). An rlzoo run dir without one (:func:`fill_added`) is read with the value
+that gives what it did, so a run made before the key existed pools with today's runs at that
+value (``rlzoo.compare`` over cells trained months apart)."""
 
 
 def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """``config`` (flattened, an rlzoo run's: it has ``algo._target_``) with the
-    :data:`ADDED_KEYS` it lacks set to what a run made before them did; other configs unchanged.
+    """``config`` (flattened, an rlzoo run's: it has ``algo._target_``) with the keys of
+    :data:`ADDED_SECTIONS` and :data:`rlzoo.conf.history.ADDED` it lacks set to what a run
+    made before them did; other configs unchanged. Every run lacking a key gets the same value
+    (a TD3 run's ``tuner.alpha_optimizer`` too), so runs that lack it alike still pool.
 
     Args:
         config: a run's flattened config.
@@ -65,12 +65,10 @@ def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
     """
     if not str(config.get("algo._target_", "")).startswith("rlzoo."):
         return config
-    fill: dict[str, Any] = {
-        "critic.dropout": 0, "critic.network": None,
-        "algo.actor.layer_norm": False, "algo.actor.dropout": 0,
-        "env.backend": "pettingzoo" if config.get("env.kind") == "multi" else "gymnasium",
-        "algo.actor.eval_samples": 0, "tuner.alpha_optimizer": "adam",
-    }
+    fill: dict[str, Any] = {f"{added.node}.{key}": normalize(value) for added in ADDED
+                            for key, value in added.values.items()}
+    fill["critic.network"] = None
+    fill["env.backend"] = "pettingzoo" if "env.family" in config else "gymnasium"
     if not any(under(k, "normalize") for k in config):
         fill.update(defaults)
     return {**config, **{k: v for k, v in fill.items() if k not in config}}

@@ -1,0 +1,52 @@
+"""What runs written before a constructor key existed were built with: one record, read by the
+build (``rlzoo.run.added_keys``: such a run still resumes, evaluates and loads bit for bit) and by
+``rlzoo.compare`` (``rlzoo.analysis.config``: such a run pools with today's runs at that value).
+
+These are facts about old runs, not defaults: they never change, whatever ``rlzoo/conf``
+declares today (``algo=stac`` now declares ``eval_samples: 10`` and ``alpha_optimizer: sgd``; a
+STAC run written before those keys existed ran with 0 and ``adam``). Pure data: no import of
+rlzoo, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Added:
+    """Keys added to one config node's constructor, and what runs written before them did.
+
+    Attributes:
+        node: the config node (``algo.actor``, ``critic``, ``tuner``).
+        classes: the dotted rlzoo classes whose constructors take the keys; a node whose
+            ``_target_`` is one of them or a subclass gets the values when it lacks the keys.
+        values: ``{key: the value runs written before it were built with}``.
+        since: the commit that added the keys, and what they are.
+    """
+
+    node: str
+    classes: tuple[str, ...]
+    values: dict[str, Any]
+    since: str
+
+
+_GAUSSIAN = "rlzoo.nets.actors.TanhGaussianActor"
+_DETERMINISTIC = "rlzoo.nets.actors.DeterministicActor"
+
+ADDED: tuple[Added, ...] = (
+    Added("algo.actor", (_GAUSSIAN, _DETERMINISTIC), {"layer_norm": False, "dropout": 0.0},
+          "4909cb6: actor LayerNorm and dropout, off before them"),
+    Added("algo.actor", (_GAUSSIAN,), {"log_std_squash": "clamp"},
+          "b9e2dda (SimbaV2): the log std was clamped before it"),
+    Added("algo.actor", (_GAUSSIAN,), {"eval_samples": 0},
+          "f3b34c6 (STAC): evaluation at tanh(mean) before averaged samples"),
+    Added("critic", ("rlzoo.nets.critics.Critic",), {"dropout": 0.0},
+          "e9abd95: critic dropout, none before it (any critic, an example's subclass too)"),
+    Added("tuner", ("rlzoo.tuners.entropy.AutoAlpha",),
+          {"loss_form": "log_alpha", "target_std": None, "alpha_optimizer": "adam"},
+          "b9e2dda (SimbaV2) loss form, 367edf0 (FlashSAC) target std, f3b34c6 (STAC) "
+          "optimizer: SAC's log_alpha loss, the -scale |A| target and Adam before them"),
+)
+"""Every constructor key added after runs were written without it, oldest first."""
