@@ -21,8 +21,10 @@ network before the update (both evaluated once at its start):
   ``num_minibatches`` shuffled minibatches; each step clips the global gradient norm of actor and
   critic together to ``max_grad_norm``; ``A`` is normalized per minibatch (as CleanRL).
 
-A seed group (``rlzoo.algos.seeds``) runs all of this per seed: each seed shuffles its own rows,
-normalizes its own minibatch advantages and clips its own gradient norm.
+The code is written for one run: the weights are read through ``Algorithm.compute`` and the
+shuffle drawn through ``Algorithm.draw``, so a seed group (``rlzoo.algos.seeds``) runs all of
+this per seed: each seed shuffles its own rows, normalizes its own minibatch advantages and
+clips its own gradient norm.
 
 Rows with ``valid = 0`` (calls that only reset an env) are masked out of every loss and statistic.
 Unlike CleanRL: actions are tanh-squashed (not clipped), a truncation bootstraps ``V(s_{t+1})``,
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -96,7 +98,6 @@ class PPO(Algorithm):
         policy_init_scale: scales the actor's output layer at init (0.01: mean ~ 0, std ~ 1).
     """
 
-    seed_groups = True
     supported_critics = (EnsembleCritic,)
     on_policy: ClassVar[bool] = True
 
@@ -138,7 +139,7 @@ class PPO(Algorithm):
     def explore(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [E, O]`` -> (sampled action ``tanh(u)`` ``[E, A]`` in [-1, 1], its ``u``)."""
         mean, log_std = self.actor(obs)
-        # through rlzoo.nets.draws: in a seed group each seed draws its single run's numbers
+        # through rlzoo.nets.draws (a seed group's seeds then draw their single runs' numbers)
         pre_tanh = mean + draws.normal_like(mean) * log_std.exp()
         return torch.tanh(pre_tanh), pre_tanh
 
@@ -148,7 +149,7 @@ class PPO(Algorithm):
         return self.actor.mode(obs) if deterministic else self.explore(obs)[0]
 
     def update_inputs(self, rollout: Rollout) -> tuple[torch.Tensor, ...]:
-        """For one seed, the rows every minibatch draws from (``T E`` of them, row-major in
+        """The rows every minibatch draws from (``T E`` of them, row-major in
         ``(t, e)``): ``obs [T E, O]``, ``pre_tanh [T E, A]``, and without gradient the old
         log-probs, advantages, returns and valid flags (each ``[T E]``); then the mean value and
         the mean advantage over valid rows (scalars)."""
@@ -168,10 +169,10 @@ class PPO(Algorithm):
         self, obs: torch.Tensor, pre_tanh: torch.Tensor, old_log_prob: torch.Tensor,
         advantage: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor, idx: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One seed's loss ``L`` (a scalar) on the minibatch rows ``idx [b]`` of
+        """The loss ``L`` (a scalar) on the minibatch rows ``idx [b]`` of
         ``update_inputs``' rows, and its statistics ``[6]`` (no gradient): policy loss, value
         loss, entropy, approximate KL, clip fraction, mean ratio. The advantages are normalized
-        over this minibatch (of this seed)."""
+        over this minibatch."""
         w = valid[idx]
         mean, log_std = self.actor(obs[idx])
         log_ratio = log_prob(mean, log_std, pre_tanh[idx]) - old_log_prob[idx]
@@ -192,32 +193,27 @@ class PPO(Algorithm):
         return loss, stats
 
     def shuffle(self, rows: int, device: torch.device) -> torch.Tensor:
-        """A random order of the rollout's rows for one epoch: ``[rows]``, or ``[K, rows]`` for
-        a seed group, where every seed draws its own permutation."""
-        if self.seeds == 1:
-            return torch.randperm(rows, device=device)
-        return torch.stack([torch.randperm(rows, device=device) for _ in range(self.seeds)])
+        """A random order of the rollout's rows for one epoch, ``[rows]`` (``Algorithm.draw``:
+        a permutation is no ``rlzoo.nets.draws`` draw)."""
+        return self.draw(lambda: torch.randperm(rows, device=device))
 
     def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
         """``epochs x num_minibatches`` gradient steps on one fresh rollout; mean metrics.
 
-        ``rollout`` as the store gives it (``obs [T + 1, E, O]``, ``reward [T, E]``, ...), with a
-        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
-        ``[K]`` (one per seed) for a group.
+        ``rollout`` as the store gives it (``obs [T + 1, E, O]``, ``reward [T, E]``, ...).
         """
         T, E = rollout.reward.shape[-2:]
         if T * E < self.num_minibatches:
             raise ValueError(f"algo.num_minibatches ({self.num_minibatches}) exceeds the "
                              f"rollout's {T * E} rows (rollout_steps x num_envs)")
-        *rows, value_mean, advantage_mean = self.per_seed(self.update_inputs, rollout)
-        lead = (self.seeds,) if self.seeds > 1 else ()
-        totals = torch.zeros(*lead, 6, device=rows[0].device)
+        *rows, value_mean, advantage_mean = self.compute(self.update_inputs, rollout)
+        totals: Any = 0  # the minibatches' statistics summed, [6]
         for _ in range(self.epochs):
             order = self.shuffle(T * E, rows[0].device)
             for idx in order.tensor_split(self.num_minibatches, dim=-1):
-                loss, stats = self.per_seed(self.minibatch_terms, *rows, idx)
+                loss, stats = self.compute(self.minibatch_terms, *rows, idx)
                 self.step(self.optimizer, loss, self.max_grad_norm)
-                totals += stats
+                totals = totals + stats
         self.updates += 1
         totals = totals / (self.epochs * self.num_minibatches)
         names = ("loss/actor", "loss/critic", "stats/entropy", "stats/approx_kl",

@@ -150,11 +150,11 @@ class MemberAdam(torch.optim.Optimizer):
     leaves the other members untouched (a shared Adam would move them by their momentum even with
     a zero gradient). Used for HASAC's sequential per-agent actor updates.
 
-    In a seed group every parameter gains a leading seed axis, ``[K, M, ...]``, and
-    ``rlzoo.algos.seeds.stack_seeds`` sets :attr:`seeds` to K (it is 1, no seed axis, for a
-    single run); each step then moves slice ``[k, member_k]`` of every seed ``k`` with seed
-    ``k``'s own moments and step count (``state["step"]`` is ``[K, M]``), so no seed reads
-    another's state.
+    ``member`` is one index, or a row of L indices when every parameter holds L independent
+    ensembles, ``[L, M, ...]`` (a seed group's parameters, ``rlzoo.algos.seeds``, with the group's
+    draws of the index): the step then moves slice ``[l, member_l]`` of every ensemble ``l`` with
+    ``l``'s own moments and step count (``state["step"]`` is ``[L, M]``), so no ensemble reads
+    another's state. The shape of ``member`` says which: the optimizer holds no count of its own.
 
     Args:
         params: parameters, each ``[M, ...]``.
@@ -181,8 +181,9 @@ class MemberAdam(torch.optim.Optimizer):
                         f"MemberAdam needs parameters with {members} members first, got "
                         f"{tuple(p.shape)}"
                     )
-        self.seeds = 1  # K, set by stack_seeds: parameters [K, M, ...] when K > 1
         self.capturable = False  # the device step on any device (set_capturable)
+        # each parameter's rank as built ([M, ...]): a row of L members adds one axis
+        self._ranks = {p: p.dim() for group in self.param_groups for p in group["params"]}
 
     def set_capturable(self, capturable: bool) -> None:
         """Take the device step (:meth:`device_step`) on every device, the CPU included."""
@@ -197,17 +198,17 @@ class MemberAdam(torch.optim.Optimizer):
     def step(self, member: int | Sequence[int] | torch.Tensor = 0) -> None:  # type: ignore[override]
         """One Adam step on slice ``[member]`` of every parameter that has a gradient.
 
-        In a seed group (parameters ``[K, M, ...]``), slice ``[k, member[k]]`` for every seed
-        ``k``: ``member`` is a sequence of K members (one per seed), or one int for all seeds.
-        ``member`` may be an int64 tensor (``[]``, or ``[K]``) on the parameters' device; off the
-        CPU (or with ``capturable``) the step is :meth:`device_step`, which reads nothing from
-        the host.
+        ``member`` is an int (parameters ``[M, ...]``) or a sequence of L ints (parameters
+        ``[L, M, ...]``: slice ``[l, member[l]]`` of every ``l``), or an int64 tensor of either
+        shape (``[]`` or ``[L]``) on the parameters' device; off the CPU (or with
+        ``capturable``) the step is :meth:`device_step`, which reads nothing from the host.
         """
         if self.on_device():
             self.device_step(member)
             return
         if isinstance(member, torch.Tensor):
             member = member.tolist()
+        lead = () if isinstance(member, int) else (len(member),)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             # Parameters grouped by their step count (equal unless some had no gradient once),
@@ -217,9 +218,9 @@ class MemberAdam(torch.optim.Optimizer):
                 if p.grad is None:
                     continue
                 state = self.state[p]
+                self._check_lead(p, lead)
                 if not state:
                     # Step counts on the host: bias corrections need no device read.
-                    lead = (self.seeds,) if self.seeds > 1 else ()
                     state["step"] = torch.zeros(
                         *lead, self.members, dtype=torch.float64, device="cpu"
                     )
@@ -227,7 +228,7 @@ class MemberAdam(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
-                for index in self._slices(member, self.seeds):
+                for index in self._slices(member):
                     state["step"][index] += 1
                     slices = by_step.setdefault(float(state["step"][index]), [[], [], [], []])
                     for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
@@ -245,16 +246,19 @@ class MemberAdam(torch.optim.Optimizer):
     @torch.no_grad()
     def device_step(self, member: int | Sequence[int] | torch.Tensor) -> None:
         """``step`` computed on the device with no host read, so it can be captured in a CUDA
-        graph: every slice's Adam update is computed and kept only where ``member`` says (a
-        mask over ``[K?, M]``); step counts ``[K?, M]`` live on the device (float64), and so do
-        the bias corrections. The same update as the host step up to float rounding."""
+        graph: every slice's Adam update is computed and kept only where ``member`` (``[]`` or
+        ``[L]``) says (a mask over ``[L?, M]``); step counts ``[L?, M]`` live on the device
+        (float64), and so do the bias corrections. The same update as the host step up to float
+        rounding."""
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                lead = (self.seeds,) if self.seeds > 1 else ()
+                chosen = torch.as_tensor(member, device=p.device)
+                lead = tuple(chosen.shape)
+                self._check_lead(p, lead)
                 state = self.state[p]
                 if not state:
                     state["step"] = torch.zeros(*lead, self.members, dtype=torch.float64,
@@ -263,9 +267,7 @@ class MemberAdam(torch.optim.Optimizer):
                     state["exp_avg_sq"] = torch.zeros_like(p)
                 elif state["step"].device != p.device:  # a checkpoint of the host step
                     state["step"] = state["step"].to(p.device)
-                chosen = torch.as_tensor(member, device=p.device)
-                chosen = chosen.expand(lead) if lead else chosen.reshape(())
-                # [K?, M]: a comparison, not one_hot (which checks its input on the host)
+                # [L?, M]: a comparison, not one_hot (which checks its input on the host)
                 selected = chosen[..., None] == torch.arange(self.members, device=p.device)
                 step = state["step"]
                 step.add_(selected.to(step.dtype))
@@ -281,14 +283,17 @@ class MemberAdam(torch.optim.Optimizer):
                 denom = exp_avg_sq.sqrt() / bias2 + eps
                 p.copy_(torch.where(mask, p - step_size * exp_avg / denom, p))
 
+    def _check_lead(self, p: torch.Tensor, lead: tuple[int, ...]) -> None:
+        """Refuse ``member`` of shape ``lead`` for parameter ``p`` unless ``p`` is
+        ``[*lead, M, ...]`` with ``[M, ...]`` its shape as built (shapes only: no host read)."""
+        if (p.dim() != self._ranks[p] + len(lead)
+                or tuple(p.shape[:len(lead) + 1]) != (*lead, self.members)):
+            raise ValueError(f"MemberAdam.step got {lead[0] if lead else 'one'} member(s) for "
+                             f"a parameter of shape {tuple(p.shape)} ({self.members} members)")
+
     @staticmethod
-    def _slices(member: int | Sequence[int], seeds: int) -> list[tuple[int, ...]]:
-        """The indices stepped: ``(member,)`` for a single run, ``(k, member_k)`` per seed."""
-        if seeds == 1:
-            if not isinstance(member, int):
-                raise ValueError("MemberAdam.step takes one member for a single run")
+    def _slices(member: int | Sequence[int]) -> list[tuple[int, ...]]:
+        """The indices stepped: ``(member,)`` for one index, ``(l, member_l)`` for a row."""
+        if isinstance(member, int):
             return [(member,)]
-        members = [member] * seeds if isinstance(member, int) else [int(m) for m in member]
-        if len(members) != seeds:
-            raise ValueError(f"MemberAdam.step got {len(members)} members for {seeds} seeds")
-        return list(enumerate(members))
+        return list(enumerate(int(m) for m in member))

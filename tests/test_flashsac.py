@@ -268,7 +268,7 @@ def test_a_seed_group_matches_its_seeds_alone() -> None:
     torch.manual_seed(5)
     for _ in range(3):
         group.update(b)
-    acts = group.per_seed(group.act, torch.randn(2, 3, 3, generator=data))
+    acts = group.compute(group.act, torch.randn(2, 3, 3, generator=data))
     assert acts.shape == (2, 3, 2)
     other = stack_seeds([seeded(0), seeded(1)])
     changed = Batch(**{**b.__dict__, "reward": torch.stack([b.reward[0], b.reward[1] + 1.0])})

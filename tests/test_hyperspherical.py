@@ -138,7 +138,7 @@ def test_a_group_member_equals_the_same_seed_alone() -> None:
     # one draw of randomness per seed differs between a group and a single run, so compare
     # the deterministic part: critic forward from equal weights, and the projection itself
     with torch.no_grad():
-        q_group = group.per_seed(group.critic, both.obs, both.action)
+        q_group = group.compute(group.critic, both.obs, both.action)
         q_alone = alone.critic(one.obs, one.action)
     assert torch.allclose(q_group[1], q_alone, atol=1e-6)
 

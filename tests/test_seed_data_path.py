@@ -20,7 +20,7 @@ import torch
 from conftest import TINY, run_cli
 from test_resume_split import assert_identical
 
-from rlzoo.algos.seeds import draw_from, run_per_seed, stack_seeds
+from rlzoo.algos.seeds import draw_from, run_with_weights, stack_seeds
 from rlzoo.nets import draws
 from rlzoo.run.checkpoint import checkpoint_path, load_checkpoint
 
@@ -183,9 +183,9 @@ class _Noisy(torch.nn.Module):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.ones(3, 4))
         self.drop = draws.Dropout(0.3)
-        self.seeds, self.updates, self.optimizers = 1, 0, {}  # what stack_seeds reads
+        self.updates, self.optimizers = 0, {}  # what stack_seeds reads
 
-    def forward(self, fn: Any, *args: Any) -> Any:  # how per_seed calls fn (Algorithm's)
+    def forward(self, fn: Any, *args: Any) -> Any:  # how compute calls fn (Algorithm's)
         return fn(*args)
 
     def noisy(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -205,7 +205,7 @@ def test_each_seed_draws_its_single_runs_numbers() -> None:
     singles, states = [_Noisy() for _ in range(K)], [g.get_state() for g in generators]
     x = torch.randn(K, 3, 4)
     for _ in range(2):
-        got = run_per_seed(group, group.noisy, [x])
+        got = run_with_weights(group, group.noisy, [x])
         for k, single in enumerate(singles):
             torch.set_rng_state(states[k])
             want = single.noisy(x[k])
@@ -222,7 +222,7 @@ def test_a_draw_past_rlzoo_nets_draws_in_a_group_is_refused() -> None:
     group = stack_seeds([_Noisy() for _ in range(2)])
     draw_from(group, [torch.Generator() for _ in range(2)])
     with pytest.raises(RuntimeError, match="through rlzoo.nets.draws"):
-        run_per_seed(group, lambda x: torch.randn_like(x), [torch.zeros(2, 3)])
+        run_with_weights(group, lambda x: torch.randn_like(x), [torch.zeros(2, 3)])
 
 
 def test_a_checkpoints_seed_generator_is_checked() -> None:

@@ -23,7 +23,7 @@ import torch
 from examples.ppo import PPO
 from rlzoo.algos import HASAC
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import clip_grad_norm_per_seed, stack_seeds
+from rlzoo.algos.seeds import clip_grad_norm_per_seed, group_size, stack_seeds
 from rlzoo.nets import (
     CategoricalCritic,
     DistributionalCritic,
@@ -159,19 +159,19 @@ def run_group(make: Callable[..., Algorithm], data: Callable[[int], Any], update
 def test_group_update_returns_one_value_per_seed(case: str) -> None:
     make, data = CASES[case]
     algo, metrics = run_group(make, data, updates=2, perturb=False)
-    assert algo.seeds == K and algo.updates == 2
+    assert group_size(algo) == K and algo.updates == 2
     for name, value in metrics[-1].items():
         assert torch.is_tensor(value) and value.shape == (K,), (name, value.shape)
         assert torch.isfinite(value).all(), name
         assert not value.requires_grad, name
-    # acting goes through per_seed as the loop does: one action per seed
+    # acting goes through compute as the loop does: one action per seed
     one = data(0)  # a rollout's first row of observations, or a batch's first five
     obs = torch.stack([one.obs[0] if algo.on_policy else one.obs[:5] for _ in range(K)])
-    action = algo.per_seed(algo.act, obs)
-    assert action.shape[0] == K and action.shape[1:] == algo.per_seed(algo.act, obs, True).shape[1:]
+    action = algo.compute(algo.act, obs)
+    assert action.shape[0] == K and action.shape[1:] == algo.compute(algo.act, obs, True).shape[1:]
     assert action.abs().max() <= 1.0
     if algo.on_policy:
-        explored, pre_tanh = algo.per_seed(algo.explore, obs)
+        explored, pre_tanh = algo.compute(algo.explore, obs)
         assert explored.shape == pre_tanh.shape == action.shape
         assert torch.equal(explored, torch.tanh(pre_tanh))
 
@@ -323,7 +323,6 @@ def test_member_adam_in_a_group_is_k_member_adams(same_member: bool) -> None:
     with torch.no_grad():  # what stack_seeds does: same parameter objects, [K, ...] data
         for i, p in enumerate(grouped):
             p.data = torch.stack([ps[i].detach().clone() for ps in singles])
-    group_opt.seeds = K  # ... and it tells the optimizer (no guess from the shapes)
     for step in range(7):
         chosen = [step % members] * K if same_member else [(step + k) % members for k in range(K)]
         for i, p in enumerate(grouped):
@@ -334,7 +333,7 @@ def test_member_adam_in_a_group_is_k_member_adams(same_member: bool) -> None:
             grouped[1].grad = None
             for k in range(K):
                 singles[k][1].grad = None
-        group_opt.step(chosen[0] if same_member else chosen)
+        group_opt.step(chosen)  # the members' shape [K] says the parameters' (no guess)
         for k in range(K):
             optimizers[k].step(chosen[k])
     for i, p in enumerate(grouped):
@@ -346,17 +345,21 @@ def test_member_adam_in_a_group_is_k_member_adams(same_member: bool) -> None:
             assert torch.equal(state["exp_avg"][k], single["exp_avg"]), (i, k)
             assert torch.equal(state["exp_avg_sq"][k], single["exp_avg_sq"]), (i, k)
             assert torch.equal(state["step"][k], single["step"]), (i, k)
-    with pytest.raises(ValueError, match="members for 3 seeds"):
+    with pytest.raises(ValueError, match="2 member"):
         grouped[0].grad = torch.zeros_like(grouped[0])
         group_opt.step([0, 1])
 
 
-def test_stack_seeds_tells_member_adam_the_seeds() -> None:
-    """MemberAdam does not guess the seed axis from a parameter's shape: a single HASAC's
-    optimizer has seeds 1 (its parameters [M, ...] step member m alone), and stack_seeds sets
-    K on the group's."""
-    single = build(make_hasac, 0)
-    assert isinstance(single.actor_optimizer, MemberAdam) and single.actor_optimizer.seeds == 1
-    group = build_group(make_hasac)
-    assert group.actor_optimizer.seeds == K
-    assert all(p.shape[0] == K for p in group.actor.parameters())
+def test_member_adam_takes_the_seed_axis_from_the_members_it_is_given() -> None:
+    """MemberAdam holds no seed count and does not guess the seed axis from a parameter's shape:
+    a single HASAC steps one member index (step counts [M]), a group one per seed ([K, M])."""
+    single, group = build(make_hasac, 0), build_group(make_hasac)
+    assert not hasattr(single.actor_optimizer, "seeds") and group_size(group) == K
+    single.update(batch_data(SPEC)(0))
+    group.update(stack_data([batch_data(SPEC)(k) for k in range(K)]))
+    for algo, lead in ((single, ()), (group, (K,))):
+        assert isinstance(algo.actor_optimizer, MemberAdam)
+        for state in algo.actor_optimizer.state.values():
+            assert state["step"].shape == (*lead, 3)
+    with pytest.raises(ValueError, match="one member"):  # one index for [K, M, ...] weights
+        group.actor_optimizer.step(0)

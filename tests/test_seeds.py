@@ -18,7 +18,7 @@ import torch
 from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.dsac_t import DSACT
-from rlzoo.algos.seeds import SeedAxis, seed_weights, stack_records, stack_seeds
+from rlzoo.algos.seeds import SeedAxis, group_size, seed_weights, stack_records, stack_seeds
 from rlzoo.buffers import Batch
 from rlzoo.nets import (
     CategoricalCritic,
@@ -177,8 +177,8 @@ def test_act_draws_for_each_seed() -> None:
     group = stack_seeds(members(ALGOS["sac-twin"][0]))
     obs = torch.randn(4, 5).expand(K, 4, 5)  # the same observation for every seed
     torch.manual_seed(0)
-    sampled = group.per_seed(group.act, obs)
-    mode = group.per_seed(group.act, obs, True)
+    sampled = group.compute(group.act, obs)
+    mode = group.compute(group.act, obs, True)
     assert sampled.shape == mode.shape == (K, 4, 2)
     assert not torch.equal(sampled[0], sampled[1])  # own weights and own noise
     single = members(ALGOS["sac-twin"][0])[1]
@@ -187,7 +187,7 @@ def test_act_draws_for_each_seed() -> None:
 
 def test_one_seed_is_the_algorithm_unchanged() -> None:
     algo = members(ALGOS["sac-twin"][0], range(1))
-    assert stack_seeds(algo) is algo[0] and algo[0].seeds == 1
+    assert stack_seeds(algo) is algo[0] and group_size(algo[0]) == 1
     assert algo[0].actor.net.layers[0].weight.dim() == 3  # [E, in, out]: no seed axis
 
 

@@ -5,8 +5,14 @@ An ``Algorithm`` is an ``nn.Module`` that owns its networks, optimizers and tune
 contract says: an off-policy algorithm gets a replay ``Batch`` drawn as its ``sampling`` declares
 (n-step, action horizon, discount); an on-policy one (``on_policy = True``) collects with
 ``explore(obs) -> (action, pre_tanh)`` and gets each full ``Rollout`` once. ``update`` returns
-scalar tensors (never ``.item()``: the loop converts when it logs, so CUDA never waits on the
-host).
+tensors (never ``.item()``: the loop converts when it logs, so CUDA never waits on the host),
+each reported as its mean.
+
+An algorithm's code is written for one run: every method that reads the weights (parameters and
+buffers) inside ``update`` or ``act`` is called through ``Algorithm.compute``, losses are stepped
+with ``Algorithm.step`` (or ``backward``), and a random draw made outside ``compute`` (e.g. a
+permutation) through ``Algorithm.draw``. That is all ``rlzoo.algos.seeds`` needs to train K seeds
+of the algorithm as one group; the algorithm never sees the group.
 
 Input normalizers (``rlzoo.nets.normalizers``; ``normalize.*`` in the config) are attached to an
 algorithm by ``attach_normalizers`` and applied by the base class around every subclass's
@@ -27,7 +33,7 @@ import torch
 from torch import nn
 
 from rlzoo.algos.schedules import ScheduledRates
-from rlzoo.algos.seeds import clip_grad_norm, run_per_seed, seed_mean
+from rlzoo.algos.seeds import clip_grad_norm, draw_each, reported_means, run_with_weights
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
@@ -129,15 +135,19 @@ def _raw_obs_in(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``update`` taking a raw ``Batch`` / ``Rollout``: normalized first (once) when the
     algorithm has normalizers (``Algorithm.normalized_inputs``); with a reward scaler its
-    metrics gain ``stats/reward_scale``, the divisor the batch's rewards were scaled by."""
+    metrics gain ``stats/reward_scale``, the divisor the batch's rewards were scaled by. Each
+    metric that holds more than one value is reported as its mean
+    (``rlzoo.algos.seeds.reported_means``: per seed in a group)."""
 
     @functools.wraps(fn)
     def call(self: Algorithm, batch: Any, *args: Any, **kwargs: Any) -> Any:
-        if not self.normalizes or self._inputs_normalized:
+        if self._inputs_normalized:  # a nested call: the outer one normalizes and reports
             return fn(self, batch, *args, **kwargs)
+        if not self.normalizes:
+            return reported_means(self, fn(self, batch, *args, **kwargs))
         batch = self.normalized_inputs(batch)
         if self.reward_scaler is not None:
-            scale = self.per_seed(self.reward_scaler.scale).float()  # before the update
+            scale = self.compute(self.reward_scaler.scale).float()  # before the update
         self._inputs_normalized = True
         try:
             metrics = fn(self, batch, *args, **kwargs)
@@ -145,7 +155,7 @@ def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
             self._inputs_normalized = False
         if self.reward_scaler is not None and isinstance(metrics, dict):
             metrics["stats/reward_scale"] = scale
-        return metrics
+        return reported_means(self, metrics)
 
     call._raw_inputs = True  # type: ignore[attr-defined]
     return call
@@ -159,8 +169,6 @@ class Algorithm(nn.Module):
         on_policy: trains from fresh rollouts (``explore`` to act, ``update(Rollout)`` on each
             rollout of ``algo.rollout_steps`` vector steps per env) rather than from replay.
         multi_agent: expects multi-agent envs (``[B, N, ...]`` observations).
-        seed_groups: ``update`` and ``act`` read the weights only through ``per_seed``, so K
-            seeds can train as one group (``seeds=K``; ``rlzoo.algos.seeds``).
         graph_safe: ``update`` branches only as ``update_phase()`` says, draws its randomness
             on the device, reads no host value that changes between updates (learning-rate
             schedules are device tensors) and changes no host-side state but ``self.updates``,
@@ -176,7 +184,6 @@ class Algorithm(nn.Module):
     graph_unsafe_reason: ClassVar[str] = (
         "its class does not declare graph_safe = True (its update may read host-side state "
         "that a captured graph would freeze; docs/extending.md)")
-    seed_groups: ClassVar[bool] = False
 
     def __init__(self, spec: EnvSpec, gamma: float, n_step: int) -> None:
         super().__init__()
@@ -187,7 +194,6 @@ class Algorithm(nn.Module):
         self.spec, self.gamma, self.n_step = spec, gamma, n_step
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.updates = 0  # number of update() calls so far
-        self.seeds = 1  # K: independent seeds trained as one group (``rlzoo.algos.seeds``)
         self.obs_normalizer: ObservationNormalizer | None = None
         self.state_normalizer: ObservationNormalizer | None = None
         self.reward_scaler: RewardScaler | None = None
@@ -207,8 +213,8 @@ class Algorithm(nn.Module):
         self, obs: ObservationNormalizer | None = None,
         state: ObservationNormalizer | None = None, reward: RewardScaler | None = None,
     ) -> None:
-        """Give this algorithm its input normalizers (before ``stack_seeds`` and the first
-        update); their statistics become part of its ``state_dict``."""
+        """Give this algorithm its input normalizers (before the first update); their
+        statistics become part of its ``state_dict``."""
         if obs is not None:
             self.obs_normalizer = obs
         if state is not None:
@@ -227,10 +233,10 @@ class Algorithm(nn.Module):
         ``next_obs`` normalized by ``obs_normalizer``, ``state`` and ``next_state`` by
         ``state_normalizer`` and ``reward`` (and ``agent_reward``) divided by the reward scale,
         each seed with its own statistics; fields without a normalizer are left as they are."""
-        return dataclasses.replace(batch, **self.per_seed(self._normalized_fields, batch))
+        return dataclasses.replace(batch, **self.compute(self._normalized_fields, batch))
 
     def _normalized_fields(self, batch: Any) -> dict[str, torch.Tensor]:
-        """One seed's normalized fields of ``batch`` (see :meth:`normalized_inputs`)."""
+        """The normalized fields of ``batch`` (see :meth:`normalized_inputs`)."""
         out: dict[str, torch.Tensor] = {}
         for names, normalizer in ((("obs", "next_obs"), self.obs_normalizer),
                                   (("state", "next_state"), self.state_normalizer),
@@ -283,22 +289,25 @@ class Algorithm(nn.Module):
                 "(choose the critic=<kind> that builds one; docs/critics.md)")
 
     def forward(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)``: how ``per_seed`` calls a method with one seed's weights swapped in
+        """``fn(*args)``: how ``compute`` calls a method with the weights swapped in
         (``torch.func.functional_call`` calls ``forward``)."""
         return fn(*args)
 
-    def per_seed(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` once per seed: a plain call for a single run; for a group of K seeds
-        (``rlzoo.algos.seeds.stack_seeds``) one vmapped call in which ``fn`` sees one seed's
-        weights and one seed's slice of every tensor argument, and whose outputs gain a leading
-        ``[K]`` axis. Every method that reads the weights goes through here, so an algorithm's
-        loss code is written once, for one seed."""
-        return run_per_seed(self, fn, args)
+    def compute(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` with this algorithm's weights: every method that reads them in
+        ``update`` or ``act`` is called through here, so its code is written for one run.
 
-    def seed_mean(self, x: torch.Tensor) -> torch.Tensor:
-        """The mean of ``x`` for a single run; for a group, each seed's own mean ``[K]`` (``x``
-        has the seed axis first). For statistics computed outside ``per_seed``."""
-        return seed_mean(x, self.seeds)
+        What it returns is handed on as it is (to ``step``, to other ``compute`` calls, to the
+        metrics); its shapes are the group machinery's business: a single run's call is the
+        plain call, a seed group's is one vmapped call over its seeds
+        (``rlzoo.algos.seeds.run_with_weights``)."""
+        return run_with_weights(self, fn, args)
+
+    def draw(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``fn()``, a random draw made outside ``compute`` that ``rlzoo.nets.draws`` does not
+        offer (e.g. ``torch.randperm``), as each run of a seed group draws it for itself
+        (``rlzoo.algos.seeds.draw_each``); hand the result to ``compute`` as an argument."""
+        return draw_each(self, fn)
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """``obs [B, O]`` -> action ``[B, H * A]`` in ``[-1, 1]``, without gradient."""
@@ -315,24 +324,30 @@ class Algorithm(nn.Module):
         """``zero_grad -> backward -> [clip the gradients' global norm to max_grad_norm] -> step
         -> apply_constraints``.
 
-        ``loss`` is a scalar, or ``[K]`` per-seed losses of a group: their sum is differentiated
-        (seed k's slice gets exactly seed k's gradient) and the clip is applied per seed.
+        ``loss`` is what ``compute`` returned for a scalar loss (see :meth:`backward`); the clip
+        is applied per run of a seed group (``rlzoo.algos.seeds.clip_grad_norm``).
         """
         optimizer.zero_grad(set_to_none=True)
-        (loss.sum() if loss.dim() else loss).backward()
+        self.backward(loss)
         if max_grad_norm is not None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            clip_grad_norm(params, max_grad_norm, self.seeds)  # per seed
+            clip_grad_norm(self, params, max_grad_norm)
         optimizer.step()
         self.apply_constraints(optimizer)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Differentiate ``loss``, a scalar loss as ``compute`` returned it: in a seed group one
+        per seed, whose sum is differentiated (seed k's slice of the weights gets exactly seed
+        k's gradient)."""
+        (loss.sum() if loss.dim() else loss).backward()
 
     def apply_constraints(self, optimizer: torch.optim.Optimizer) -> None:
         """Call ``project_parameters()`` of every network whose parameters ``optimizer`` steps
         (e.g. SimbaV2's ``HypersphericalMLP``: weights back onto the unit sphere). ``step`` calls
         it after each optimizer step; an algorithm that steps an optimizer itself calls it too.
         Target copies are never projected (the reference's are not: they are polyak averages of
-        projected weights). The projection acts on each tensor's last axes, so per member and,
-        in a seed group, per seed. The networks are found once per optimizer."""
+        projected weights). The projection acts on each tensor's last axes, so per member (and
+        per seed of a group). The networks are found once per optimizer."""
         cache = self.__dict__.setdefault("_constrained", {})
         modules = cache.get(id(optimizer))
         if modules is None:

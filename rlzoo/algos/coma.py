@@ -23,8 +23,7 @@ rollout of ``T`` steps (team reward ``r_t``, the mean over agents):
   tanh-corrected log-density at the executed action (from the stored pre-tanh sample) and
   ``H`` is estimated by ``-log pi_i(a~|o_i)`` of a fresh reparameterized sample
 
-Both networks' gradients are clipped to ``max_grad_norm`` (pymarl: 10); in a seed group each
-seed's own gradients are clipped (``Algorithm.step``).
+Both networks' gradients are clipped to ``max_grad_norm`` (pymarl: 10; ``Algorithm.step``).
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ class COMA(MultiAgentAlgorithm):
         share_actor: one actor for all agents with the agent id appended (False).
     """
 
-    seed_groups = True
     graph_safe = True  # the target copies follow update_phase(), all else is on the device
     supported_critics = (EnsembleCritic,)
     on_policy: ClassVar[bool] = True
@@ -173,12 +171,13 @@ class COMA(MultiAgentAlgorithm):
         ``obs [..., N, O]``, ``state [..., S]``, ``action [..., N, A]`` (the taken actions); the
         K samples of every agent go through the critic in one call.
         """
-        K = self.baseline_samples
-        sampled = self.actor.sample(obs.expand(K, *obs.shape))[0]  # [K, ..., N, A]
+        samples = self.baseline_samples  # K
+        sampled = self.actor.sample(obs.expand(samples, *obs.shape))[0]  # [K, ..., N, A]
         # Agent i's joint action: slot i <- its own sample, the other slots <- the taken actions.
         counterfactual = torch.where(self.own_slot, sampled[..., None, :, :],
                                      action[None, ..., None, :, :])  # [K, ..., N, N, A]
-        values = self.agent_values(self.critic, state.expand(K, *state.shape), counterfactual)
+        values = self.agent_values(self.critic, state.expand(samples, *state.shape),
+                                   counterfactual)
         return values.mean(dim=0)
 
     @torch.no_grad()
@@ -206,7 +205,7 @@ class COMA(MultiAgentAlgorithm):
 
     # ------------------------------------------------------------------ the update
     def update_inputs(self, rollout: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """For one seed: the taken actions with padding zeroed ``[T, E, N, A]``, the weight
+        """The taken actions with padding zeroed ``[T, E, N, A]``, the weight
         ``[T, E, 1]`` of each transition in a mean over the valid ones, and the TD(lambda)
         targets ``[T, E, N]``."""
         action = rollout.action * self.act_mask
@@ -215,7 +214,7 @@ class COMA(MultiAgentAlgorithm):
 
     def critic_terms(self, rollout: Rollout, action: torch.Tensor, targets: torch.Tensor,
                      weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One seed's critic loss ``J_Q`` on ``targets [T, E, N]`` and its mean Q (both
+        """The critic loss ``J_Q`` on ``targets [T, E, N]`` and its mean Q (both
         scalars, weighted by ``weight [T, E, 1]``); ``action [T, E, N, A]``."""
         taken = self.same_joint(action)
         q = self.agent_values(self.critic, rollout.state[:-1], taken, reduce="none")  # [M, T, E, N]
@@ -225,7 +224,7 @@ class COMA(MultiAgentAlgorithm):
     @torch.no_grad()
     def advantages(self, rollout: Rollout, action: torch.Tensor, weight: torch.Tensor
                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One seed's advantages ``A_i = Q(s, a, i) - b_i`` ``[T, E, N]`` and their weighted mean
+        """The advantages ``A_i = Q(s, a, i) - b_i`` ``[T, E, N]`` and their weighted mean
         and mean absolute value (scalars)."""
         obs, state = rollout.obs[:-1], rollout.state[:-1]
         advantage = self.agent_values(self.critic, state, self.same_joint(action)) \
@@ -238,26 +237,24 @@ class COMA(MultiAgentAlgorithm):
 
     def actor_terms(self, rollout: Rollout, advantage: torch.Tensor, weight: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``actor_losses`` on the rollout, for one seed: losses and entropies, both ``[N]``."""
+        """``actor_losses`` on the rollout: losses and entropies, both ``[N]``."""
         return self.actor_losses(rollout.obs[:-1], rollout.pre_tanh, advantage, weight)
 
     def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
         """Critic steps on TD(lambda) targets, then one actor step, on a fresh rollout.
 
-        ``rollout`` as the store gives it (``obs [T + 1, E, N, O]``, ...), with a leading seed
-        axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or ``[K]`` (one
-        per seed) for a group.
+        ``rollout`` as the store gives it (``obs [T + 1, E, N, O]``, ...).
         """
-        action, weight, targets = self.per_seed(self.update_inputs, rollout)
+        action, weight, targets = self.compute(self.update_inputs, rollout)
         copies = self.update_phase()
         for k in range(self.critic_steps):
-            critic_loss, q_mean = self.per_seed(self.critic_terms, rollout, action, targets,
-                                                weight)
+            critic_loss, q_mean = self.compute(self.critic_terms, rollout, action, targets,
+                                               weight)
             self.step(self.critic_optimizer, critic_loss, self.max_grad_norm)
             if k in copies:
                 polyak_update(self.target_critic, self.critic, 1.0)  # a hard copy
-        advantage, advantage_stats = self.per_seed(self.advantages, rollout, action, weight)
-        actor_losses, entropy = self.per_seed(self.actor_terms, rollout, advantage, weight)
+        advantage, advantage_stats = self.compute(self.advantages, rollout, action, weight)
+        actor_losses, entropy = self.compute(self.actor_terms, rollout, advantage, weight)
         self.step(self.actor_optimizer, actor_losses.sum(-1), self.max_grad_norm)
         self.updates += 1
         metrics = {
@@ -265,7 +262,7 @@ class COMA(MultiAgentAlgorithm):
             "loss/actor": actor_losses.detach().sum(-1),
             "stats/q_mean": q_mean,
             **advantage_stats,
-            "stats/entropy": self.seed_mean(entropy.detach()),
+            "stats/entropy": entropy.detach(),  # [N], reported as its mean
         }
         for i in range(self.n_agents):
             metrics[f"loss/actor/agent_{i}"] = actor_losses[..., i].detach()

@@ -9,8 +9,8 @@ fresh ``n`` are drawn; all envs of one run share the count (as the reference doe
 ``n_max = 1`` every step draws fresh noise: SAC's own exploration.
 
 The state (``noise``, ``count``, ``repeat``) is in buffers, so it is checkpointed (resume stays
-bit-exact) and gains a seed axis in a seed group, where every seed draws its own noise and its
-own ``n`` (through ``rlzoo.nets.draws``: on the CPU its single run's numbers).
+bit-exact) and stacked with the weights when seeds train as one group (``rlzoo.algos.seeds``),
+each drawing its own noise and its own ``n`` (through ``rlzoo.nets.draws``).
 """
 
 from __future__ import annotations

@@ -83,7 +83,6 @@ class FlashSAC(SAC):
 
     supported_critics = (CategoricalCritic,)
     graph_safe = True  # the learning rates are set on the device (ScheduledRates)
-    seed_groups = True
 
     def __init__(
         self,
@@ -179,7 +178,7 @@ class FlashSAC(SAC):
         self, batch: Batch, alpha: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """The cross-entropy loss (mean over members and batch), the mean Q and the critic's
-        statistics, for one seed (module docstring, step 3)."""
+        statistics (module docstring, step 3)."""
         size = batch.obs.shape[0]
         with torch.no_grad():
             next_action, next_log_prob = self.actor.sample(batch.next_obs)
@@ -202,19 +201,19 @@ class FlashSAC(SAC):
         metrics: dict[str, torch.Tensor] = {}
         if self.update_phase():
             alpha = self.alpha
-            actor_loss, log_prob = self.per_seed(self.joint_actor_loss, batch, alpha)
+            actor_loss, log_prob = self.compute(self.joint_actor_loss, batch, alpha)
             self.step(self.actor_optimizer, actor_loss)
-            alpha_loss = self.per_seed(self.tuner.loss, log_prob)
+            alpha_loss = self.compute(self.tuner.loss, log_prob)
             if self.tuner.optimizer is not None:
                 self.step(self.tuner.optimizer, alpha_loss)
             metrics.update({
                 "loss/actor": actor_loss.detach(),
                 "loss/alpha": alpha_loss.detach(),
-                "stats/alpha": self.seed_mean(alpha),
-                "stats/entropy": -self.seed_mean(log_prob.detach()),
+                "stats/alpha": alpha,
+                "stats/entropy": -log_prob.detach(),  # reported as its mean
             })
-        critic_loss, q_mean, critic_stats = self.per_seed(self.joint_critic_terms, batch,
-                                                          self.alpha)
+        critic_loss, q_mean, critic_stats = self.compute(self.joint_critic_terms, batch,
+                                                         self.alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         self.lr_schedule.tick()

@@ -42,8 +42,8 @@ import torch
 
 from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
-from rlzoo.algos.seeds import draw_per_seed, seed_shape
 from rlzoo.buffers.batch import Batch
+from rlzoo.nets import draws
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors
@@ -74,12 +74,9 @@ class HASAC(MultiAgentAlgorithm):
     The agent permutations are drawn where the weights live: on the CPU from torch's default
     CPU generator (``randperm``, seeded by the trainer and saved in checkpoints); on CUDA on the
     device (the argsort of uniform keys from the device's generator), so a CUDA update reads
-    nothing from the host and can be captured as a CUDA graph (``cudagraphs``). In a seed group
-    every seed draws its own permutation each update (``update_order`` is then one list per
-    seed).
+    nothing from the host and can be captured as a CUDA graph (``cudagraphs``).
     """
 
-    seed_groups = True
     graph_safe = True
     supported_critics = (EnsembleCritic, DistributionalCritic, CategoricalCritic)
 
@@ -124,13 +121,13 @@ class HASAC(MultiAgentAlgorithm):
             self.optimizers["alpha"] = self.tuner.optimizer
         if self.critic_tuner.optimizer is not None:
             self.optimizers["critic_alpha"] = self.critic_tuner.optimizer
-        # Agent order of the last sequential actor update ([N], or [K, N] for a seed group).
+        # Agent order of the last sequential actor update ([N]).
         self.last_orders: torch.Tensor | None = None
 
     @property
     def update_order(self) -> list[int] | list[list[int]]:
-        """The agent order of the last sequential actor update (a seed group: one list per
-        seed); read on the host when asked, never inside the update."""
+        """The agent order of the last sequential actor update (a list of lists when several
+        runs train as one group); read on the host when asked, never inside the update."""
         return [] if self.last_orders is None else self.last_orders.tolist()
 
     @torch.no_grad()
@@ -140,8 +137,8 @@ class HASAC(MultiAgentAlgorithm):
 
     @torch.no_grad()
     def critic_target(self, batch: Batch) -> torch.Tensor:
-        """``y = R + discount * (min Q'(s', a') - alpha_c sum_i log pi_i(a'_i|o'_i))``, ``[K, B]``.
-        """
+        """``y = R + discount * (min Q'(s', a') - alpha_c sum_i log pi_i(a'_i|o'_i))``,
+        ``[..., B]``."""
         assert batch.next_state is not None
         next_action, next_log_prob, _ = self.actor.sample(batch.next_obs)
         next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
@@ -153,7 +150,7 @@ class HASAC(MultiAgentAlgorithm):
         self, batch: Batch
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """``J_Q`` against ``critic_target``, the mean Q (scalars) and the critic kind's
-        statistics, for one seed."""
+        statistics."""
         assert batch.state is not None
         target = self.critic_target(batch)
         loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
@@ -162,13 +159,11 @@ class HASAC(MultiAgentAlgorithm):
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The critic step, the sequential actor steps, the temperatures, the target critic.
 
-        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...), with a
-        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
-        ``[K]`` (one per seed) for a group.
+        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...).
         """
         assert batch.state is not None
         alpha_c = self.critic_tuner.alpha
-        critic_loss, q_mean, critic_stats = self.per_seed(self.critic_terms, batch)
+        critic_loss, q_mean, critic_stats = self.compute(self.critic_terms, batch)
         self.step(self.critic_optimizer, critic_loss)
         metrics = self.update_actors(batch.obs, batch.state)
         polyak_update(self.target_critic, self.critic, self.tau)
@@ -182,18 +177,25 @@ class HASAC(MultiAgentAlgorithm):
         return metrics
 
     def draw_orders(self, device: torch.device) -> torch.Tensor:
-        """The agent order of this update's sequential actor steps: ``[N]``, or ``[K, N]`` for
-        a seed group, where every seed draws its own permutation. On the CPU from torch's
-        default CPU generator; elsewhere on ``device``, from its generator, with no host read
-        (the argsort of ``[K?, N]`` uniform keys)."""
+        """The agent order of this update's sequential actor steps, ``[N]``. On the CPU from
+        torch's default CPU generator (``randperm``); elsewhere on ``device``, from its
+        generator, with no host read (:meth:`device_order`)."""
         if device.type != "cpu":
-            return torch.rand(*seed_shape(self.seeds), self.n_agents, device=device).argsort(-1)
-        return draw_per_seed(lambda: torch.randperm(self.n_agents, device="cpu"), self.seeds)
+            return self.compute(self.device_order, device)
+        return self.draw(lambda: torch.randperm(self.n_agents, device="cpu"))
+
+    def device_order(self, device: torch.device) -> torch.Tensor:
+        """A random agent order ``[N]`` drawn on ``device``: the argsort of uniform keys."""
+        return draws.uniform((self.n_agents,), device).argsort(-1)
+
+    def agent_alphas(self) -> torch.Tensor:
+        """The agents' temperatures ``[N]`` (one shared temperature repeated)."""
+        return self.tuner.alpha.reshape(-1).expand(self.n_agents)
 
     @torch.no_grad()
     def old_joint_sample(self, obs: torch.Tensor) -> torch.Tensor:
         """``a_i ~ pi_i(.|o_i)`` of every agent from the policies before the actor steps:
-        ``obs [B, N, O]`` -> ``[B, N, A]``, for one seed."""
+        ``obs [B, N, O]`` -> ``[B, N, A]``."""
         return self.actor.sample(obs)[0]
 
     def agent_terms(
@@ -201,12 +203,12 @@ class HASAC(MultiAgentAlgorithm):
         agent: torch.Tensor, previous: torch.Tensor | None, alpha: torch.Tensor,
         losses: torch.Tensor, pre_update: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Agent ``agent``'s actor loss at its place in the sequential update, for one seed.
+        """Agent ``agent``'s actor loss at its place in the sequential update.
 
         One pass of every (current) policy: ``agent``'s sample carries the gradient; the
         ``previous`` agent's, drawn from its just-updated policy, replaces its old sample in
-        ``joint_sample``. Agents are 0-d index tensors (so each seed of a group may follow its
-        own order); ``previous`` is None for the first agent.
+        ``joint_sample``. Agents are 0-d index tensors (read on the device, never on the host);
+        ``previous`` is None for the first agent.
 
         Args:
             obs: ``[B, N, O]``. state: ``[B, S]``.
@@ -239,43 +241,41 @@ class HASAC(MultiAgentAlgorithm):
     def update_actors(self, obs: torch.Tensor, state: torch.Tensor) -> dict[str, torch.Tensor]:
         """The sequential update (module docstring); then the temperatures.
 
-        ``obs [B, N, O]``, ``state [B, S]`` (``[K, B, ...]`` for a seed group, every seed in
-        its own agent order). Each agent's step moves only its own member (``MemberAdam``).
+        ``obs [B, N, O]``, ``state [B, S]``. Each agent's step moves only its own member
+        (``MemberAdam``).
         """
-        lead = seed_shape(self.seeds)
         n, batch_size = self.n_agents, obs.shape[-3]
-        # The temperatures before this update's steps: [N] ([K, N]).
-        alpha = self.tuner.alpha.reshape(*lead, -1).expand(*lead, n)
-        joint_sample = self.per_seed(self.old_joint_sample, obs)  # [B, N, A]: old policies
-        orders = self.draw_orders(obs.device)  # [N] ([K, N])
+        alpha = self.compute(self.agent_alphas)  # [N]: the temperatures before the steps
+        joint_sample = self.compute(self.old_joint_sample, obs)  # [B, N, A]: old policies
+        orders = self.draw_orders(obs.device)  # [N]
         self.last_orders = orders
         on_device = orders.to(obs.device)
         # the actor member of each agent in the orders (AgentActors.member_of, as a tensor)
         members = torch.zeros_like(on_device) if self.actor.shared else on_device
-        losses = obs.new_zeros(*lead, n)
-        pre_update = obs.new_zeros(*lead, n, batch_size)  # log-probs, in entropy units
+        losses = torch.zeros_like(alpha)  # [N]
+        pre_update = alpha.new_zeros(*alpha.shape, batch_size)  # [N, B], in entropy units
         for position in range(n):
             previous = on_device[..., position - 1] if position > 0 else None
-            loss, joint_sample, losses, pre_update = self.per_seed(
+            loss, joint_sample, losses, pre_update = self.compute(
                 self.agent_terms, obs, state, joint_sample, on_device[..., position], previous,
                 alpha, losses, pre_update,
             )
             self.actor_optimizer.zero_grad(set_to_none=True)
-            (loss.sum() if loss.dim() else loss).backward()
-            # each seed's agent at this position -> its member ([] or [K] int64)
+            self.backward(loss)
+            # the member of the agent at this position (an index tensor, as the orders are)
             self.actor_optimizer.step(members[..., position])
             self.apply_constraints(self.actor_optimizer)
-        alpha_loss = self.per_seed(self.tuner.loss, pre_update)
+        alpha_loss = self.compute(self.tuner.loss, pre_update)
         if self.tuner.optimizer is not None:
             self.step(self.tuner.optimizer, alpha_loss)
-        critic_alpha_loss = self.per_seed(self.critic_tuner.loss, pre_update.sum(-2))
+        critic_alpha_loss = self.compute(self.critic_tuner.loss, pre_update.sum(-2))
         if self.critic_tuner.optimizer is not None:
             self.step(self.critic_tuner.optimizer, critic_alpha_loss)
         metrics = {
             "loss/actor": losses.sum(-1),
             "loss/alpha": alpha_loss.detach(),
             "loss/critic_alpha": critic_alpha_loss.detach(),
-            "stats/entropy": -self.seed_mean(pre_update),
+            "stats/entropy": -pre_update,  # reported as its mean
         }
         for i in range(n):
             metrics[f"loss/actor/agent_{i}"] = losses[..., i]

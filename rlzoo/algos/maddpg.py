@@ -59,7 +59,6 @@ class MADDPG(MultiAgentAlgorithm):
         n_step: n-step returns (1).
     """
 
-    seed_groups = True
     graph_safe = True
     supported_critics = (AgentCritics, DistributionalCritic, CategoricalCritic)
 
@@ -125,7 +124,7 @@ class MADDPG(MultiAgentAlgorithm):
         with torch.no_grad():
             next_action = self.target_actor.mode(batch.next_obs)
             next_value = self.target_critic.next_value(batch.next_state, self.joint(next_action))
-            target = batch.agent_reward.T + batch.discount * next_value  # [(K,) N, B]
+            target = batch.agent_reward.T + batch.discount * next_value  # [(2,) N, B]
         return self.critic.td_losses(batch.state, self.joint(batch.action), target)
 
     def actor_losses(self, obs: torch.Tensor, state: torch.Tensor, action: torch.Tensor
@@ -142,24 +141,20 @@ class MADDPG(MultiAgentAlgorithm):
     def critic_terms(
         self, batch: Batch
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """Per-agent TD losses ``[N]``, the mean Q (a scalar) and the critic kind's statistics,
-        for one seed."""
+        """Per-agent TD losses ``[N]``, the mean Q (a scalar) and the critic kind's statistics."""
         losses, q = self.critic_losses(batch)
         return losses, q.detach().mean(), self.critic.stats()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """One critic and one actor step of every agent, then the targets' polyak step.
 
-        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...), with a
-        leading seed axis ``[K, ...]`` on every tensor for a seed group. Metrics are scalars, or
-        ``[K]`` (one per seed) for a group.
+        ``batch`` as the replay buffer gives it (``obs [B, N, O]``, ``state [B, S]``, ...).
         """
         assert batch.state is not None
-        # per-agent losses [N] ([K, N] for a group)
-        critic_losses, q_mean, critic_stats = self.per_seed(self.critic_terms, batch)
+        critic_losses, q_mean, critic_stats = self.compute(self.critic_terms, batch)  # [N] each
         critic_loss = critic_losses.sum(-1)
         self.step(self.critic_optimizer, critic_loss)
-        actor_losses = self.per_seed(self.actor_losses, batch.obs, batch.state, batch.action)
+        actor_losses = self.compute(self.actor_losses, batch.obs, batch.state, batch.action)
         self.step(self.actor_optimizer, actor_losses.sum(-1))
         polyak_update(self.target_actor, self.actor, self.tau)
         polyak_update(self.target_critic, self.critic, self.tau)

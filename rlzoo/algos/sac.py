@@ -65,7 +65,6 @@ class SAC(Algorithm):
         GaussianCritic,
     )
     graph_safe = True
-    seed_groups = True
 
     def __init__(
         self,
@@ -155,27 +154,27 @@ class SAC(Algorithm):
     def critic_terms(
         self, batch: Batch, alpha: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        """``J_Q``, the mean Q and the critic kind's statistics, for one seed."""
+        """``J_Q``, the mean Q and the critic kind's statistics."""
         loss, q = self.critic_loss(batch, alpha)
         return loss, q.detach().mean(), self.critic.stats()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         alpha = self.alpha
-        critic_loss, q_mean, critic_stats = self.per_seed(self.critic_terms, batch, alpha)
+        critic_loss, q_mean, critic_stats = self.compute(self.critic_terms, batch, alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q_mean, **critic_stats}
         if self.updates % self.policy_delay == 0:
-            actor_loss, log_prob = self.per_seed(self.actor_loss, batch.obs, alpha)
+            actor_loss, log_prob = self.compute(self.actor_loss, batch.obs, alpha)
             self.step(self.actor_optimizer, actor_loss)
-            alpha_loss = self.per_seed(self.tuner.loss, log_prob)
+            alpha_loss = self.compute(self.tuner.loss, log_prob)
             if self.tuner.optimizer is not None:
                 self.step(self.tuner.optimizer, alpha_loss)
             metrics.update({
                 "loss/actor": actor_loss.detach(),
                 "loss/alpha": alpha_loss.detach(),
-                "stats/alpha": self.seed_mean(alpha),
-                "stats/entropy": -self.seed_mean(log_prob.detach()),
+                "stats/alpha": alpha,
+                "stats/entropy": -log_prob.detach(),  # reported as its mean
             })
         if self.updates % self.target_delay == 0:
             self.update_targets()

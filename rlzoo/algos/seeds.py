@@ -3,15 +3,19 @@
 ``stack_seeds([algo_0, ..., algo_{K-1}])`` takes K copies of an algorithm, each built (and so
 initialised) under its own seed, and turns the first into the group: every parameter, buffer and
 (lazily created) optimizer moment gets a leading seed axis ``[K, ...]``. The algorithm's own code
-stays single-seed: ``Algorithm.per_seed(fn, *args)`` runs ``fn`` on every seed's slice at once
-(``torch.vmap`` over ``torch.func.functional_call``), so one batched kernel does the work of K and
-each seed sees exactly the shapes it would see alone. What crosses seeds is only what is
-elementwise: the optimizer step (Adam is elementwise, so seed k's step reads only seed k's
-gradient and moments), the polyak average of the targets, and the sum of the K per-seed losses,
-whose gradient on seed k's slice is seed k's own loss gradient. Gradient clipping is per seed
-(``Algorithm.step``).
+stays single-seed and never sees K: ``Algorithm.compute(fn, *args)`` runs ``fn`` on every seed's
+slice at once (:func:`run_with_weights`: ``torch.vmap`` over ``torch.func.functional_call``), so
+one batched kernel does the work of K and each seed sees exactly the shapes it would see alone.
+What crosses seeds is only what is elementwise: the optimizer step (Adam is elementwise, so seed
+k's step reads only seed k's gradient and moments; ``MemberAdam`` steps the member of each seed
+that its ``member`` index says), the polyak average of the targets, and the sum of the K
+per-seed losses, whose gradient on seed k's slice is seed k's own loss gradient. Gradient
+clipping is per seed (:func:`clip_grad_norm`, from ``Algorithm.step``); a draw made outside
+``compute`` is made once per seed (:func:`draw_each`, from ``Algorithm.draw``); the metrics
+``update`` returns are averaged per seed (:func:`reported_means`). The group's size lives here
+(:func:`group_size`), not on the algorithm or its optimizers.
 
-Randomness inside ``per_seed`` (policy samples, exploration and target smoothing noise, REDQ's
+Randomness inside ``compute`` (policy samples, exploration and target smoothing noise, REDQ's
 subsets, dropout masks) comes through ``rlzoo.nets.draws``. A group given its seeds' generators
 (:func:`draw_from`: the loop's CPU groups, each generator its single run's process generator)
 draws seed k's numbers from seed k's generator, the numbers its single run draws, and vmaps with
@@ -33,12 +37,13 @@ import torch
 from torch import nn
 
 from rlzoo.nets.draws import per_seed_draws
-from rlzoo.optim import MemberAdam
 
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
     weakref.WeakKeyDictionary()
 )
+# K of every group made by stack_seeds (a module not in it is one seed).
+_SIZES: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
 # The group's per-seed generators (draw_from), seed k's at k.
 _GENERATORS: weakref.WeakKeyDictionary[nn.Module, list[torch.Generator]] = (
     weakref.WeakKeyDictionary()
@@ -70,12 +75,15 @@ def stack_seeds(members: Sequence[Any]) -> Any:
             param.data = torch.stack([m.get_parameter(name).detach() for m in members])
         for name, _ in list(group.named_buffers()):
             _set_buffer(group, name, torch.stack([m.get_buffer(name) for m in members]))
-    group.seeds = len(members)
-    for optimizer in group.optimizers.values():
-        if isinstance(optimizer, MemberAdam):  # it steps per seed and member: told K
-            optimizer.seeds = len(members)
+    _SIZES[group] = len(members)
     _STATE.pop(group, None)
     return group
+
+
+def group_size(group: nn.Module) -> int:
+    """K, the number of seeds ``group`` holds (1: a module that :func:`stack_seeds` did not
+    stack)."""
+    return _SIZES.get(group, 1)
 
 
 def group_state(group: nn.Module) -> dict[str, torch.Tensor]:
@@ -108,14 +116,14 @@ def _unflatten(template: Any, value: Any) -> Any:
     return dataclasses.replace(template, **value) if _is_record(template) else value
 
 
-def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+def run_with_weights(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     """``fn(*args)`` for every seed of ``group`` in one vmapped call (see the module docstring);
-    for one seed (``group.seeds == 1``, a single run) the plain call ``fn(*args)``.
+    for one seed (a single run) the plain call ``fn(*args)``.
 
     Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;
     other arguments are shared. Returns ``fn``'s outputs (tensors, or dicts/tuples of tensors)
     with the seed axis first."""
-    if getattr(group, "seeds", 1) == 1:  # one seed: the plain call, no vmap
+    if group_size(group) == 1:  # one seed: the plain call, no vmap
         return fn(*args)
     flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
@@ -134,17 +142,17 @@ def run_per_seed(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) 
         if generators and "randomness error mode" in str(err):
             raise RuntimeError(
                 f"{type(group).__name__}.{getattr(fn, '__name__', 'fn')} draws random numbers "
-                "with torch directly inside per_seed; in a seed group every draw must come "
+                "with torch directly inside compute; in a seed group every draw must come "
                 "through rlzoo.nets.draws (normal_like, normal, uniform, dropout), so that each "
                 "seed draws its single run's numbers (docs/extending.md)") from err
         raise
 
 
 def draw_from(group: nn.Module, generators: Sequence[torch.Generator]) -> None:
-    """Make seed k of ``group`` draw from ``generators[k]`` inside ``per_seed`` (module
+    """Make seed k of ``group`` draw from ``generators[k]`` inside ``compute`` (module
     docstring); the generators are the caller's (it saves and restores their states)."""
-    if len(generators) != getattr(group, "seeds", 1):
-        raise ValueError(f"{len(generators)} generators for {getattr(group, 'seeds', 1)} seeds")
+    if len(generators) != group_size(group):
+        raise ValueError(f"{len(generators)} generators for {group_size(group)} seeds")
     _GENERATORS[group] = list(generators)
 
 
@@ -162,7 +170,7 @@ def generators_forked(group: nn.Module) -> Iterator[None]:
 
 
 def seed_shape(seeds: int) -> tuple[int, ...]:
-    """The leading shape of what an algorithm holds per seed outside ``per_seed`` (metrics,
+    """The leading shape of what a group holds per seed outside ``compute`` (metrics,
     per-seed draws): ``()`` for one seed (no axis), ``(K,)`` for a group of K."""
     return () if seeds == 1 else (seeds,)
 
@@ -174,16 +182,33 @@ def draw_per_seed(draw: Callable[[], torch.Tensor], seeds: int) -> torch.Tensor:
     return draws[0] if seeds == 1 else torch.stack(draws)
 
 
+def draw_each(group: nn.Module, draw: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``draw()`` once per seed of ``group`` (``Algorithm.draw``): :func:`draw_per_seed`."""
+    return draw_per_seed(draw, group_size(group))
+
+
 def seed_mean(x: torch.Tensor, seeds: int) -> torch.Tensor:
     """The mean of ``x`` per seed (``x`` has the seed axis first in a group): a scalar for one
-    seed, ``[K]`` for a group. For statistics computed outside ``per_seed``."""
+    seed, ``[K]`` for a group. For statistics computed outside ``compute``."""
     return x.mean() if seeds == 1 else x.reshape(seeds, -1).mean(1)
 
 
-def clip_grad_norm(params: Sequence[torch.Tensor], max_norm: float, seeds: int) -> None:
-    """Clip the gradients' global 2-norm to ``max_norm``, per seed: for one seed
+def reported_means(group: nn.Module, metrics: Any) -> Any:
+    """``metrics`` (``update``'s ``{name: tensor}``) with every tensor that holds more than one
+    value per seed replaced by its mean per seed (:func:`seed_mean`), so each is a scalar (``[K]``
+    for a group); the rest as they are. Anything but a dict is returned as it is."""
+    if not isinstance(metrics, dict):
+        return metrics
+    seeds = group_size(group)
+    lead = len(seed_shape(seeds))
+    return {name: seed_mean(value, seeds) if torch.is_tensor(value) and value.dim() > lead
+            else value for name, value in metrics.items()}
+
+
+def clip_grad_norm(group: nn.Module, params: Sequence[torch.Tensor], max_norm: float) -> None:
+    """Clip the gradients' global 2-norm to ``max_norm``, per seed of ``group``: for one seed
     ``torch.nn.utils.clip_grad_norm_``, for a group :func:`clip_grad_norm_per_seed`."""
-    if seeds == 1:
+    if group_size(group) == 1:
         torch.nn.utils.clip_grad_norm_(params, max_norm)
     else:
         clip_grad_norm_per_seed(params, max_norm)
@@ -250,7 +275,7 @@ class SeedAxis:
 
     K = 1 is the plain algorithm: ``fn`` runs on slice 0 (a view) and its outputs get an axis of
     1 (views), the same arithmetic as a single run without the axis, and no vmap. K > 1 runs
-    ``fn`` through ``Algorithm.per_seed`` (one vmapped call for every seed).
+    ``fn`` through :func:`run_with_weights` (one vmapped call for every seed).
 
     Args:
         algo: the algorithm (after :func:`stack_seeds` for K > 1).
@@ -265,7 +290,7 @@ class SeedAxis:
         (other arguments are shared); returns ``fn``'s outputs with ``[K, ...]``."""
         if self.seeds == 1:
             return _with_seed_axis(fn(*(_first_seed(a) for a in args)))
-        return self.algo.per_seed(fn, *args)
+        return run_with_weights(self.algo, fn, args)
 
     def update(self, update: Callable[[Any], dict[str, torch.Tensor]],
                batch: Any) -> dict[str, torch.Tensor]:

@@ -123,13 +123,13 @@ class SimbaV2(SAC):
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         self.set_learning_rates()
         alpha = self.alpha
-        actor_loss, log_prob = self.per_seed(self.actor_loss, batch.obs, alpha)
+        actor_loss, log_prob = self.compute(self.actor_loss, batch.obs, alpha)
         self.step(self.actor_optimizer, actor_loss)
-        alpha_loss = self.per_seed(self.tuner.loss, log_prob)
+        alpha_loss = self.compute(self.tuner.loss, log_prob)
         if self.tuner.optimizer is not None:
             self.step(self.tuner.optimizer, alpha_loss)
         new_alpha = self.alpha  # the critic's target uses the updated temperature
-        critic_loss, q_mean, critic_stats = self.per_seed(self.critic_terms, batch, new_alpha)
+        critic_loss, q_mean, critic_stats = self.compute(self.critic_terms, batch, new_alpha)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         self.lr_schedule.tick()
@@ -140,8 +140,8 @@ class SimbaV2(SAC):
             **critic_stats,
             "loss/actor": actor_loss.detach(),
             "loss/alpha": alpha_loss.detach(),
-            "stats/alpha": self.seed_mean(alpha),
-            "stats/entropy": -self.seed_mean(log_prob.detach()),
+            "stats/alpha": alpha,
+            "stats/entropy": -log_prob.detach(),  # reported as its mean
         }
 
     def update_targets(self) -> None:

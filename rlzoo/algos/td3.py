@@ -49,7 +49,6 @@ class TD3(Algorithm):
 
     supported_critics = (TwinCritic, EnsembleCritic, ActionSequenceCritic, CategoricalCritic)
     graph_safe = True
-    seed_groups = True
 
     def __init__(
         self,
@@ -117,17 +116,17 @@ class TD3(Algorithm):
         return -q_pi.mean()
 
     def critic_terms(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """``J_Q`` and the mean Q, for one seed."""
+        """``J_Q`` and the mean Q."""
         loss, q = self.critic_loss(batch)
         return loss, q.detach().mean()
 
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
-        critic_loss, q_mean = self.per_seed(self.critic_terms, batch)
+        critic_loss, q_mean = self.compute(self.critic_terms, batch)
         self.step(self.critic_optimizer, critic_loss)
         self.updates += 1
         metrics = {"loss/critic": critic_loss.detach(), "stats/q_mean": q_mean}
         if self.updates % self.policy_delay == 0:
-            actor_loss = self.per_seed(self.actor_loss, batch.obs)
+            actor_loss = self.compute(self.actor_loss, batch.obs)
             self.step(self.actor_optimizer, actor_loss)
             polyak_update(self.target_actor, self.actor, self.tau)
             polyak_update(self.target_critic, self.critic, self.tau)

@@ -127,18 +127,11 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
 
 
 def check_algorithm(algos: list[Any], cfg: DictConfig, s: Settings) -> list[Any]:
-    """Refuse what the loop cannot train (one ``UserError`` line): several seeds of an algorithm
-    without ``seed_groups``, on-policy action chunks, an acceleration the run cannot use."""
-    cls = type(algos[0])
-    if len(algos) > 1 and not cls.seed_groups:
-        raise UserError(
-            f"algo={cfg.algo.name} ({cls.__name__}) cannot train seeds as a "
-            "batch (its class does not set seed_groups = True: its update must read the "
-            "weights through per_seed, docs/seeds.md); use seeds=1 with seed=0,1,2,... "
-            "in a multirun instead")
+    """Refuse what the loop cannot train (one ``UserError`` line): on-policy action chunks, an
+    acceleration the run cannot use."""
     horizon = algos[0].action_horizon
     if s.on_policy and horizon != 1:
         raise UserError(f"algo={cfg.algo.name} is on-policy and acts in chunks of "
                         f"{horizon} actions; on-policy rollouts need single actions")
-    check_accel(s.compile, s.cudagraphs, s.device, cls, str(cfg.algo.name))
+    check_accel(s.compile, s.cudagraphs, s.device, type(algos[0]), str(cfg.algo.name))
     return algos
