@@ -11,11 +11,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from rlzoo.algos.seeds import seed_weights
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
-from rlzoo.run.group import check_members, read_group
+from rlzoo.run.group import check_members, run_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.settings import seed_range
 from rlzoo.run.signals import NonFiniteError
@@ -26,25 +25,22 @@ def run_weights(run_dir: Path, cfg: DictConfig,
     """The checkpoint to evaluate ``run_dir`` with (``checkpoint``, else the newest of the run's,
     a seed group's in its first seed's dir), this run's ``algo`` state in it (a seed group's
     member: this seed's slice) and its env step; ``UserError`` or ``NonFiniteError``."""
-    group = read_group(run_dir)  # seeds=K: the checkpoints are the first seed's dir's
-    if group is not None:
-        check_members(group, (run_dir, group.home))
-        seeds_in_config = seed_range(cfg)[1]  # read (and checked) as training reads it
-        if seeds_in_config != len(group.dirs):
-            raise UserError(f"{run_dir / 'group.json'} names a {len(group.dirs)}-seed group, but "
-                            f"the run's config has seeds={seeds_in_config}; restore the files "
-                            "rlzoo.train wrote")
-    ckpt = find_checkpoint(group.home if group else run_dir, checkpoint)
-    index = group.index(run_dir) if group is not None else 0
-    seeds = group.seeds if group is not None else (int(cfg.seed),)
-    algo_state, step = load_algo_state(ckpt, cfg, seeds, index)
-    if group is not None:  # this seed's slice of the group's weights
-        try:
-            algo_state = seed_weights(algo_state["modules"], index)
-        except (KeyError, IndexError, TypeError, RuntimeError) as err:
-            raise UserError(f"checkpoint {ckpt} does not hold this group's weights "
-                            f"({type(err).__name__}: {one_line(str(err), 100)}); pass a "
-                            "checkpoint of this run with --checkpoint PATH") from None
+    group = run_group(run_dir)  # the checkpoints are the first seed's dir's
+    check_members(group, (run_dir, group.home))
+    seeds_in_config = seed_range(cfg)[1]  # read (and checked) as training reads it
+    if seeds_in_config != len(group.dirs):
+        raise UserError(f"{run_dir / 'group.json'} names a {len(group.dirs)}-seed group, but "
+                        f"the run's config has seeds={seeds_in_config}; restore the files "
+                        "rlzoo.train wrote")
+    ckpt = find_checkpoint(group.home, checkpoint)
+    index = group.index(run_dir)
+    algo_state, step = load_algo_state(ckpt, cfg, group.seeds, index)
+    try:  # this seed's weights of the group's
+        algo_state = group.member_state(algo_state, index)
+    except (KeyError, IndexError, TypeError, RuntimeError) as err:
+        raise UserError(f"checkpoint {ckpt} does not hold this group's weights "
+                        f"({type(err).__name__}: {one_line(str(err), 100)}); pass a "
+                        "checkpoint of this run with --checkpoint PATH") from None
     return ckpt, algo_state, step
 
 

@@ -44,8 +44,9 @@ def __getattr__(name: str) -> Any:
 
 def recorded_group_dirs(home: Path) -> list[Path] | None:
     """The run dirs of the seed group whose home (its first seed's dir) is ``home``, in seed
-    order (``[home, ...]``), as its ``group.json`` names them; None when ``home`` has none (a
-    single run, or nothing yet). A damaged or foreign ``group.json`` is one ``UserError``."""
+    order (``[home, ...]``; ``[home]`` for a single run), as its ``group.json`` names them;
+    None when ``home`` has none (nothing written yet, or a single run written before single
+    runs wrote one). A damaged or foreign ``group.json`` is one ``UserError``."""
     from rlzoo.run.group import read_group  # imports torch: read when first called
 
     group = read_group(home)

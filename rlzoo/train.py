@@ -40,7 +40,7 @@ from rlzoo.launch.api import Run, resume_run, train
 from rlzoo.launch.claim import claim_run_dir
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import REBUILD_OPTION, parse_rebuild, parse_trust, prepare_resume
-from rlzoo.run.group import read_group
+from rlzoo.run.group import run_group
 from rlzoo.run.progress import speed_words
 from rlzoo.run.rundir import discard_created
 from rlzoo.run.signals import (
@@ -75,8 +75,7 @@ def run(cfg: DictConfig, run_dir: Path, resume: bool = False,
         settle_streams()  # a pipe closed by the same Ctrl-C (`| tee log`) keeps the status 0
         sys.exit(0)
     LAUNCH.done()  # finished: a signal now changes nothing
-    group = read_group(run_dir) if len(summaries) > 1 else None
-    for summary, d in zip(summaries, group.dirs if group else [run_dir]):
+    for summary, d in zip(summaries, run_group(run_dir).dirs):
         say(
             f"rlzoo: {summary['algo']} on {summary['env']}: final eval return "
             f"{summary['final_eval_return']:.2f} ± {summary['final_eval_return_std']:.2f} after "

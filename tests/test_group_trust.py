@@ -144,7 +144,7 @@ def test_sigterm_before_training_leaves_nothing_and_says_so(tmp_path: Path) -> N
 def test_a_fresh_launch_clears_an_unstarted_leftover(tmp_path: Path) -> None:
     """What a SIGKILLed launch leaves (member dirs with .hydra, lock, group.json): a relaunch
     reuses the member's name instead of numbering around it, and a single run placed in such a
-    dir does not inherit its group.json."""
+    dir does not inherit its group.json (it writes its own, a group of one)."""
     leftover = tmp_path / "g-s1"
     (leftover / ".hydra").mkdir(parents=True)
     (leftover / ".hydra" / "config.yaml").write_text("seed: 1\n")
@@ -157,11 +157,35 @@ def test_a_fresh_launch_clears_an_unstarted_leftover(tmp_path: Path) -> None:
     assert [m.dir.name for m in run.seeds] == ["g-s0", "g-s1"]
     assert read_summary(leftover)["seed"] == 1
     rlzoo.train("seed=1", "total_steps=150", *SMALL, run_dir=single)
-    assert not (single / "group.json").exists()
+    assert json.loads((single / "group.json").read_text()) == {
+        "format": 1, "home": "x-s1", "members": ["x-s1"], "seeds": [1]}
     (single / "group.json").write_text(json.dumps(stale | {"home": "x-s0",
                                                            "members": ["x-s0", "x-s1"]}))
     assert_user_error(run_cli([str(single), "--episodes", "1"], module="rlzoo.evaluate"),
                       "is a single run's (seeds=1)", "is stale")
+
+
+def test_a_single_run_is_a_group_of_one_on_disk(tmp_path: Path) -> None:
+    """A single run writes the group record a group writes (one member) and names its seeds in
+    summary.json; stopped mid-run and resumed under another dir name (copied, renamed) it ends
+    bit for bit as the unbroken run; without group.json (a run dir written before single runs
+    wrote one) it still resumes and evaluates, as a group of one."""
+    whole = rlzoo.train("seed=3", "total_steps=300", *SMALL, run_dir=tmp_path / "a-s3")
+    assert json.loads((whole.dir / "group.json").read_text()) == {
+        "format": 1, "home": "a-s3", "members": ["a-s3"], "seeds": [3]}
+    assert whole.summary["group_seeds"] == [3] and [r.dir for r in whole.seeds] == [whole.dir]
+    part = rlzoo.train("seed=3", "total_steps=150", *SMALL, run_dir=tmp_path / "b-s3")
+    moved = part.dir.rename(tmp_path / "renamed")  # its group.json still says b-s3
+    rlzoo.resume(moved, "total_steps=225")
+    (moved / "group.json").unlink()  # as old single runs were written: none
+    done = rlzoo.resume(moved, "total_steps=300")
+    assert not (moved / "group.json").exists()  # resuming an old run dir adds nothing to it
+    assert done.summary["final_eval_return"] == whole.summary["final_eval_return"]
+    want = torch.load(whole.dir / "policy.pt", weights_only=True)["weights"]
+    got = torch.load(moved / "policy.pt", weights_only=True)["weights"]
+    assert want.keys() == got.keys() and all(torch.equal(want[k], got[k]) for k in want)
+    proc = run_cli([str(moved), "--episodes", "1"], module="rlzoo.evaluate")
+    assert proc.returncode == 0, proc.stderr
 
 
 # --------------------------------------------------------------------------- 3. end of a run

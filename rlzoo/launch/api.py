@@ -14,7 +14,7 @@ from rlzoo.errors import UserError
 from rlzoo.launch.claim import claim, run_dir_override, write_hydra_files
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import prepare_resume
-from rlzoo.run.group import read_group
+from rlzoo.run.group import run_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.signals import AlreadyFinished
@@ -35,8 +35,7 @@ class Run:
     @property
     def seeds(self) -> list[Run]:
         """Every seed's run of a ``seeds=K`` group (in seed order; ``[self]`` for one seed)."""
-        group = read_group(self.dir)
-        return [self] if group is None else [Run(d) for d in group.dirs]
+        return [Run(d) for d in run_group(self.dir).dirs]
 
     @property
     def summary(self) -> dict[str, Any]:

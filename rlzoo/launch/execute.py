@@ -16,7 +16,7 @@ from rlzoo.errors import UserError
 from rlzoo.files import write_atomic
 from rlzoo.launch.members import discard_unstarted, group_dirs, rebuild_members, release_members
 from rlzoo.run.build import check_env_config
-from rlzoo.run.group import read_group
+from rlzoo.run.group import run_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.signals import AlreadyFinished, LaunchStopped, NonFiniteError
@@ -55,7 +55,7 @@ def execute(
                 trainer.restore()
                 trainer.check_resume_budget()
                 if lost:
-                    rebuild_members(read_group(run_dir), lost)  # type: ignore[arg-type]
+                    rebuild_members(run_group(run_dir), lost)
                 for d in dirs if resume_overrides else []:  # later resumes use the new budget
                     saved = OmegaConf.load(d / ".hydra" / "config.yaml")
                     for key, value in resume_overrides.items():  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
-"""A launch's seed group on disk: the run dir of each seed (``seeds=K``), locked; for a new group
-the other members' dirs and ``.hydra`` files, ``group.json`` last; for a resumed group its
-members checked, and the lost ones rebuilt from the group's checkpoint (``rebuild_members``).
+"""A launch's seed group on disk: the run dir of each seed (``seeds=K``; a single run is a group
+of one), locked; for a new group the other members' dirs and ``.hydra`` files, ``group.json``
+last; for a resumed group its members checked, and the lost ones rebuilt from the group's
+checkpoint (``rebuild_members``).
 
 ``rlzoo.run.group`` reads and writes ``group.json``; this module decides which dirs a launch
 trains into and cleans up what a launch that never trained made (docs/seeds.md).
@@ -15,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError
 from rlzoo.files import make_dir, write_atomic
-from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, read_group
+from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, run_group
 from rlzoo.run.rundir import (
     LOCK_NAME,
     RunLock,
@@ -43,18 +44,14 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
     ``group.json`` and every member's config (:func:`rlzoo.run.group.check_members`)."""
     seed0, seeds = seed_range(cfg)
     if resume:
-        group = read_group(run_dir)
-        if seeds == 1 and group is None:
-            return [run_dir], []
-        if group is None or len(group.dirs) != seeds:
+        group = run_group(run_dir)
+        if len(group.dirs) != seeds:
             raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
                             "restore group.json from one of the group's other run dirs")
         return resume_members(group, rebuild)
     # a fresh launch into a dir that holds no run: a group.json there is stale (a launch
     # stopped before training); it must not tie this run to another group
     (run_dir / GROUP_FILE).unlink(missing_ok=True)
-    if seeds == 1:
-        return [run_dir], []
     dirs = [run_dir]
     try:
         for k in range(1, seeds):

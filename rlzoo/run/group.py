@@ -1,12 +1,16 @@
 """A seed group on disk: one ordinary run dir per seed, tied together by ``group.json``.
 
-``seeds=K`` trains seeds ``seed .. seed + K - 1`` in one process (``rlzoo.algos.seeds``). Each seed
+Every run is a group: ``seeds=K`` trains seeds ``seed .. seed + K - 1`` in one process
+(``rlzoo.algos.seeds``), and a single run is a group of one, with the same ``group.json``. Each seed
 gets its own run dir, named like a single run of that seed (``<stamp>-s<seed>``), holding its
 own ``.hydra/config.yaml`` (with its own ``seed``), TensorBoard events, ``summary.json`` and
 ``policy.pt``, so every reader of run dirs treats it as a run. The group's checkpoints (every
 seed's weights, optimizers, replay and envs: one file) and its ``train.log`` live in the first
 seed's dir, the group's *home*; every member's ``group.json`` names the home and the members
 (paths relative to the parent folder), so ``resume=`` on any member continues the whole group.
+A run dir written before single runs wrote ``group.json`` is read as a group of one
+(:func:`run_group`). This module is the one place that knows how many members a group has
+(:meth:`SeedGroup.member_state`); its callers never branch on it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rlzoo.bounded import load_yaml
 from rlzoo.errors import UserError, one_line
@@ -60,6 +65,16 @@ class SeedGroup:
         return {"format": GROUP_FORMAT, "home": self.home.name,
                 "members": [d.name for d in self.dirs], "seeds": list(self.seeds)}
 
+    def member_state(self, algo_state: dict[str, Any], k: int) -> dict[str, Any]:
+        """Member ``k``'s part of the group's checkpointed algorithm state: a group of one's
+        state as it is; a larger group's member ``k`` slice of its module weights (stacked on
+        a leading seed axis), a single run's state dict."""
+        if len(self.dirs) == 1:
+            return algo_state
+        from rlzoo.algos.seeds import seed_weights  # torch: only when weights are read
+
+        return seed_weights(algo_state["modules"], k)
+
     def write(self, dirs: tuple[Path, ...] | None = None) -> None:
         """``group.json`` into every member's dir (or into ``dirs``)."""
         text = json.dumps(self.record(), indent=2) + "\n"
@@ -91,7 +106,9 @@ def parse_group(record: object, run_dir: Path) -> SeedGroup:
     dict of exactly ``format`` (1), ``home``, ``members`` and ``seeds``; the home is the first
     member; the seeds are consecutive from the home's (each seed once); each member is a plain
     folder name beside the home (no ``/``, ``..`` or absolute path), named by the group's rule
-    (:func:`member_names`), each once; and ``run_dir`` is one of them. ``ValueError`` otherwise."""
+    (:func:`member_names`), each once; and ``run_dir`` is one of them. A group of one (a single
+    run) is ``run_dir`` whatever its name now, so a copied or renamed run dir still resumes.
+    ``ValueError`` otherwise."""
     if not isinstance(record, dict):
         raise ValueError("it is not a JSON object")
     if set(record) != {"format", "home", "members", "seeds"}:
@@ -102,8 +119,8 @@ def parse_group(record: object, run_dir: Path) -> SeedGroup:
     members, seeds = record["members"], record["seeds"]
     if not isinstance(members, list) or not isinstance(seeds, list):
         raise ValueError("members and seeds must be lists")
-    if not 2 <= len(members) <= MAX_SEEDS or len(seeds) != len(members):
-        raise ValueError(f"{len(members)} members and {len(seeds)} seeds; a group has 2 to "
+    if not 1 <= len(members) <= MAX_SEEDS or len(seeds) != len(members):
+        raise ValueError(f"{len(members)} members and {len(seeds)} seeds; a group has 1 to "
                          f"{MAX_SEEDS} members, one seed each")
     if any(not isinstance(s, int) or isinstance(s, bool) for s in seeds):
         raise ValueError("seeds must be integers")
@@ -113,6 +130,8 @@ def parse_group(record: object, run_dir: Path) -> SeedGroup:
         raise ValueError(f"seeds {seeds} are not {len(seeds)} consecutive seeds from "
                          f"{seed0} within 0..{MAX_SEED}")
     names = [_plain_name(m, "member") for m in members]
+    if len(names) == 1:  # a single run: its dir, whatever it is called now (copied, renamed)
+        return SeedGroup(run_dir, (run_dir,), (seed0,))
     if names[0] != home:
         raise ValueError(f"the first member {names[0]!r} is not the home {home!r}")
     if len(set(names)) != len(names):
@@ -143,9 +162,10 @@ def read_record(path: Path) -> object:
 
 
 def read_group(run_dir: Path) -> SeedGroup | None:
-    """The group ``run_dir`` belongs to, or None for a single run. ``group.json`` is data from a
-    file, so it is checked before it is used (:func:`parse_group`); a damaged or altered one is
-    one ``UserError`` line."""
+    """The group ``run_dir``'s ``group.json`` records, or None when it has none (nothing
+    written yet, or a single run from before single runs wrote one). ``group.json`` is data
+    from a file, so it is checked before it is used (:func:`parse_group`); a damaged or
+    altered one is one ``UserError`` line."""
     path = run_dir / GROUP_FILE
     if not path.exists() and not path.is_symlink():
         return None
@@ -154,6 +174,29 @@ def read_group(run_dir: Path) -> SeedGroup | None:
     except (OSError, ValueError, RecursionError) as err:
         raise UserError(f"cannot use {path} ({one_line(err, 160)}); it ties this run to its seed "
                         "group: restore it from the group's other run dirs") from None
+
+
+def run_group(run_dir: Path) -> SeedGroup:
+    """The group the run in ``run_dir`` belongs to: its ``group.json``'s (:func:`read_group`),
+    or, for a run dir without one (a single run written before single runs wrote it), a group
+    of one whose seed is its ``.hydra/config.yaml``'s. ``UserError`` (one line) when neither
+    can be read."""
+    from omegaconf import DictConfig
+
+    group = read_group(run_dir)
+    if group is not None:
+        return group
+    config = run_dir / ".hydra" / "config.yaml"
+    try:
+        cfg = load_yaml(config)  # size, aliases and interpolations bounded
+        seed = cfg.get("seed") if isinstance(cfg, DictConfig) else None
+    except Exception as err:  # noqa: BLE001 - yaml and omegaconf raise many kinds
+        raise UserError(f"cannot read {config} ({type(err).__name__}: {one_line(err, 120)}); "
+                        f"{run_dir} is not a run dir rlzoo.train wrote") from None
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise UserError(f"{config} has no integer seed ({seed!r}); restore the file "
+                        "rlzoo.train wrote")
+    return SeedGroup(run_dir, (run_dir,), (seed,))
 
 
 def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> None:
@@ -167,15 +210,8 @@ def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> 
     for d in group.dirs if present is None else present:  # in the caller's order
         k = group.dirs.index(d)
         path = d / GROUP_FILE
-        try:
-            theirs = read_record(path)
-        except (OSError, ValueError, RecursionError) as err:
-            raise UserError(f"cannot use {path} ({one_line(err, 160)}); every member of a "
-                            "seed group holds the same group.json: restore it from the home's"
-                            ) from None
-        if theirs != want:
-            raise UserError(f"{path} differs from the group.json of {group.home}; every member "
-                            "of a seed group holds the same one: restore it from the home's")
+        if len(group.dirs) > 1:  # a single run's group.json is the one it was read from
+            _check_record(path, want, group)
         config = d / ".hydra" / "config.yaml"
         try:
             cfg = load_yaml(config)  # size, aliases and interpolations bounded
@@ -185,12 +221,25 @@ def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> 
         except Exception as err:  # noqa: BLE001 - yaml and omegaconf raise many kinds
             raise UserError(f"cannot read {config} ({type(err).__name__}: {one_line(err, 120)}); "
                             "restore the file rlzoo.train wrote; nothing was changed") from None
-        if seeds in (None, 1):
+        if seeds in (None, 1) and len(group.dirs) > 1:
             raise UserError(
                 f"{config} is a single run's (seeds={seeds}), so {path} is stale (left by a seed "
                 f"group's launch stopped before training, or copied in); remove {path}")
-        if seed != group.seeds[k] or seeds != len(group.dirs):
+        if seed != group.seeds[k] or (1 if seeds is None else seeds) != len(group.dirs):
             raise UserError(
                 f"{config} has seed={seed} seeds={seeds}, but group.json names it seed "
                 f"{group.seeds[k]} of {len(group.dirs)}; the group's files disagree: restore them "
                 "from the run's own copies; nothing was changed")
+
+
+def _check_record(path: Path, want: dict[str, object], group: SeedGroup) -> None:
+    """``path`` (a member's ``group.json``) says what the home's says (``want``)."""
+    try:
+        theirs = read_record(path)
+    except (OSError, ValueError, RecursionError) as err:
+        raise UserError(f"cannot use {path} ({one_line(err, 160)}); every member of a "
+                        "seed group holds the same group.json: restore it from the home's"
+                        ) from None
+    if theirs != want:
+        raise UserError(f"{path} differs from the group.json of {group.home}; every member "
+                        "of a seed group holds the same one: restore it from the home's")

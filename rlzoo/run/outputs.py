@@ -115,8 +115,7 @@ def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: 
         summary["final_eval_agent_returns"] = [float(r) for r in m.last_eval_agents]
     if stopped_early:
         summary["stopped_early"] = True  # a callback stopped the run before total_steps
-    if len(members) > 1:
-        summary["group_seeds"] = [member.seed for member in members]
+    summary["group_seeds"] = [member.seed for member in members]  # [seed] for a single run
     summary["warnings"] = list(warnings)
     summary.update(extra or {})  # the loop's: torch_threads (rlzoo.threads)
     write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
