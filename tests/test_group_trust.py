@@ -186,6 +186,22 @@ def test_a_single_run_is_a_group_of_one_on_disk(tmp_path: Path) -> None:
     assert want.keys() == got.keys() and all(torch.equal(want[k], got[k]) for k in want)
     proc = run_cli([str(moved), "--episodes", "1"], module="rlzoo.evaluate")
     assert proc.returncode == 0, proc.stderr
+    outside = tmp_path / "outside.json"  # a link in group.json's place is never read
+    outside.write_text((whole.dir / "group.json").read_text())
+    (moved / "group.json").symlink_to(outside)
+    assert_user_error(run_cli([str(moved), "--episodes", "1"], module="rlzoo.evaluate"),
+                      "symbolic link")
+
+
+def test_a_group_member_without_group_json_says_so(group: Path, tmp_path: Path) -> None:
+    """A seeds=2 member copied out alone, without group.json: evaluate and resume name the
+    missing file and where to get it, instead of reading it as a single run."""
+    root = copy_group(group, tmp_path)
+    (root / "g-s1" / "group.json").unlink()
+    for proc in (run_cli([str(root / "g-s1"), "--episodes", "1"], module="rlzoo.evaluate"),
+                 run_cli([f"resume={root / 'g-s1'}"])):
+        assert_user_error(proc, "has seeds=2 but", "has no group.json",
+                          "restore group.json from another member's dir")
 
 
 # --------------------------------------------------------------------------- 3. end of a run

@@ -45,9 +45,11 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
     seed0, seeds = seed_range(cfg)
     if resume:
         group = run_group(run_dir)
+        check_members(group, (run_dir,))  # a seeds=K member without group.json says so
         if len(group.dirs) != seeds:
-            raise UserError(f"{run_dir} has seeds={seeds} but no {seeds}-member group.json; "
-                            "restore group.json from one of the group's other run dirs")
+            raise UserError(f"{run_dir} has seeds={seeds} but its group.json names "
+                            f"{len(group.dirs)} members; restore group.json from another member's "
+                            "dir (a single run's naming other dirs is stale: remove it)")
         return resume_members(group, rebuild)
     # a fresh launch into a dir that holds no run: a group.json there is stale (a launch
     # stopped before training); it must not tie this run to another group

@@ -170,10 +170,13 @@ def read_group(run_dir: Path) -> SeedGroup | None:
     if not path.exists() and not path.is_symlink():
         return None
     try:
+        if path.is_symlink():  # never read through a link (a run dir's files are its own)
+            raise ValueError("it is a symbolic link, not a file of the run's own")
         return parse_group(read_record(path), run_dir)
     except (OSError, ValueError, RecursionError) as err:
         raise UserError(f"cannot use {path} ({one_line(err, 160)}); it ties this run to its seed "
-                        "group: restore it from the group's other run dirs") from None
+                        "group: restore it from another member's dir (a single run's: remove it, "
+                        "and it is read as a group of one)") from None
 
 
 def run_group(run_dir: Path) -> SeedGroup:
@@ -225,6 +228,10 @@ def check_members(group: SeedGroup, present: tuple[Path, ...] | None = None) -> 
             raise UserError(
                 f"{config} is a single run's (seeds={seeds}), so {path} is stale (left by a seed "
                 f"group's launch stopped before training, or copied in); remove {path}")
+        if len(group.dirs) == 1 and seeds not in (None, 1) and not path.exists():
+            raise UserError(
+                f"{config} has seeds={seeds} but {d} has no {GROUP_FILE}: it is a member of a "
+                f"{seeds}-seed group; restore {GROUP_FILE} from another member's dir")
         if seed != group.seeds[k] or (1 if seeds is None else seeds) != len(group.dirs):
             raise UserError(
                 f"{config} has seed={seed} seeds={seeds}, but group.json names it seed "
