@@ -1317,4 +1317,4 @@ def test_the_multi_agent_halfcheetah_note_quotes_the_results() -> None:
         finals = [summary(d)["final_eval_return"] for d in seeds(marl, row)]
         assert len(finals) == 5 and listed(finals) in note, row
     sac = [value_at(d, 10_000, 5_000) for d in seeds(mujoco, "sac")]
-    assert len(sac) == 5 and f"was at {listed(sac)}" in note
+    assert len(sac) >= 5 and f"was at {listed(sac)}" in note

@@ -223,8 +223,9 @@ UNPUBLISHED = {
                  "about -600 an episode) and end at 25k at 332, 42.8, 12.5, -9.6 and -125: one "
                  "seed runs forward, the others are around standing still or below it. HASAC's "
                  "seeds end at 241, -44.6, -58.8, -97.6 and -100; the single-agent SAC row of "
-                 "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 86.9, "
-                 "82.9, -43.2, -124 and -181: neither HASAC nor single-agent SAC has begun to "
+                 "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 126, "
+                 "86.9, 82.9, 76.2, 1.9, -43.2, -124, -146, -159 and -181 (its ten seeds): "
+                 "neither HASAC nor single-agent SAC has begun to "
                  "run after 5,000 updates, except one HASAC seed (241), although HASAC has "
                  "collected 2.5 times the env steps for them.",
 }
