@@ -11,11 +11,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from rlzoo.algos.seeds import with_seed_axis
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, run_group
 from rlzoo.run.rundir import RunLock
+from rlzoo.run.saved_state import has_seed_axis
 from rlzoo.run.settings import seed_range
 from rlzoo.run.signals import NonFiniteError
 
@@ -103,6 +105,8 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
         if cfg is not None:
             check_fits(state, path, cfg, seeds, index)
         algo_state, step = state["algo"], int(state.get("counters", {}).get("step", -1))
+        if not has_seed_axis(state):  # a single run's before format 3: given its axis of 1
+            algo_state = with_seed_axis(algo_state)
     except UserError:
         raise
     except Exception as err:  # noqa: BLE001 - torch raises many kinds on a bad file

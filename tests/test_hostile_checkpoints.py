@@ -124,7 +124,16 @@ def _env_attribute(state: dict[str, Any]) -> None:
     state["members"][0]["env"]["envs"][0]["attributes"]["_max_episode_steps"] = 3
 
 
+def _two_seeds(state: dict[str, Any]) -> None:  # a group's weights in a single run's file
+    modules = state["algo"]["modules"]
+    key = next(iter(modules))
+    modules[key] = torch.cat([modules[key], modules[key]])
+
+
 POISONS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "format-str": _set("format", value="3"),
+    "format-future": _set("format", value=99),
+    "weights-of-two-seeds": _two_seeds,
     "shared-references": _set("algo", "extra", value=dag(45)),
     "nested-200": _set("algo", "extra", value=deep(200)),  # torch.save recurses too
     "step-str": _set("counters", "step", value="abc"),

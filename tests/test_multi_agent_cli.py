@@ -102,7 +102,7 @@ def test_distributional_centralized_critics_run_through_the_cli(family: str, env
     for (algo, kind), (run_dir, state) in runs.items():
         check_run_dir(run_dir, algo, env)
         members = 2 if algo == "hasac" else 2 * agents
-        modules = state["algo"]["modules"]
+        modules = {k: v[0] for k, v in state["algo"]["modules"].items()}  # a group of one
         # the output layer: [members, hidden, 2] (mean, raw std) or [members, hidden, atoms]
         out = modules["critic.net.layers.4.weight"]
         assert out.shape == (members, 32, 2 if kind.endswith("DistributionalCritic") else 101)
@@ -139,7 +139,7 @@ def test_normalized_networks_in_multi_agent_runs(tmp_path: Path) -> None:
         check_run_dir(run_dir, algo, "mpe/simple_spread")
         state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
                            weights_only=True)
-        modules = state["algo"]["modules"]
+        modules = {k: v[0] for k, v in state["algo"]["modules"].items()}  # a group of one
         assert modules["actor.net.net.embedder.linear.weight"].shape == (3, 18 + 1, 16)
         assert modules["critic.net.embedder.linear.weight"].shape[:2] == (critic_members,
                                                                           54 + 15 + 1)
@@ -173,7 +173,7 @@ def test_observation_normalizer_and_reward_scaler_in_multi_agent_runs(tmp_path: 
         check_run_dir(run_dir, algo, "mamujoco/HalfCheetah-2x3")
         state = torch.load(run_dir / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
                            weights_only=True)
-        modules = state["algo"]["modules"]
+        modules = {k: v[0] for k, v in state["algo"]["modules"].items()}  # a group of one
         mean, var = modules["obs_normalizer.mean"], modules["obs_normalizer.var"]
         assert mean.shape == var.shape == (2, 12)  # per agent: each agent's 12 observations
         assert modules["state_normalizer.mean"].shape == (17,)
@@ -201,7 +201,7 @@ def test_shared_actor_and_policy_actions_run(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     state = torch.load(tmp_path / "run" / "checkpoints" / f"step_{SMOKE_STEPS:010d}.pt",
                        weights_only=True)
-    weight = state["algo"]["modules"]["actor.net.net.layers.0.weight"]
+    weight = state["algo"]["modules"]["actor.net.net.layers.0.weight"][0]  # [1, ...]: one seed
     assert weight.shape == (1, 18 + 3, 32)  # one network, agent id appended
     config = json.dumps(state["config"])
     assert '"share_actor": true' in config and '"others_actions": "policy"' in config

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from conftest import read_summary, run_cli
 
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
@@ -48,3 +49,57 @@ def test_old_run_dir_resumes_and_evaluates(tmp_path: Path, name: str) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(next(run_dir.glob("eval_*.json")).read_text())
     assert record["step"] == summary["total_steps"] and len(record["returns"]) == 2
+
+
+FORMAT2 = Path(__file__).parent / "fixtures" / "format2"
+CONTINUED = torch.load(FORMAT2 / "continued.pt", weights_only=True)
+SAME_CPU = CONTINUED["meta"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+
+
+def _same(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
+    if SAME_CPU:
+        assert torch.equal(got, want), what
+    else:
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5, msg=what)
+
+
+@pytest.mark.parametrize(("name", "old_step", "until"), [("sac", 250, 310), ("hasac", 137, 170)])
+def test_a_single_run_saved_without_the_seed_axis_evaluates_and_resumes_as_it_would_have(
+        tmp_path: Path, name: str, old_step: int, until: int) -> None:
+    """Checkpoint format 2 (tests/fixtures/format2, written by commit 4c1f089: a single run's
+    weights without the seed axis; sac on Pendulum mid-episode, hasac on MPE with MemberAdam's
+    per-agent step counts). Evaluate reads the old checkpoint; resume continues to exactly the
+    weights, moments and step counts that the old code's own resume reached (continued.pt), and
+    the new checkpoint holds them with the seed axis first (``[1, ...]``), as a group's member."""
+    run_dir = tmp_path / name
+    shutil.copytree(FORMAT2 / name, run_dir)
+    old = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
+    assert old["format"] == 2 and old["counters"]["step"] == old_step
+    proc = run_cli([str(run_dir), "--episodes", "1"], module="rlzoo.evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(next(run_dir.glob("eval_*.json")).read_text())["step"] == old_step
+    proc = run_cli([f"resume={run_dir}", f"total_steps={until}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    new = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])
+    want = CONTINUED[name]["algo"]
+    assert new["format"] == 3 and new["counters"]["step"] == CONTINUED[name]["step"] == until
+    assert new["algo"]["updates"] == want["updates"] > old["algo"]["updates"]
+    assert new["algo"]["modules"].keys() == want["modules"].keys()
+    for key, value in want["modules"].items():
+        got = new["algo"]["modules"][key]
+        assert got.shape == (1, *value.shape), key
+        _same(got[0], value, key)
+    axes = set()
+    for opt, saved in want["optimizers"].items():
+        for index, entries in saved["state"].items():
+            for key, value in entries.items():
+                got = new["algo"]["optimizers"][opt]["state"][index][key]
+                shared = key == "step" and value.dim() == 0  # Adam's one count, a group's too
+                assert got.shape == (value.shape if shared else (1, *value.shape)), (opt, key)
+                _same(got.reshape(value.shape), value, f"{opt} {index} {key}")
+                axes.add((key, shared))
+    assert {("exp_avg", False), ("step", True)} <= axes
+    if name == "hasac":
+        assert ("step", False) in axes  # MemberAdam's step counts per agent: [1, N]
+    proc = run_cli([str(run_dir), "--episodes", "1"], module="rlzoo.evaluate")
+    assert proc.returncode == 0, proc.stderr[-3000:]

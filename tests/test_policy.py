@@ -110,8 +110,8 @@ def test_load_single_agent(sac_run: Path) -> None:
     modules = ckpt["algo"]["modules"]
     loaded = torch.nn.Module.state_dict(policy.algo)
     assert set(loaded) == set(modules)
-    for name, value in modules.items():
-        assert torch.equal(loaded[name], value), name
+    for name, value in modules.items():  # a single run's checkpoint: the seed axis, [1, ...]
+        assert value.shape[0] == 1 and torch.equal(loaded[name], value[0]), name
 
 
 def test_actions_in_env_units_single_agent(sac_run: Path) -> None:

@@ -44,7 +44,7 @@ def assert_seed_is_single_run(group: dict[str, Any], k: int, single: dict[str, A
     modules = single["algo"]["modules"]
     assert modules.keys() == group["algo"]["modules"].keys()
     for name, value in modules.items():
-        assert torch.equal(group["algo"]["modules"][name][k], value), name
+        assert torch.equal(group["algo"]["modules"][name][k], value[0]), name  # both [K, ...]
 
 
 @pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
@@ -168,7 +168,7 @@ def test_a_seed_past_its_warmup_is_its_single_run(tmp_path: Path, algo: str) -> 
     torch.testing.assert_close(mine["tensors"]["action"], alone["tensors"]["action"], rtol=0,
                                atol=1e-4)
     for name, value in single["algo"]["modules"].items():
-        torch.testing.assert_close(group["algo"]["modules"][name][1], value, rtol=0, atol=1e-4,
+        torch.testing.assert_close(group["algo"]["modules"][name][1], value[0], rtol=0, atol=1e-4,
                                    msg=name)
     returns = [json.loads((tmp_path / d / "summary.json").read_text())["final_eval_return"]
                for d in ("group-s4", "single")]

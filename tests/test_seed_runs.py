@@ -36,17 +36,46 @@ def test_one_seed_is_bit_identical_to_the_run_before_seed_groups(
     assert proc.returncode == 0, proc.stderr[-3000:]
     state = load_checkpoint(list_checkpoints(tmp_path / "run" / "checkpoints")[-1])
     assert state["algo"]["updates"] == ref["updates"] > 0
-    weights = state["algo"]["modules"]
+    weights = state["algo"]["modules"]  # a group of one: the seed axis first, [1, ...]
     assert weights.keys() == ref["weights"].keys()
     for key, want in ref["weights"].items():
+        assert weights[key].shape == (1, *want.shape), key
         if SAME_CPU:
-            assert torch.equal(weights[key], want), key
+            assert torch.equal(weights[key][0], want), key
         else:
-            torch.testing.assert_close(weights[key], want, rtol=0, atol=1e-5, msg=key)
+            torch.testing.assert_close(weights[key][0], want, rtol=0, atol=1e-5, msg=key)
     summary = read_summary(tmp_path / "run")
     assert summary["episodes"] == ref["episodes"]
     if SAME_CPU:
         assert summary["final_eval_return"] == ref["final_eval_return"]
+
+
+def test_a_single_runs_checkpoint_has_a_group_members_layout(tmp_path: Path) -> None:
+    """A single run saves its weights and optimizer state as a group of one: every tensor that
+    is ``[2, ...]`` in a 2-seed group's checkpoint is ``[1, ...]`` in the single run's (Adam's
+    one step count ``[]`` in both), and the single run's slice is what it trains with."""
+    one = rlzoo.train("algo=sac", "total_steps=200", *SMALL, run_dir=tmp_path / "a-s0")
+    rlzoo.train("algo=sac", "seeds=2", "total_steps=200", *SMALL, run_dir=tmp_path / "b-s0")
+
+    def shapes(run_dir: Path) -> dict[str, tuple[int, ...]]:
+        algo = load_checkpoint(list_checkpoints(run_dir / "checkpoints")[-1])["algo"]
+        found = {f"modules.{k}": tuple(v.shape) for k, v in algo["modules"].items()}
+        for name, opt in algo["optimizers"].items():
+            for index, entries in opt["state"].items():
+                found.update({f"{name}.{index}.{k}": tuple(v.shape) for k, v in entries.items()
+                              if torch.is_tensor(v)})
+        return found
+
+    single, group = shapes(tmp_path / "a-s0"), shapes(tmp_path / "b-s0")
+    assert single.keys() == group.keys() and len(single) > 20
+    for key, shape in group.items():
+        assert single[key] == ((1, *shape[1:]) if shape else ()), key
+    assert sum(shape == () for shape in group.values()) >= 3  # the optimizers' step counts
+    weights = load_checkpoint(list_checkpoints(tmp_path / "a-s0" / "checkpoints")[-1])["algo"]
+    policy = torch.load(tmp_path / "a-s0" / POLICY_FILE, weights_only=True)["weights"]
+    key = next(k for k in policy if k.startswith("actor.") and k.endswith("weight"))
+    assert torch.equal(weights["modules"][key][0], policy[key])
+    assert one.seeds[0].summary["total_steps"] == 200
 
 
 def test_a_group_writes_one_ordinary_run_dir_per_seed(tmp_path: Path) -> None:

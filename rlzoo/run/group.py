@@ -66,11 +66,9 @@ class SeedGroup:
                 "members": [d.name for d in self.dirs], "seeds": list(self.seeds)}
 
     def member_state(self, algo_state: dict[str, Any], k: int) -> dict[str, Any]:
-        """Member ``k``'s part of the group's checkpointed algorithm state: a group of one's
-        state as it is; a larger group's member ``k`` slice of its module weights (stacked on
-        a leading seed axis), a single run's state dict."""
-        if len(self.dirs) == 1:
-            return algo_state
+        """Member ``k``'s part of the group's checkpointed algorithm state (module weights
+        with the seed axis first, ``[K, ...]``, a group of one's too): slice ``k`` of its
+        module weights, a single run's state dict."""
         from rlzoo.algos.seeds import seed_weights  # torch: only when weights are read
 
         return seed_weights(algo_state["modules"], k)

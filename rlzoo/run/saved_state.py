@@ -1,7 +1,8 @@
 """What a run's checkpoint holds, and how it comes back: one layout for every run.
 
 A checkpoint is ``{format, algo_name, env_name, config, algo, counters, members, rng}``:
-``algo`` the algorithm's state (a seed group's with a leading seed axis), ``counters`` the
+``algo`` the algorithm's state (``rlzoo.algos.seeds.saved_state``: module weights and optimizer
+moments with a leading seed axis, ``[K, ...]``, a single run's ``[1, ...]``), ``counters`` the
 loop's clock (``step``: the slowest seed's, ``update_credit``, ``wall_time``), ``members`` one
 entry per seed (its ``seed``, ``buffer``, ``env``, ``loop`` arrays, ``counters``: ``step``,
 ``episodes``, ``last_eval``, its ``warmup`` generator and, in a group on the CPU, its ``draws``
@@ -10,7 +11,8 @@ single run is a group of one.
 
 Checkpoints written before the one layout kept a single run's ``buffer``, ``env`` and ``loop``
 at the top, its counters beside the clock and its warm-up generator in ``rng``;
-:func:`saved_members` reads them as a group of one.
+:func:`saved_members` reads them as a group of one. Before format 3 a single run's ``algo`` had
+no seed axis (:func:`has_seed_axis`); such checkpoints still resume and evaluate.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
+from rlzoo.algos.seeds import load_saved_state, saved_state
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.checkpoint import (
     CheckpointError,
@@ -39,7 +42,9 @@ from rlzoo.run.member import Member
 from rlzoo.run.signals import AlreadyFinished, NonFiniteError
 from rlzoo.run.state import check_global_rng, global_rng_state, restore_global_rng
 
-STATE_FORMAT = 2  # 1: a single run's parts at the top (read as a group of one)
+STATE_FORMAT = 3  # 1: a single run's parts at the top (read as a group of one)
+# 2: a single run's algorithm state without the seed axis (a group's had it)
+SEED_AXIS_FORMAT = 3  # from it on, every run's algorithm state has the seed axis
 
 
 @dataclass
@@ -95,7 +100,7 @@ def run_state(cfg: DictConfig, algo: Algorithm, clock: Clock,
         "algo_name": str(cfg.algo.name),
         "env_name": str(cfg.env.name),
         "config": OmegaConf.to_container(cfg, resolve=True),
-        "algo": algo.state_dict(),
+        "algo": saved_state(algo),
         "counters": {"step": clock.step, "update_credit": clock.update_credit,
                      "wall_time": clock.wall_time},
         "members": [member_state(m) for m in members],
@@ -125,6 +130,17 @@ def saved_members(state: dict[str, Any], seed: int) -> list[Any]:
     return [{"seed": (state.get("config") or {}).get("seed", seed), "buffer": state["buffer"],
              "env": state["env"], "loop": state["loop"], "counters": state["counters"],
              "warmup": state["rng"]["warmup"]}]
+
+
+def has_seed_axis(state: dict[str, Any]) -> bool:
+    """Whether a checkpoint's algorithm state has the seed axis first: every one from format
+    3 on, and a seed group's before (a single run's before format 3 did not)."""
+    fmt = state.get("format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or not 1 <= fmt <= STATE_FORMAT:
+        raise ValueError(f"checkpoint format {fmt!r} is none this rlzoo reads (1 to "
+                         f"{STATE_FORMAT})")
+    members = state.get("members")
+    return fmt >= SEED_AXIS_FORMAT or (isinstance(members, list) and len(members) > 1)
 
 
 def load_member_state(m: Member, part: dict[str, Any]) -> None:
@@ -314,7 +330,7 @@ def load_run_state(state: dict[str, Any], path: Path, algo: Algorithm,
     """Put a checkpoint (:func:`read_latest`) back into ``algo`` and ``members`` (whose envs
     had their first reset) and the global generators; returns the loop's clock."""
     try:
-        algo.load_state_dict(state["algo"])
+        load_saved_state(algo, state["algo"], has_seed_axis(state))
         for m, part in zip(members, saved_members(state, members[0].seed)):
             load_member_state(m, part)
     except (KeyError, ValueError, RuntimeError) as err:
