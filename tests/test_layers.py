@@ -141,6 +141,8 @@ def imports(modules: dict[str, Path]) -> list[Import]:
                 for alias in node.names:  # ``from pkg import sub`` imports the submodule sub
                     sub = f"{base}.{alias.name}"
                     targets.append(sub if sub in modules else base)
+                if base in modules and modules[base].name == "__init__.py":
+                    targets.append(base)  # ... and runs the package's ``__init__`` first
             for target in targets:
                 if target == "rlzoo" or target.startswith("rlzoo."):
                     found.append(Import(source, target, path, node.lineno,
