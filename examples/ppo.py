@@ -41,7 +41,7 @@ import torch
 
 from rlzoo.algos.base import Algorithm, EnvSpec, adam
 from rlzoo.buffers.rollout import Rollout
-from rlzoo.nets import Critic, EnsembleCritic, TanhGaussianActor, draws
+from rlzoo.nets import Critic, EnsembleCritic, TanhGaussianActor
 from rlzoo.nets.actors import tanh_gaussian_log_prob
 
 HALF_LOG_2PI_E = 0.5 * math.log(2.0 * math.pi * math.e)  # entropy of N(0, 1)
@@ -139,8 +139,7 @@ class PPO(Algorithm):
     def explore(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [E, O]`` -> (sampled action ``tanh(u)`` ``[E, A]`` in [-1, 1], its ``u``)."""
         mean, log_std = self.actor(obs)
-        # through rlzoo.nets.draws (a seed group's seeds then draw their single runs' numbers)
-        pre_tanh = mean + draws.normal_like(mean) * log_std.exp()
+        pre_tanh = mean + torch.randn_like(mean) * log_std.exp()
         return torch.tanh(pre_tanh), pre_tanh
 
     @torch.no_grad()

@@ -11,13 +11,13 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from rlzoo.algos.seeds import with_seed_axis
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import check_members, run_group
 from rlzoo.run.rundir import RunLock
 from rlzoo.run.saved_state import has_seed_axis
+from rlzoo.run.seed_layout import with_seed_axis
 from rlzoo.run.settings import seed_range
 from rlzoo.run.signals import NonFiniteError
 

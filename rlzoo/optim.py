@@ -31,6 +31,7 @@ class Adam(torch.optim.Adam):
     def __init__(self, params: Any, **kwargs: Any) -> None:
         super().__init__(params, **kwargs)
         self._lean: tuple[list[torch.Tensor], ...] | None = None
+        self.slices = 1  # see split
         self._capturable = bool(self.param_groups[0]["capturable"])
         self._live_lrs: list[Any] = []
         self.register_load_state_dict_pre_hook(Adam._before_load)
@@ -42,6 +43,16 @@ class Adam(torch.optim.Adam):
         self._capturable = capturable
         for group in self.param_groups:
             group["capturable"] = capturable
+        self._lean = None
+
+    def split(self, slices: int) -> None:
+        """Step every parameter as ``slices`` tensors along its leading axis (``[S, ...]``), each
+        as if it were alone: the fused kernel walks each slice as its own tensor, so a slice's
+        arithmetic is bit for bit that of a lone tensor of its shape (the kernel's vector width
+        meets each slice's own end, not the parameter's). The update is Adam's either way; 1
+        (the default): each parameter is one tensor. A split optimizer creates its state itself
+        before the first step, so that step is split too."""
+        self.slices = slices
         self._lean = None
 
     def set_lr(self, lr: torch.Tensor) -> None:
@@ -95,6 +106,8 @@ class Adam(torch.optim.Adam):
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:  # type: ignore[override]
         if closure is None and self._lean is None:
+            if self.slices > 1 and len(self.param_groups) == 1:  # the state, as the stock step
+                self._init_group(self.param_groups[0], [], [], [], [], [], [])  # makes it
             self._lean = self._lean_lists()
         if closure is not None or self._lean is None:
             return super().step(closure)
@@ -105,6 +118,11 @@ class Adam(torch.optim.Adam):
         group = self.param_groups[0]
         beta1, beta2 = group["betas"]
         torch._foreach_add_(steps, 1)
+        if self.slices > 1:  # every slice a tensor of the kernel's list, with its step count
+            params, grads, exp_avgs, exp_avg_sqs = (
+                [t for tensor in tensors for t in tensor.unbind(0)]
+                for tensors in (params, grads, exp_avgs, exp_avg_sqs))
+            steps = [step for step in steps for _ in range(self.slices)]
         torch._fused_adam_(
             params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=self._lean_lr(group["lr"]),
             beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],

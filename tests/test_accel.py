@@ -112,6 +112,42 @@ def test_lean_adam_step_equals_torch_adam(fused: bool) -> None:
     assert opt._lean is not None or not fused  # the fused path really took the lean step
 
 
+def test_a_split_adam_steps_each_slice_as_a_lone_tensor() -> None:
+    """``Adam.split(S)``: slice s of every ``[S, ...]`` parameter moves exactly as a lone
+    ``torch.optim.Adam`` (fused) moves that tensor, first step included, moments and step count
+    too; unsplit, the fused kernel's vector width meets the stacked tensor's end instead, and
+    some slice rounds differently within a few hundred steps (checked, so this test can
+    fail)."""
+    torch.manual_seed(0)
+    shapes, S = [(2, 1, 2), (3,), (), (2, 33)], 3  # tails shorter than any vector width
+    lone = [[torch.nn.Parameter(torch.randn(shape)) for shape in shapes] for _ in range(S)]
+    stacked = [torch.nn.Parameter(torch.stack([lone[s][i].detach() for s in range(S)]))
+               for i in range(len(shapes))]
+    whole = [torch.nn.Parameter(p.detach().clone()) for p in stacked]
+    opts = [torch.optim.Adam(ps, lr=1e-3, fused=True) for ps in lone]
+    split, unsplit = Adam(stacked, lr=1e-3, fused=True), Adam(whole, lr=1e-3, fused=True)
+    split.split(S)
+    differed = False
+    for _ in range(300):
+        for i, (p, q) in enumerate(zip(stacked, whole)):
+            g = torch.randn_like(p) * 10.0 ** torch.randint(-6, 1, ()).item()
+            p.grad, q.grad = g.clone(), g.clone()
+            for s in range(S):
+                lone[s][i].grad = g[s].clone()
+        split.step()
+        unsplit.step()
+        for opt in opts:
+            opt.step()
+        for i, p in enumerate(stacked):
+            for s in range(S):
+                assert torch.equal(p[s], lone[s][i])
+                moments = opts[s].state[lone[s][i]]
+                assert torch.equal(split.state[p]["exp_avg_sq"][s], moments["exp_avg_sq"])
+                assert torch.equal(split.state[p]["step"], moments["step"])
+        differed |= any(not torch.equal(p, q) for p, q in zip(stacked, whole))
+    assert differed
+
+
 def test_adam_is_fused_on_cpu() -> None:
     opt = adam([torch.nn.Parameter(torch.zeros(3))], 1e-3)
     assert isinstance(opt, Adam) and opt.param_groups[0]["fused"]

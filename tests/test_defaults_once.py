@@ -34,7 +34,6 @@ STRUCTURAL: dict[str, tuple[Any, str]] = {
                  "for an actor's mean and log std"),
     "network": (None, "an optional trunk builder: None is the MLP, net=... sets it"),
     "key": ("critic", "make_network: where the settings live, for its messages"),
-    "device": (None, "draws.uniform: torch's default device"),
     "shape": ((), "RunningMeanStd: a scalar statistic"),
     "dim": (-1, "l2_normalize: the feature axis"),
     "buffers": (True, "polyak_update: buffers (batch norm statistics) follow the weights"),

@@ -299,14 +299,15 @@ class Algorithm(nn.Module):
 
         What it returns is handed on as it is (to ``step``, to other ``compute`` calls, to the
         metrics); its shapes are the group machinery's business: a single run's call is the
-        plain call, a seed group's is one vmapped call over its seeds
-        (``rlzoo.algos.seeds.run_with_weights``)."""
+        plain call, a seed group's runs it for every seed (``rlzoo.algos.seeds``: in turn on
+        the CPU, each seed its single run bit for bit). Draw inside it with torch as a single
+        run would (``torch.randn_like``, ``nn.Dropout``): each seed of a group draws its own."""
         return run_with_weights(self, fn, args)
 
     def draw(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """``fn()``, a random draw made outside ``compute`` that ``rlzoo.nets.draws`` does not
-        offer (e.g. ``torch.randperm``), as each run of a seed group draws it for itself
-        (``rlzoo.algos.seeds.draw_each``); hand the result to ``compute`` as an argument."""
+        """``fn()``, a random draw made outside ``compute`` (e.g. ``torch.randperm``), as each
+        run of a seed group draws it for itself (``rlzoo.algos.seeds.draw_each``); hand the
+        result to ``compute`` as an argument."""
         return draw_each(self, fn)
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

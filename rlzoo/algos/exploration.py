@@ -10,15 +10,13 @@ fresh ``n`` are drawn; all envs of one run share the count (as the reference doe
 
 The state (``noise``, ``count``, ``repeat``) is in buffers, so it is checkpointed (resume stays
 bit-exact) and stacked with the weights when seeds train as one group (``rlzoo.algos.seeds``),
-each drawing its own noise and its own ``n`` (through ``rlzoo.nets.draws``).
+each drawing its own noise and its own ``n``.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
-
-from rlzoo.nets import draws
 
 
 class RepeatedNoise(nn.Module):
@@ -52,10 +50,10 @@ class RepeatedNoise(nn.Module):
         a batch of another shape (e.g. ``Policy(deterministic=False)`` on any batch) gets fresh
         noise and leaves the state alone."""
         if like.shape != self.noise.shape:
-            return draws.normal_like(like)
+            return torch.randn_like(like)
         renew = (self.count == 0) | (self.count >= self.repeat)
-        fresh = draws.normal_like(like)
-        u = draws.uniform((), like.device)
+        fresh = torch.randn_like(like)
+        u = torch.rand((), device=like.device)
         n = torch.argmax((u < self.cdf).to(torch.int64)) + 1
         noise = torch.where(renew, fresh, self.noise)
         self.noise.copy_(noise)

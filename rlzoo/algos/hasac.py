@@ -43,7 +43,6 @@ import torch
 from rlzoo.algos.base import EnvSpec, adam, check_tau, log_action_scale
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
-from rlzoo.nets import draws
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors
@@ -186,7 +185,7 @@ class HASAC(MultiAgentAlgorithm):
 
     def device_order(self, device: torch.device) -> torch.Tensor:
         """A random agent order ``[N]`` drawn on ``device``: the argsort of uniform keys."""
-        return draws.uniform((self.n_agents,), device).argsort(-1)
+        return torch.rand(self.n_agents, device=device).argsort(-1)
 
     def agent_alphas(self) -> torch.Tensor:
         """The agents' temperatures ``[N]`` (one shared temperature repeated)."""

@@ -29,7 +29,6 @@ import torch
 from rlzoo.algos.base import EnvSpec, adam, check_tau
 from rlzoo.algos.multi_agent import MultiAgentAlgorithm
 from rlzoo.buffers.batch import Batch
-from rlzoo.nets import draws
 from rlzoo.nets.actors import DeterministicActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.centralized import AgentActors, AgentCritics
@@ -111,7 +110,7 @@ class MADDPG(MultiAgentAlgorithm):
         action = self.actor.mode(obs)
         if deterministic:
             return action
-        noisy = action + self.exploration_noise * draws.normal_like(action)
+        noisy = action + self.exploration_noise * torch.randn_like(action)
         return noisy.clamp(-1.0, 1.0) * self.act_mask
 
     def critic_losses(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:

@@ -3,26 +3,33 @@
 ``stack_seeds([algo_0, ..., algo_{K-1}])`` takes K copies of an algorithm, each built (and so
 initialised) under its own seed, and turns the first into the group: every parameter, buffer and
 (lazily created) optimizer moment gets a leading seed axis ``[K, ...]``. The algorithm's own code
-stays single-seed and never sees K: ``Algorithm.compute(fn, *args)`` runs ``fn`` on every seed's
-slice at once (:func:`run_with_weights`: ``torch.vmap`` over ``torch.func.functional_call``), so
-one batched kernel does the work of K and each seed sees exactly the shapes it would see alone.
-What crosses seeds is only what is elementwise: the optimizer step (Adam is elementwise, so seed
-k's step reads only seed k's gradient and moments; ``MemberAdam`` steps the member of each seed
-that its ``member`` index says), the polyak average of the targets, and the sum of the K
-per-seed losses, whose gradient on seed k's slice is seed k's own loss gradient. Gradient
-clipping is per seed (:func:`clip_grad_norm`, from ``Algorithm.step``); a draw made outside
-``compute`` is made once per seed (:func:`draw_each`, from ``Algorithm.draw``); the metrics
-``update`` returns are averaged per seed (:func:`reported_means`). The group's size lives here
-(:func:`group_size`), not on the algorithm or its optimizers.
+stays single-seed and never sees K: ``Algorithm.compute(fn, *args)`` runs ``fn`` for every seed
+(:func:`run_with_weights`) and each seed sees exactly the shapes it would see alone. What crosses
+seeds is only what is elementwise: the optimizer step (Adam is elementwise, so seed k's step
+reads only seed k's gradient and moments; ``MemberAdam`` steps the member of each seed that its
+``member`` index says), the polyak average of the targets, and the sum of the K per-seed losses,
+whose gradient on seed k's slice is seed k's own loss gradient. Gradient clipping is per seed
+(:func:`clip_grad_norm`, from ``Algorithm.step``); a draw made outside ``compute`` is made once
+per seed (:func:`draw_each`, from ``Algorithm.draw``); the metrics ``update`` returns are
+averaged per seed (:func:`reported_means`). The group's size lives here (:func:`group_size`), not
+on the algorithm or its optimizers.
 
-Randomness inside ``compute`` (policy samples, exploration and target smoothing noise, REDQ's
-subsets, dropout masks) comes through ``rlzoo.nets.draws``. A group given its seeds' generators
-(:func:`draw_from`: the loop's CPU groups, each generator its single run's process generator)
-draws seed k's numbers from seed k's generator, the numbers its single run draws, and vmaps with
-``randomness="error"`` (a draw that bypasses ``rlzoo.nets.draws`` stops with a message); a group
-without them (built directly, or on CUDA) draws one ``[K, ...]`` tensor per call from the
-process's generator (``randomness="different"``): every seed its own draws, never depending on
-another seed's data, but not its single run's.
+Two ways to run ``fn`` for every seed:
+
+* **In turn** (a group given its seeds' generators, :func:`draw_from`: the loop's CPU groups
+  with ``seed_kernels=exact``, each generator its single run's process generator). ``fn`` runs
+  once per seed on seed k's slices of the weights (views, swapped into the modules), with
+  torch's default CPU generator carrying on seed k's stream, and its optimizers step each
+  seed's slice as a tensor of its own (``rlzoo.optim.Adam.split``). Each seed runs its single
+  run's kernels on its single run's shapes and random numbers, so it is its single run bit for
+  bit (a batched kernel sums in another order: a ``[B, 400] x [400, 1]`` head's gradient, or a
+  reduction over a strided axis, differ in the last bits). It costs 0-6% against one vmapped
+  call at 256x256 networks, twice the time with 32x32 ones (``scripts/seed_group_speed.py``).
+* **Vmapped** (a group without generators: built directly, ``seed_kernels=batched``, or on
+  CUDA, where one batched kernel instead of K launches is what makes a group pay). One
+  ``torch.vmap`` over ``torch.func.functional_call``, ``randomness="different"``: every seed
+  draws its own numbers from the process's generator, never depending on another seed's data,
+  but not its single run's.
 """
 
 from __future__ import annotations
@@ -35,8 +42,7 @@ from typing import Any
 
 import torch
 from torch import nn
-
-from rlzoo.nets.draws import per_seed_draws
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 # The group's {name: stacked tensor} handed to functional_call, built once per group.
 _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
@@ -46,6 +52,10 @@ _STATE: weakref.WeakKeyDictionary[nn.Module, dict[str, torch.Tensor]] = (
 _SIZES: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
 # The group's per-seed generators (draw_from), seed k's at k.
 _GENERATORS: weakref.WeakKeyDictionary[nn.Module, list[torch.Generator]] = (
+    weakref.WeakKeyDictionary()
+)
+# Every parameter and buffer slot of a group run in turn (_slots), built once per group.
+_SLOTS: weakref.WeakKeyDictionary[nn.Module, list[tuple[dict[str, Any], str, torch.Tensor]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -117,35 +127,72 @@ def _unflatten(template: Any, value: Any) -> Any:
 
 
 def run_with_weights(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``fn(*args)`` for every seed of ``group`` in one vmapped call (see the module docstring);
+    """``fn(*args)`` for every seed of ``group``, in turn or vmapped (see the module docstring);
     for one seed (a single run) the plain call ``fn(*args)``.
 
     Tensor arguments (and the tensor fields of dataclass arguments) carry the seed axis first;
     other arguments are shared. Returns ``fn``'s outputs (tensors, or dicts/tuples of tensors)
     with the seed axis first."""
-    if group_size(group) == 1:  # one seed: the plain call, no vmap
+    if group_size(group) == 1:  # one seed: the plain call
         return fn(*args)
-    flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
-
     generators = _GENERATORS.get(group)
+    if generators:
+        return _in_turn(group, fn, args, generators)
+    flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
     def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
         rebuilt = [_unflatten(t, v) for t, v in zip(args, values)]
-        with per_seed_draws(generators) if generators else contextlib.nullcontext():
-            return torch.func.functional_call(group, state, (fn, *rebuilt))
+        return torch.func.functional_call(group, state, (fn, *rebuilt))
 
-    randomness = "error" if generators else "different"
+    return torch.vmap(one, in_dims=(0, *dims), randomness="different")(group_state(group), *flat)
+
+
+def _slots(group: nn.Module) -> list[tuple[dict[str, Any], str, torch.Tensor]]:
+    """Every ``(module._parameters or module._buffers, name, group tensor)`` of ``group`` (cached
+    like :func:`group_state`)."""
+    slots = _SLOTS.get(group)
+    if slots is None:
+        slots = [(table, name, tensor) for module in group.modules()
+                 for table in (module._parameters, module._buffers)
+                 for name, tensor in table.items() if tensor is not None]
+        _SLOTS[group] = slots
+    return slots
+
+
+@contextlib.contextmanager
+def _drawing_from(generator: torch.Generator) -> Iterator[None]:
+    """Within the block torch's default CPU generator carries on ``generator``'s stream; after
+    it, ``generator`` holds where the stream got to and the process's generator is put back."""
+    process = torch.default_generator
+    saved = process.get_state()
+    process.set_state(generator.get_state())
     try:
-        return torch.vmap(one, in_dims=(0, *dims), randomness=randomness)(group_state(group),
-                                                                         *flat)
-    except RuntimeError as err:
-        if generators and "randomness error mode" in str(err):
-            raise RuntimeError(
-                f"{type(group).__name__}.{getattr(fn, '__name__', 'fn')} draws random numbers "
-                "with torch directly inside compute; in a seed group every draw must come "
-                "through rlzoo.nets.draws (normal_like, normal, uniform, dropout), so that each "
-                "seed draws its single run's numbers (docs/extending.md)") from err
-        raise
+        yield
+    finally:
+        generator.set_state(process.get_state())
+        process.set_state(saved)
+
+
+def _in_turn(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any],
+             generators: Sequence[torch.Generator]) -> Any:
+    """``fn`` once per seed, seed k with its slices of the weights and ``generators[k]``'s
+    stream; the outputs stacked ``[K, ...]``. Gradients reach the group's tensors through the
+    slices (one ``unbind`` per tensor and call)."""
+    slots = _slots(group)
+    slices = {id(t): t.unbind(0) for _, _, t in slots}
+    outputs = []
+    try:
+        for k, generator in enumerate(generators):
+            for table, name, tensor in slots:
+                table[name] = slices[id(tensor)][k]
+            with _drawing_from(generator):
+                outputs.append(fn(*(_seed_slice(a, k) for a in args)))
+    finally:
+        for table, name, tensor in slots:
+            table[name] = tensor
+    leaves, specs = zip(*(tree_flatten(out) for out in outputs))
+    return tree_unflatten([torch.stack(per_seed) if torch.is_tensor(per_seed[0]) else per_seed[0]
+                           for per_seed in zip(*leaves)], specs[0])
 
 
 def draw_from(group: nn.Module, generators: Sequence[torch.Generator]) -> None:
@@ -154,6 +201,9 @@ def draw_from(group: nn.Module, generators: Sequence[torch.Generator]) -> None:
     if len(generators) != group_size(group):
         raise ValueError(f"{len(generators)} generators for {group_size(group)} seeds")
     _GENERATORS[group] = list(generators)
+    for optimizer in getattr(group, "optimizers", {}).values():
+        if hasattr(optimizer, "split"):  # each seed's slice stepped as its single run's tensor
+            optimizer.split(len(generators))
 
 
 @contextlib.contextmanager
@@ -183,8 +233,16 @@ def draw_per_seed(draw: Callable[[], torch.Tensor], seeds: int) -> torch.Tensor:
 
 
 def draw_each(group: nn.Module, draw: Callable[[], torch.Tensor]) -> torch.Tensor:
-    """``draw()`` once per seed of ``group`` (``Algorithm.draw``): :func:`draw_per_seed`."""
-    return draw_per_seed(draw, group_size(group))
+    """``draw()`` once per seed of ``group`` (``Algorithm.draw``): :func:`draw_per_seed`; seed k
+    of a group run in turn from its own generator (its single run's draw)."""
+    generators = _GENERATORS.get(group)
+    if not generators or group_size(group) == 1:
+        return draw_per_seed(draw, group_size(group))
+    drawn = []
+    for generator in generators:
+        with _drawing_from(generator):
+            drawn.append(draw())
+    return torch.stack(drawn)
 
 
 def seed_mean(x: torch.Tensor, seeds: int) -> torch.Tensor:
@@ -215,75 +273,20 @@ def clip_grad_norm(group: nn.Module, params: Sequence[torch.Tensor], max_norm: f
 
 
 def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> None:
-    """``torch.nn.utils.clip_grad_norm_`` applied to each seed's slice on its own: seed k's
-    gradients are scaled by ``min(1, max_norm / (||g_k|| + 1e-6))``, ``||g_k||`` the 2-norm of
-    all of seed k's gradients (parameters ``[K, ...]``)."""
+    """``torch.nn.utils.clip_grad_norm_`` applied to each seed's slice on its own, with its
+    arithmetic (so a seed's clip is its single run's bit for bit): seed k's gradients are scaled
+    by ``min(1, max_norm / (||g_k|| + 1e-6))``, ``||g_k||`` the 2-norm of all of seed k's
+    gradients (parameters ``[K, ...]``)."""
     grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return
-    k = grads[0].shape[0]
-    norms = torch.stack([g.reshape(k, -1).norm(dim=1) for g in grads], dim=1)  # [K, P]
-    total = norms.norm(dim=1)  # [K]
-    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.view(k, *([1] * (g.dim() - 1))))
+    for k in range(grads[0].shape[0] if grads else 0):
+        mine = [g[k] for g in grads]
+        total = torch.nn.utils.get_total_norm(mine)
+        torch._foreach_mul_(mine, (max_norm / (total + 1e-6)).clamp(max=1.0))
 
 
 def seed_weights(weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:
     """Seed k's slice of a group's module state: a single run's state dict."""
     return {name: value[k] for name, value in weights.items()}
-
-
-def saved_state(group: Any) -> dict[str, Any]:
-    """``group.state_dict()`` (an ``Algorithm``'s: ``modules``, ``optimizers``, ``updates``) as a
-    checkpoint keeps it: :func:`with_seed_axis` for one seed (views of the live tensors), so a
-    single run's checkpoint has a group of one's layout; a group's as it is."""
-    state = group.state_dict()
-    return state if group_size(group) > 1 else with_seed_axis(state)
-
-
-def load_saved_state(group: Any, state: dict[str, Any], seed_axis: bool = True) -> None:
-    """Put :func:`saved_state` back into ``group`` (``seed_axis=False``: a single run's state
-    written without the axis, by rlzoo before checkpoint format 3). ``ValueError`` when the
-    state holds another number of seeds than ``group``."""
-    if group_size(group) == 1 and seed_axis:
-        state = without_seed_axis(state)
-    group.load_state_dict(state)
-
-
-def with_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
-    """A single run's algorithm state in a group of one's layout: every module tensor and every
-    optimizer tensor that a group stacks (Adam's moments, ``MemberAdam``'s step counts per
-    member) gets a leading axis of 1 (views); Adam's one step count (``[]``) stays, as in a
-    group."""
-    return _per_seed_tensors(state, lambda x: x.unsqueeze(0), lambda key, x: (
-        key != "step" or x.dim() >= 1))
-
-
-def without_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
-    """The inverse of :func:`with_seed_axis` (slice 0, views); ``ValueError`` when a tensor's
-    seed axis is not 1 long (a group's state)."""
-    return _per_seed_tensors(state, _the_one_seed, lambda key, x: key != "step" or x.dim() >= 2)
-
-
-def _the_one_seed(x: torch.Tensor) -> torch.Tensor:
-    if x.dim() == 0 or x.shape[0] != 1:
-        raise ValueError(f"a tensor of shape {tuple(x.shape)} holds no single seed's weights")
-    return x[0]
-
-
-def _per_seed_tensors(state: dict[str, Any], change: Callable[[torch.Tensor], torch.Tensor],
-                      stacked: Callable[[str, torch.Tensor], bool]) -> dict[str, Any]:
-    """``state`` with ``change`` applied to every module tensor and to every optimizer tensor
-    (under ``optimizers.<name>.state.<index>.<key>``) that a group ``stacked``."""
-    optimizers = {}
-    for name, saved in state["optimizers"].items():
-        per_param = {index: {key: change(v) if torch.is_tensor(v) and stacked(key, v) else v
-                             for key, v in entries.items()}
-                     for index, entries in saved["state"].items()}
-        optimizers[name] = {**saved, "state": per_param}
-    modules = {name: change(v) for name, v in state["modules"].items()}
-    return {**state, "modules": modules, "optimizers": optimizers}
 
 
 def stack_records(records: Sequence[Any]) -> Any:
@@ -300,12 +303,12 @@ def stack_records(records: Sequence[Any]) -> Any:
         for f in dataclasses.fields(first) if torch.is_tensor(getattr(first, f.name))})
 
 
-def _first_seed(value: Any) -> Any:
-    """Slice 0 of a tensor (or of each tensor field of a record); anything else as it is."""
+def _seed_slice(value: Any, k: int) -> Any:
+    """Slice k of a tensor (or of each tensor field of a record); anything else as it is."""
     if torch.is_tensor(value):
-        return value[0]
+        return value[k]
     if _is_record(value):
-        return dataclasses.replace(value, **{k: v[0] for k, v in _flatten(value)[0].items()})
+        return dataclasses.replace(value, **{n: v[k] for n, v in _flatten(value)[0].items()})
     return value
 
 
@@ -341,7 +344,7 @@ class SeedAxis:
         """``fn(*args)`` once per seed: tensor arguments (and tensor fields of records) ``[K, ...]``
         (other arguments are shared); returns ``fn``'s outputs with ``[K, ...]``."""
         if self.seeds == 1:
-            return _with_seed_axis(fn(*(_first_seed(a) for a in args)))
+            return _with_seed_axis(fn(*(_seed_slice(a, 0) for a in args)))
         return run_with_weights(self.algo, fn, args)
 
     def update(self, update: Callable[[Any], dict[str, torch.Tensor]],
@@ -349,7 +352,7 @@ class SeedAxis:
         """One update of every seed from ``batch`` (``[K, ...]``) by ``update`` (the
         algorithm's, maybe accelerated, which takes the group's batch); metrics ``[K]``."""
         if self.seeds == 1:
-            return _with_seed_axis(update(_first_seed(batch)))
+            return _with_seed_axis(update(_seed_slice(batch, 0)))
         return update(batch)
 
     def weights(self, weights: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:

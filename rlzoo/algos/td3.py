@@ -18,7 +18,6 @@ import torch
 
 from rlzoo.algos.base import Algorithm, EnvSpec, adam, check_tau
 from rlzoo.buffers.batch import Batch
-from rlzoo.nets import draws
 from rlzoo.nets.actors import DeterministicActor
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import ActionSequenceCritic, Critic, EnsembleCritic, TwinCritic
@@ -97,12 +96,12 @@ class TD3(Algorithm):
         action = self.actor(obs)
         if deterministic:
             return action
-        return (action + self.exploration_noise * draws.normal_like(action)).clamp(-1.0, 1.0)
+        return (action + self.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
 
     def critic_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """``J_Q`` against ``y = r + discount min_i Q'_i(s', a')`` with smoothed ``a'``."""
         with torch.no_grad():
-            noise = draws.normal_like(batch.action) * self.policy_noise
+            noise = torch.randn_like(batch.action) * self.policy_noise
             noise = noise.clamp(-self.noise_clip, self.noise_clip)
             next_action = (self.target_actor(batch.next_obs) + noise).clamp(-1.0, 1.0)
             next_value = self.target_critic.next_value(batch.next_obs, next_action)

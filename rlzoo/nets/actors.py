@@ -20,7 +20,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rlzoo.nets.draws import normal, normal_like
 from rlzoo.nets.ensemble import NetworkFactory, dropout_off, make_network
 
 LOG_2 = math.log(2.0)
@@ -151,7 +150,7 @@ class TanhGaussianActor(_EnsembleActorBase):
         """Reparameterized sample: ``action [..., B, act_dim]`` in (-1, 1), ``log_prob [..., B]``.
         """
         mean, log_std = self(obs)
-        noise = normal_like(mean)
+        noise = torch.randn_like(mean)
         pre_tanh = mean + noise * log_std.exp()
         return torch.tanh(pre_tanh), tanh_gaussian_log_prob(noise, log_std, pre_tanh).sum(-1)
 
@@ -168,7 +167,8 @@ class TanhGaussianActor(_EnsembleActorBase):
             mean, log_std = self(obs)
             if self.eval_samples == 0:
                 return torch.tanh(mean)
-            noise = normal((self.eval_samples, *mean.shape), mean)
+            noise = torch.randn((self.eval_samples, *mean.shape), dtype=mean.dtype,
+                                device=mean.device)
             return torch.tanh(mean + noise * log_std.exp()).mean(0)
 
 

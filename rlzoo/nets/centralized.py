@@ -26,7 +26,6 @@ from torch import nn
 
 from rlzoo.nets.actors import tanh_gaussian_log_prob
 from rlzoo.nets.critics import Critic
-from rlzoo.nets.draws import normal_like
 from rlzoo.nets.ensemble import NetworkFactory, dropout_off, make_network
 
 
@@ -130,7 +129,7 @@ class AgentActors(nn.Module):
         each agent's real entries only) and ``pre_tanh [..., N, A]`` (padding 0).
         """
         mean, log_std = self._run(obs)
-        noise = normal_like(mean)
+        noise = torch.randn_like(mean)
         pre_tanh = (mean + noise * log_std.exp()) * self.act_mask
         log_prob = (tanh_gaussian_log_prob(noise, log_std, pre_tanh) * self.act_mask).sum(-1)
         return torch.tanh(pre_tanh), log_prob, pre_tanh

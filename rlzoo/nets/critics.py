@@ -32,7 +32,6 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from rlzoo.nets.draws import uniform
 from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 REDUCTIONS = ("min", "mean", "first")
@@ -186,7 +185,7 @@ class EnsembleCritic(Critic):
             return q.min(dim=0).values
         # argsort of uniform keys: a uniformly random subset, drawn on the device without a
         # host sync (capturable in a CUDA graph)
-        heads = uniform((self.members,), q.device).argsort()[: self.subset]
+        heads = torch.rand(self.members, device=q.device).argsort()[: self.subset]
         return q.index_select(0, heads).min(dim=0).values
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:

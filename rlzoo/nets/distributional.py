@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 
 from rlzoo.nets.critics import Critic, _check_reduction, reduce_members
-from rlzoo.nets.draws import normal_like
 from rlzoo.nets.ensemble import NetworkFactory, make_network
 
 
@@ -126,7 +125,7 @@ class DistributionalCritic(Critic):
         """``[2, B]``: ``min_i mu_i`` and ``mu_j + clamp(z, -c, c) sigma_j``, j = argmin_i mu_i;
         with G per-agent critics ``[2, G, B]``, the min and argmin taken within each agent's."""
         mean, std = self.distribution(next_obs, next_action)
-        z = normal_like(mean).clamp(-self.sample_clip, self.sample_clip)
+        z = torch.randn_like(mean).clamp(-self.sample_clip, self.sample_clip)
         mean, sample = self.by_agent(mean), self.by_agent(mean + z * std)  # [G, n, B]
         smaller = mean.argmin(dim=1, keepdim=True)  # [G, 1, B]
         value = torch.stack([mean.gather(1, smaller), sample.gather(1, smaller)])[:, :, 0]

@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 from torch import nn
 
-from rlzoo.nets.draws import Dropout
-
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
     "gelu": nn.GELU,
@@ -133,7 +131,7 @@ class EnsembleMLP(nn.Module):
                 layers.append(nn.LayerNorm(n_out, elementwise_affine=False))
             layers.append(activation(act))
             if dropout > 0:
-                layers.append(Dropout(dropout))
+                layers.append(nn.Dropout(dropout))
         layers.append(EnsembleLinear(members, sizes[-1], out_features))
         self.members = members
         self.layers = nn.Sequential(*layers)

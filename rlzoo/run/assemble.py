@@ -110,7 +110,8 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             check_spec(spec, str(cfg.env.name))
             check_observations(env, s.normalize, str(cfg.env.name))
             algos.append(build_algorithm(member_cfg, spec, s.device, s.normalize))
-            if s.seeds > 1 and s.device.type == "cpu":  # its single run draws on from here
+            if s.seeds > 1 and s.device.type == "cpu" and s.seed_kernels == "exact":
+                # its single run draws on from here
                 members[-1].draws = torch.Generator().set_state(torch.get_rng_state())
         algo = stack_seeds(check_algorithm(algos, cfg, s))
         if members[0].draws is not None:

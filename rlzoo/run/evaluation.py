@@ -40,11 +40,13 @@ def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
 
     def policy(batch: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
         x = torch.as_tensor(batch, dtype=torch.float32).to(device, non_blocking=True)
-        with generators_forked(axis.algo):  # a sampling evaluation leaves training's draws
-            return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
+        return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
 
-    results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
-                           horizon, tensors=True)  # env.backend=warp: obs stay on its device
+    # a sampling evaluation draws on from each seed's generator, as its single run draws on
+    # from the process's (which the loop forks), and leaves training's draws where they were
+    with generators_forked(axis.algo):
+        results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
+                               horizon, tensors=True)  # env.backend=warp: obs stay on its device
     for m, result in zip(members, results):
         if result.agent_returns is not None:
             m.last_eval_agents = result.agent_returns.mean(axis=0)

@@ -34,10 +34,11 @@ class Member:
         storage: its replay buffer or rollout store.
         rng: its warm-up action generator.
         step: env steps (transitions) it has collected.
-        draws: in a group on the CPU, the generator its policy and updates draw from inside
-            ``per_seed`` (``rlzoo.nets.draws``): its single run's process generator, from where
+        draws: in a group on the CPU (``seed_kernels=exact``), the generator its policy and
+            updates draw from (``rlzoo.algos.seeds``: torch's generator carries on this one's
+            stream while the seed computes): its single run's process generator, from where
             that was after building its algorithm; ``None`` for a single run (which draws from
-            the process's generator) and on CUDA.
+            the process's generator), a batched group and on CUDA.
     """
 
     seed: int

@@ -1,7 +1,7 @@
 """What a run's checkpoint holds, and how it comes back: one layout for every run.
 
 A checkpoint is ``{format, algo_name, env_name, config, algo, counters, members, rng}``:
-``algo`` the algorithm's state (``rlzoo.algos.seeds.saved_state``: module weights and optimizer
+``algo`` the algorithm's state (``rlzoo.run.seed_layout.saved_state``: module weights and optimizer
 moments with a leading seed axis, ``[K, ...]``, a single run's ``[1, ...]``), ``counters`` the
 loop's clock (``step``: the slowest seed's, ``update_credit``, ``wall_time``), ``members`` one
 entry per seed (its ``seed``, ``buffer``, ``env``, ``loop`` arrays, ``counters``: ``step``,
@@ -29,7 +29,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import load_saved_state, saved_state
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.checkpoint import (
     CheckpointError,
@@ -39,6 +38,7 @@ from rlzoo.run.checkpoint import (
 )
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
+from rlzoo.run.seed_layout import load_saved_state, saved_state
 from rlzoo.run.signals import AlreadyFinished, NonFiniteError
 from rlzoo.run.state import check_global_rng, global_rng_state, restore_global_rng
 

@@ -28,6 +28,7 @@ MAX_NUM_ENVS = 1024  # training envs in one process
 MAX_EVAL_EPISODES = 1000  # one eval env per episode
 MAX_UTD = 1000.0  # gradient updates per env step
 MAX_THREADS = 1024  # torch_threads
+SEED_KERNELS = ("exact", "batched")  # seed_kernels
 MAX_SEEDS = 1024  # seeds trained together in one process
 # Size keys of the algo/critic/tuner groups (wherever they appear) and their allowed ranges.
 SIZE_LIMITS = {
@@ -71,6 +72,7 @@ class Settings:
     on_policy: bool
     rollout_steps: int  # on-policy only (0 off-policy)
     seeds: int  # K: seeds seed .. seed + K - 1 trained together as one group
+    seed_kernels: str  # a CPU group's kernels: "exact" (each seed in turn) or "batched" (vmap)
     torch_threads: int | str  # CPU threads of torch (rlzoo.threads.run_threads)
     env_workers: int  # worker processes stepping training envs beside this one (0: none)
     env_timeout_s: float  # seconds an env worker may take per request before it is hung
@@ -117,6 +119,15 @@ def read_normalize(cfg: DictConfig) -> Normalize:
                             f"normalize.{key}={'1e-8' if key == 'epsilon' else 5}")
         numbers.append(number)
     return Normalize(*switches, *numbers)
+
+
+def read_seed_kernels(cfg: DictConfig) -> str:
+    """``seed_kernels``: ``exact`` or ``batched`` (a run dir written before the key: exact)."""
+    kernels = cfg.get("seed_kernels", "exact")
+    if kernels not in SEED_KERNELS:
+        raise UserError(f"seed_kernels must be exact or batched, got {kernels!r}; e.g. "
+                        "seed_kernels=batched")
+    return str(kernels)
 
 
 def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None) -> int:
@@ -258,6 +269,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
         seeds=seeds,
+        seed_kernels=read_seed_kernels(cfg),
         torch_threads=threads,
         normalize=read_normalize(cfg),
         **accel,

@@ -134,8 +134,7 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
 
     def policy(batch: np.ndarray) -> np.ndarray:  # [1, B, ...] -> [1, B, H * A]
         x = torch.as_tensor(np.repeat(batch, seeds, axis=0), dtype=torch.float32).to(device)
-        with generators_forked(axis.algo):  # a sampling evaluation leaves training's draws
-            return axis.call(axis.algo.act, x, True)[:1].cpu().numpy()
+        return axis.call(axis.algo.act, x, True)[:1].cpu().numpy()
 
     try:
         obs = env.reset(seed=m.seed + EVAL_SEED_OFFSET)[0]
@@ -148,7 +147,8 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
                 preview.add(frame)
 
             film(0, 0)  # the reset's frame
-            run_episodes([env], [obs], policy, horizon, film)
+            with generators_forked(axis.algo):  # a sampling policy leaves the seeds' draws
+                run_episodes([env], [obs], policy, horizon, film)
     finally:
         env.close()
     if m.logger is not None:

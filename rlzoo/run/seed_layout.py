@@ -1,0 +1,66 @@
+"""A seed group's algorithm state as checkpoints hold it: every module tensor and every
+optimizer tensor a group stacks carries the seed axis first (``[K, ...]``), for a single run too
+(``[1, ...]``: checkpoint format 3), so one layout serves any number of seeds. In memory a
+single run keeps its plain tensors; these functions add or drop the axis (views, no copies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from rlzoo.algos.seeds import group_size
+
+
+def saved_state(group: Any) -> dict[str, Any]:
+    """``group.state_dict()`` (an ``Algorithm``'s: ``modules``, ``optimizers``, ``updates``) as a
+    checkpoint keeps it: :func:`with_seed_axis` for one seed (views of the live tensors), so a
+    single run's checkpoint has a group of one's layout; a group's as it is."""
+    state = group.state_dict()
+    return state if group_size(group) > 1 else with_seed_axis(state)
+
+
+def load_saved_state(group: Any, state: dict[str, Any], seed_axis: bool = True) -> None:
+    """Put :func:`saved_state` back into ``group`` (``seed_axis=False``: a single run's state
+    written without the axis, by rlzoo before checkpoint format 3). ``ValueError`` when the
+    state holds another number of seeds than ``group``."""
+    if group_size(group) == 1 and seed_axis:
+        state = without_seed_axis(state)
+    group.load_state_dict(state)
+
+
+def with_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
+    """A single run's algorithm state in a group of one's layout: every module tensor and every
+    optimizer tensor that a group stacks (Adam's moments, ``MemberAdam``'s step counts per
+    member) gets a leading axis of 1 (views); Adam's one step count (``[]``) stays, as in a
+    group."""
+    return _per_seed_tensors(state, lambda x: x.unsqueeze(0), lambda key, x: (
+        key != "step" or x.dim() >= 1))
+
+
+def without_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`with_seed_axis` (slice 0, views); ``ValueError`` when a tensor's
+    seed axis is not 1 long (a group's state)."""
+    return _per_seed_tensors(state, _the_one_seed, lambda key, x: key != "step" or x.dim() >= 2)
+
+
+def _the_one_seed(x: torch.Tensor) -> torch.Tensor:
+    if x.dim() == 0 or x.shape[0] != 1:
+        raise ValueError(f"a tensor of shape {tuple(x.shape)} holds no single seed's weights")
+    return x[0]
+
+
+def _per_seed_tensors(state: dict[str, Any], change: Callable[[torch.Tensor], torch.Tensor],
+                      stacked: Callable[[str, torch.Tensor], bool]) -> dict[str, Any]:
+    """``state`` with ``change`` applied to every module tensor and to every optimizer tensor
+    (under ``optimizers.<name>.state.<index>.<key>``) that a group ``stacked``."""
+    optimizers = {}
+    for name, saved in state["optimizers"].items():
+        per_param = {index: {key: change(v) if torch.is_tensor(v) and stacked(key, v) else v
+                             for key, v in entries.items()}
+                     for index, entries in saved["state"].items()}
+        optimizers[name] = {**saved, "state": per_param}
+    modules = {name: change(v) for name, v in state["modules"].items()}
+    return {**state, "modules": modules, "optimizers": optimizers}
