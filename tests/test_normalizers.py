@@ -470,7 +470,7 @@ def test_bad_values_are_one_line(tmp_path: Path, override: str, fragment: str) -
 
 
 def test_observations_that_are_not_a_box_are_refused() -> None:
-    on = Normalize(obs=True, reward=False, epsilon=1e-8, reward_g_max=5.0)
+    on = Normalize(obs=True, reward=False, epsilon=1e-8, reward_g_max=5.0, envs=1)
     env = SimpleNamespace(obs_spaces={"agent a": gym.spaces.Box(-1, 1, (3,)),
                                       "agent b": gym.spaces.Discrete(4)})
     with pytest.raises(UserError) as info:

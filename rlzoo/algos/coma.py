@@ -14,9 +14,9 @@ rollout of ``T`` steps (team reward ``r_t``, the mean over agents):
   ``Q'_{t+1} = Q'(s_{t+1}, a_{t+1}, i)`` with ``a_{t+1}`` the taken joint action if the episode
   continues inside the rollout (``c_t = 1``), else (truncation or the rollout's end, ``c_t = 0``)
   a joint action sampled from the current policies; ``J_Q = E_{t,i}[(Q(s_t, a_t, i) - G_t)^2]``
-* counterfactual baseline, ``K`` samples of the agent's own action with the others fixed at the
-  taken ones, in one critic call: ``b_i = (1/K) sum_k Q(s, (a~_i^k, a_-i), i)``,
-  ``a~_i^k ~ pi_i(.|o_i)``; an unbiased estimate of ``E_{a'~pi_i} Q(s, (a', a_-i), i)``, so
+* counterfactual baseline, ``C`` samples of the agent's own action with the others fixed at the
+  taken ones, in one critic call: ``b_i = (1/C) sum_c Q(s, (a~_i^c, a_-i), i)``,
+  ``a~_i^c ~ pi_i(.|o_i)``; an unbiased estimate of ``E_{a'~pi_i} Q(s, (a', a_-i), i)``, so
   ``E_{a_i~pi_i}[A_i] = 0``
 * advantage ``A_i = Q(s, a, i) - b_i`` (no gradient); actor
   ``J(pi_i) = -E_t[A_i log pi_i(a_i|o_i)] - beta H(pi_i(.|o_i))``, where ``log pi_i`` is the exact
@@ -51,7 +51,7 @@ class COMA(MultiAgentAlgorithm):
         critic: builds the shared critic from ``(state_dim + N, joint_act_dim)``.
         gamma: discount (0.99).
         td_lambda: lambda of the critic's TD(lambda) targets (0.8, pymarl).
-        baseline_samples: K, own-action samples in the counterfactual baseline (16).
+        baseline_samples: C, own-action samples in the counterfactual baseline (16).
         entropy_coef: beta, weight of the entropy bonus (0.01).
         actor_lr: actor learning rate (5e-4, pymarl).
         critic_lr: critic learning rate (5e-4, pymarl).
@@ -166,16 +166,16 @@ class COMA(MultiAgentAlgorithm):
     @torch.no_grad()
     def counterfactual_baseline(self, obs: torch.Tensor, state: torch.Tensor,
                                 action: torch.Tensor) -> torch.Tensor:
-        """``b_i = (1/K) sum_k Q(s, (a~_i^k, a_-i), i)``, ``a~_i^k ~ pi_i(.|o_i)`` -> ``[..., N]``.
+        """``b_i = (1/C) sum_c Q(s, (a~_i^c, a_-i), i)``, ``a~_i^c ~ pi_i(.|o_i)`` -> ``[..., N]``.
 
         ``obs [..., N, O]``, ``state [..., S]``, ``action [..., N, A]`` (the taken actions); the
-        K samples of every agent go through the critic in one call.
+        C samples of every agent go through the critic in one call.
         """
-        samples = self.baseline_samples  # K
-        sampled = self.actor.sample(obs.expand(samples, *obs.shape))[0]  # [K, ..., N, A]
+        samples = self.baseline_samples  # C
+        sampled = self.actor.sample(obs.expand(samples, *obs.shape))[0]  # [C, ..., N, A]
         # Agent i's joint action: slot i <- its own sample, the other slots <- the taken actions.
         counterfactual = torch.where(self.own_slot, sampled[..., None, :, :],
-                                     action[None, ..., None, :, :])  # [K, ..., N, N, A]
+                                     action[None, ..., None, :, :])  # [C, ..., N, N, A]
         values = self.agent_values(self.critic, state.expand(samples, *state.shape),
                                    counterfactual)
         return values.mean(dim=0)

@@ -56,7 +56,7 @@ def attach_normalizers(algo: Algorithm, cfg: DictConfig, spec: EnvSpec,
         if spec.state_dim > 0:
             state = ObservationNormalizer((spec.state_dim,), s.epsilon)
     if s.reward:
-        reward = RewardScaler(int(cfg.get("num_envs", 1)), algo.gamma, s.reward_g_max, s.epsilon)
+        reward = RewardScaler(s.envs, algo.gamma, s.reward_g_max, s.epsilon)
     algo.attach_normalizers(obs=obs, state=state, reward=reward)
 
 

@@ -86,20 +86,25 @@ class Normalize:
 
     ``obs``/``reward`` switch the observation normalizer and the reward scaler on;
     ``epsilon`` and ``reward_g_max`` are None only for a config without a ``normalize``
-    section (run dirs written before it existed, where both switches are off)."""
+    section (run dirs written before it existed, where both switches are off); ``envs`` is the
+    reward scaler's number of running returns, one per training env (``num_envs``)."""
 
     obs: bool
     reward: bool
     epsilon: float | None
     reward_g_max: float | None
+    envs: int
 
 
-def read_normalize(cfg: DictConfig) -> Normalize:
-    """The ``normalize`` section of ``cfg`` (all off when it is absent); one ``UserError`` line
-    for a switch that is not a boolean or a number that is not finite and > 0."""
+def read_normalize(cfg: DictConfig, envs: int | None = None) -> Normalize:
+    """The ``normalize`` section of ``cfg`` (all off when it is absent) for ``envs`` training
+    envs (None: ``cfg``'s ``num_envs``, read as ``read_settings`` reads it); one ``UserError``
+    line for a switch that is not a boolean or a number that is not finite and > 0."""
+    if envs is None:
+        envs = int_key(cfg, "num_envs", 1, MAX_NUM_ENVS) if "num_envs" in cfg else 1
     section = cfg.get("normalize")
     if not section:
-        return Normalize(False, False, None, None)
+        return Normalize(False, False, None, None, envs)
     switches = []
     for key in ("obs", "reward"):
         value = section.get(key, False)
@@ -118,7 +123,7 @@ def read_normalize(cfg: DictConfig) -> Normalize:
             raise UserError(f"normalize.{key} must be a number > 0, got {value!r}; e.g. "
                             f"normalize.{key}={'1e-8' if key == 'epsilon' else 5}")
         numbers.append(number)
-    return Normalize(*switches, *numbers)
+    return Normalize(*switches, *numbers, envs)
 
 
 def read_seed_kernels(cfg: DictConfig) -> str:
@@ -247,11 +252,12 @@ def read_settings(cfg: DictConfig) -> Settings:
     if threads != "auto":
         threads = int_key(cfg, "torch_threads", 0, MAX_THREADS)
     seed, seeds = seed_range(cfg)
+    num_envs = int_key(cfg, "num_envs", 1, MAX_NUM_ENVS)
     settings = Settings(
         seed=seed,
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
-        num_envs=int_key(cfg, "num_envs", 1, MAX_NUM_ENVS),
+        num_envs=num_envs,
         env_workers=int_key(cfg, "env_workers", 0, MAX_NUM_ENVS) if "env_workers" in cfg else 0,
         env_timeout_s=env_timeout(cfg),
         eval_every=int_key(cfg, "eval.every", 0),
@@ -271,7 +277,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         seeds=seeds,
         seed_kernels=read_seed_kernels(cfg),
         torch_threads=threads,
-        normalize=read_normalize(cfg),
+        normalize=read_normalize(cfg, num_envs),
         **accel,
     )
     if settings.batch_size > settings.buffer_size:
