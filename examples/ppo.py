@@ -193,7 +193,7 @@ class PPO(Algorithm):
 
     def shuffle(self, rows: int, device: torch.device) -> torch.Tensor:
         """A random order of the rollout's rows for one epoch, ``[rows]`` (``Algorithm.draw``:
-        a permutation is no ``rlzoo.nets.draws`` draw)."""
+        drawn outside ``compute``, so each seed of a group draws its own)."""
         return self.draw(lambda: torch.randperm(rows, device=device))
 
     def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]

@@ -51,7 +51,8 @@ class Adam(torch.optim.Adam):
         arithmetic is bit for bit that of a lone tensor of its shape (the kernel's vector width
         meets each slice's own end, not the parameter's). The update is Adam's either way; 1
         (the default): each parameter is one tensor. A split optimizer creates its state itself
-        before the first step, so that step is split too."""
+        before the first step, so that step is split too. A step where a parameter has no gradient
+        takes the stock, unsplit path (a correct Adam step that rounds as the stacked tensor's)."""
         self.slices = slices
         self._lean = None
 

@@ -172,6 +172,26 @@ def test_a_seed_past_its_warmup_is_its_single_run(tmp_path: Path, algo: str) -> 
     assert returns[0] == returns[1]
 
 
+@pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit
+def test_a_sampling_evaluation_with_parting_episodes_is_each_seeds_own(tmp_path: Path) -> None:
+    """STAC evaluates with the mean of 10 sampled actions, its noise drawn for the envs the policy
+    is called on. On Hopper seed 3's 4 eval episodes end before seed 4's, so the group's last
+    evaluation steps run envs that seed 3 has finished: seed 3 must still be called on its own
+    running envs only, and its returns be its single run's. (All in the warm-up, so that the
+    seeds' training clocks, which part here, do not matter.)"""
+    args = ["algo=stac", "env=Hopper", "eval.every=0", "eval.episodes=4", "log.progress=false",
+            "torch_threads=1", "checkpoint.every=0", "total_steps=150",
+            "algo.learning_starts=1000", *TINY]
+    proc = run_cli([*args, "seeds=2", "seed=3"], tmp_path / "group-s3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_cli([*args, "seed=3"], tmp_path / "single")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text())
+                 for d in ("group-s3", "single")]
+    assert summaries[0]["final_eval_return"] == summaries[1]["final_eval_return"]
+    assert summaries[0]["final_eval_return_std"] == summaries[1]["final_eval_return_std"] > 0
+
+
 class _Noisy(torch.nn.Module):
     """A module whose only state is a weight; its ``noisy`` draws with torch's own functions
     (and a dropout layer), as an algorithm's code does."""
@@ -233,6 +253,23 @@ def test_a_group_call_that_raises_leaves_the_group_whole() -> None:
         run_with_weights(group, fails, [torch.zeros(2, 3)])
     assert group.weight.shape == (2, 3, 4) and isinstance(group.weight, torch.nn.Parameter)
     assert torch.equal(torch.get_rng_state(), process)
+
+
+def test_a_call_inside_a_call_and_per_seed_python_values_are_refused() -> None:
+    """A group run in turn refuses a compute call nested in another (it would slice the seed's
+    slices again) and a function whose non-tensor output differs between seeds (one value
+    would stand for all); equal non-tensor outputs pass through."""
+    group = stack_seeds([_Noisy() for _ in range(2)])
+    draw_from(group, [torch.Generator().manual_seed(k) for k in range(2)])
+    x = torch.zeros(2, 3)
+    with pytest.raises(RuntimeError, match="inside another compute call"):
+        run_with_weights(group, lambda v: run_with_weights(group, lambda w: w, [v]), [x])
+    with pytest.raises(TypeError, match="differ between seeds"):
+        run_with_weights(group, lambda v: float(group.weight.sum()) + float(v.sum()),
+                         [torch.stack([torch.zeros(3), torch.ones(3)])])
+    out, label = run_with_weights(group, lambda v: (v + 1, "same"), [x])
+    assert out.shape == (2, 3) and label == "same"
+    assert group.weight.shape == (2, 3, 4)  # put back after the refusals
 
 
 def test_a_checkpoints_seed_generator_is_checked() -> None:

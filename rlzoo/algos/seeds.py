@@ -40,6 +40,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_unflatten
@@ -54,6 +55,8 @@ _SIZES: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
 _GENERATORS: weakref.WeakKeyDictionary[nn.Module, list[torch.Generator]] = (
     weakref.WeakKeyDictionary()
 )
+# The group whose seeds _in_turn is running now (a nested call is refused).
+_RUNNING: list[nn.Module] = []
 # Every parameter and buffer slot of a group run in turn (_slots), built once per group.
 _SLOTS: weakref.WeakKeyDictionary[nn.Module, list[tuple[dict[str, Any], str, torch.Tensor]]] = (
     weakref.WeakKeyDictionary()
@@ -137,7 +140,8 @@ def run_with_weights(group: nn.Module, fn: Callable[..., Any], args: Sequence[An
         return fn(*args)
     generators = _GENERATORS.get(group)
     if generators:
-        return _in_turn(group, fn, args, generators)
+        return _stacked(_in_turn(group, fn, lambda k: [_seed_slice(a, k) for a in args],
+                                 generators))
     flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
 
     def one(state: dict[str, torch.Tensor], *values: Any) -> Any:
@@ -173,26 +177,46 @@ def _drawing_from(generator: torch.Generator) -> Iterator[None]:
         process.set_state(saved)
 
 
-def _in_turn(group: nn.Module, fn: Callable[..., Any], args: Sequence[Any],
-             generators: Sequence[torch.Generator]) -> Any:
-    """``fn`` once per seed, seed k with its slices of the weights and ``generators[k]``'s
-    stream; the outputs stacked ``[K, ...]``. Gradients reach the group's tensors through the
-    slices (one ``unbind`` per tensor and call)."""
+def _in_turn(group: nn.Module, fn: Callable[..., Any], args_of: Callable[[int], Sequence[Any]],
+             generators: Sequence[torch.Generator]) -> list[Any]:
+    """``fn(*args_of(k))`` once per seed, seed k with its slices of the weights and
+    ``generators[k]``'s stream; the K outputs. Gradients reach the group's tensors through the
+    slices (one ``unbind`` per tensor and call). A call inside a call is refused (it would slice
+    the seed's slices again)."""
+    if _RUNNING:
+        raise RuntimeError("a seed group's compute was called inside another compute call; call "
+                           "the inner method directly (its weights are already the seed's)")
     slots = _slots(group)
     slices = {id(t): t.unbind(0) for _, _, t in slots}
     outputs = []
+    _RUNNING.append(group)
     try:
         for k, generator in enumerate(generators):
             for table, name, tensor in slots:
                 table[name] = slices[id(tensor)][k]
             with _drawing_from(generator):
-                outputs.append(fn(*(_seed_slice(a, k) for a in args)))
+                outputs.append(fn(*args_of(k)))
     finally:
+        _RUNNING.pop()
         for table, name, tensor in slots:
             table[name] = tensor
+    return outputs
+
+
+def _stacked(outputs: Sequence[Any]) -> Any:
+    """K outputs of one function -> one, every tensor ``[K, ...]`` (records' tensor fields
+    too); a value that is not a tensor must be the same for every seed."""
     leaves, specs = zip(*(tree_flatten(out) for out in outputs))
-    return tree_unflatten([torch.stack(per_seed) if torch.is_tensor(per_seed[0]) else per_seed[0]
-                           for per_seed in zip(*leaves)], specs[0])
+    stacked = []
+    for per_seed in zip(*leaves):
+        if torch.is_tensor(per_seed[0]) or _is_record(per_seed[0]):
+            stacked.append(stack_records(per_seed))
+        elif all(v == per_seed[0] for v in per_seed[1:]):
+            stacked.append(per_seed[0])
+        else:
+            raise TypeError(f"compute's function returned {type(per_seed[0]).__name__} values "
+                            "that differ between seeds; return tensors")
+    return tree_unflatten(stacked, specs[0])
 
 
 def draw_from(group: nn.Module, generators: Sequence[torch.Generator]) -> None:
@@ -280,7 +304,7 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
     grads = [p.grad for p in params if p.grad is not None]
     for k in range(grads[0].shape[0] if grads else 0):
         mine = [g[k] for g in grads]
-        total = torch.nn.utils.get_total_norm(mine)
+        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(mine, 2.0)), 2.0)
         torch._foreach_mul_(mine, (max_norm / (total + 1e-6)).clamp(max=1.0))
 
 
@@ -329,8 +353,8 @@ class SeedAxis:
     for K > 1, so the loop has one code path.
 
     K = 1 is the plain algorithm: ``fn`` runs on slice 0 (a view) and its outputs get an axis of
-    1 (views), the same arithmetic as a single run without the axis, and no vmap. K > 1 runs
-    ``fn`` through :func:`run_with_weights` (one vmapped call for every seed).
+    1 (views), the same arithmetic as a single run without the axis. K > 1 runs ``fn`` through
+    :func:`run_with_weights` (each seed in turn on the CPU, one vmapped call on CUDA).
 
     Args:
         algo: the algorithm (after :func:`stack_seeds` for K > 1).
@@ -346,6 +370,23 @@ class SeedAxis:
         if self.seeds == 1:
             return _with_seed_axis(fn(*(_seed_slice(a, 0) for a in args)))
         return run_with_weights(self.algo, fn, args)
+
+    def call_rows(self, fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                  live: Any) -> torch.Tensor:
+        """``fn(x)`` for every seed on the rows it still runs: ``x [K, B, ...]``, ``live [K, B]``
+        (bool). A group run in turn calls ``fn`` on seed k's live rows only, as its single run
+        calls it (a sampling policy's noise is drawn per row), and returns zeros at the other
+        rows; any other group (and one seed, whose rows all run) computes every row."""
+        generators = _GENERATORS.get(self.algo)
+        if self.seeds == 1 or not generators:
+            return self.call(fn, x)
+        rows = [torch.as_tensor(np.asarray(r)).nonzero().squeeze(1).to(x.device) for r in live]
+        outputs = _in_turn(self.algo, fn, lambda k: [x[k].index_select(0, rows[k])],
+                           generators)
+        out = outputs[0].new_zeros((self.seeds, x.shape[1], *outputs[0].shape[1:]))
+        for k, (rows_k, values) in enumerate(zip(rows, outputs)):
+            out[k].index_copy_(0, rows_k, values)
+        return out
 
     def update(self, update: Callable[[Any], dict[str, torch.Tensor]],
                batch: Any) -> dict[str, torch.Tensor]:

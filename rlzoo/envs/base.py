@@ -239,6 +239,7 @@ def run_episodes(
     horizon: int = 1,
     on_step: Callable[[int, int], None] | None = None,
     tensors: bool = False,
+    rows: bool = False,
 ) -> list[Episodes]:
     """Run one episode in each env of each of the K vector envs ``envs`` (a run's seeds; all with
     the same number of envs ``E``, already reset; first observations ``obs[k]`` ``[E, ...]``).
@@ -250,7 +251,9 @@ def run_episodes(
     of env ``e`` of ``envs[k]`` (e.g. to film it). Returns one :class:`Episodes` per k.
     With ``tensors`` and envs that keep their worlds as tensors (``env.backend=warp``), the
     observations stay a tensor on their device and ``policy`` gets them so (``torch.as_tensor``
-    takes either); the numbers are the same.
+    takes either); the numbers are the same. With ``rows``, ``policy`` also gets which of the
+    ``B`` envs still run in each of the K, ``[K, B]`` bool (a seed group's evaluation computes
+    each seed on its own running envs only, as its single run does).
     """
     K, E = len(envs), envs[0].num_envs
     act_shape = envs[0].act_shape
@@ -264,7 +267,9 @@ def run_episodes(
     action = np.zeros((K, E, *act_shape), dtype=np.float32)
     while active.any():
         idx = np.flatnonzero(active.any(axis=0))
-        chunk = np.asarray(policy(current[:, idx])).reshape(K, len(idx), horizon, *act_shape)
+        batch = current[:, idx]
+        chunk = np.asarray(policy(batch, active[:, idx]) if rows else policy(batch))
+        chunk = chunk.reshape(K, len(idx), horizon, *act_shape)
         for h in range(horizon):
             action[:, idx] = chunk[:, :, h]
             for k, env in enumerate(envs):

@@ -12,7 +12,7 @@ its envs, storage and statistics see only its data, and the policy acts for it o
 single run would (past its own warm-up, when an env of it needs a fresh chunk). The one act call
 computes every seed's action; for a seed that does not act, whatever the call changed in its
 slice of the algorithm's state (FlashSAC's repeated noise, ``rlzoo.algos.exploration``) and
-its generator (``Member.draws``, which the call drew from: ``rlzoo.nets.draws``) are put back,
+its generator (``Member.draws``, which the call drew from) are put back,
 so a seed leaving its warm-up later than another starts acting from its single run's state.
 """
 

@@ -9,6 +9,8 @@ them), and ``rlzoo.evaluate`` reproduces the last one exactly.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -38,15 +40,17 @@ def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
     ``last_eval_agents [N]`` (multi-agent)."""
     obs = [reset_eval_env(m, episodes) for m in members]
 
-    def policy(batch: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
+    def policy(batch: np.ndarray, live: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
         x = torch.as_tensor(batch, dtype=torch.float32).to(device, non_blocking=True)
-        return axis.call(axis.algo.act, x, deterministic).cpu().numpy()
+        act = functools.partial(axis.algo.act, deterministic=deterministic)
+        return axis.call_rows(act, x, live).cpu().numpy()  # each seed on its running envs
 
     # a sampling evaluation draws on from each seed's generator, as its single run draws on
     # from the process's (which the loop forks), and leaves training's draws where they were
     with generators_forked(axis.algo):
         results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
-                               horizon, tensors=True)  # env.backend=warp: obs stay on its device
+                               horizon, tensors=True,  # env.backend=warp: obs on its device
+                               rows=True)
     for m, result in zip(members, results):
         if result.agent_returns is not None:
             m.last_eval_agents = result.agent_returns.mean(axis=0)
