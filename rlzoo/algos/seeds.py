@@ -16,20 +16,15 @@ on the algorithm or its optimizers.
 
 Two ways to run ``fn`` for every seed:
 
-* **In turn** (a group given its seeds' generators, :func:`draw_from`: the loop's CPU groups
-  with ``seed_kernels=exact``, each generator its single run's process generator). ``fn`` runs
-  once per seed on seed k's slices of the weights (views, swapped into the modules), with
-  torch's default CPU generator carrying on seed k's stream, and its optimizers step each
-  seed's slice as a tensor of its own (``rlzoo.optim.Adam.split``). Each seed runs its single
-  run's kernels on its single run's shapes and random numbers, so it is its single run bit for
-  bit (a batched kernel sums in another order: a ``[B, 400] x [400, 1]`` head's gradient, or a
-  reduction over a strided axis, differ in the last bits). It costs 0-6% against one vmapped
-  call at 256x256 networks, twice the time with 32x32 ones (``scripts/seed_group_speed.py``).
-* **Vmapped** (a group without generators: built directly, ``seed_kernels=batched``, or on
-  CUDA, where one batched kernel instead of K launches is what makes a group pay). One
-  ``torch.vmap`` over ``torch.func.functional_call``, ``randomness="different"``: every seed
-  draws its own numbers from the process's generator, never depending on another seed's data,
-  but not its single run's.
+* **In turn** (a group given its seeds' generators by :func:`draw_from`: the loop's CPU groups,
+  ``seed_kernels=exact``). ``fn`` runs once per seed on its slices of the weights (views swapped
+  into the modules), torch's CPU generator carrying on the seed's stream, and the optimizers
+  step each slice as a tensor of its own (``Adam.split``): each seed runs its single run's
+  kernels, shapes and numbers, so it is its single run bit for bit (docs/seeds.md; speed:
+  ``scripts/seed_group_speed.py``).
+* **Vmapped** (built directly, ``seed_kernels=batched``, or CUDA, where one batched kernel beats
+  K launches): one ``torch.vmap`` over ``torch.func.functional_call``, ``randomness="different"``:
+  each seed its own draws from the process's generator, but not its single run's.
 """
 
 from __future__ import annotations
