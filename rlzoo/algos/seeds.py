@@ -375,7 +375,7 @@ class SeedAxis:
         generators = _GENERATORS.get(self.algo)
         if self.seeds == 1 or not generators:
             return self.call(fn, x)
-        rows = [torch.as_tensor(np.asarray(r)).nonzero().squeeze(1).to(x.device) for r in live]
+        rows = [torch.as_tensor(np.flatnonzero(r), device=x.device) for r in live]
         outputs = _in_turn(self.algo, fn, lambda k: [x[k].index_select(0, rows[k])],
                            generators)
         out = outputs[0].new_zeros((self.seeds, x.shape[1], *outputs[0].shape[1:]))

@@ -40,9 +40,10 @@ def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
     ``last_eval_agents [N]`` (multi-agent)."""
     obs = [reset_eval_env(m, episodes) for m in members]
 
+    act = functools.partial(axis.algo.act, deterministic=deterministic)
+
     def policy(batch: np.ndarray, live: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
         x = torch.as_tensor(batch, dtype=torch.float32).to(device, non_blocking=True)
-        act = functools.partial(axis.algo.act, deterministic=deterministic)
         return axis.call_rows(act, x, live).cpu().numpy()  # each seed on its running envs
 
     # a sampling evaluation draws on from each seed's generator, as its single run draws on
