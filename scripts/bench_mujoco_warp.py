@@ -104,15 +104,17 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--seeds", nargs="+", type=int, default=[0])
     p.add_argument("--max-steps", type=int, default=1000, help="episode cap (agree)")
+    p.add_argument("--gym-steps", type=int, default=2000,
+                   help="steps of gymnasium's one env timed beside it (speed; 0: not timed)")
     args = p.parse_args()
     if args.mode == "speed":
         print("| task | device | worlds | env steps/s | gymnasium, 1 env |")
         print("|---|---|---|---|---|")
         for env_id in args.tasks:
-            ref = gym_speed(env_id, 2000)
+            ref = f"{gym_speed(env_id, args.gym_steps):,.0f}" if args.gym_steps else "-"
             for n in args.worlds:
                 sps = speed(env_id, n, args.steps, args.warmup, args.device)
-                print(f"| {env_id} | {args.device} | {n} | {sps:,.0f} | {ref:,.0f} |", flush=True)
+                print(f"| {env_id} | {args.device} | {n} | {sps:,.0f} | {ref} |", flush=True)
         return
     print("| task | seed | first 10 steps: obs / reward error | whole episode | obs error "
           "> 1e-3 from step | length gym / warp | return gym / warp |")
