@@ -47,7 +47,8 @@ def test_workers_step_exactly_as_in_turn_across_autoresets_and_a_state_round_tri
             for name in ("obs", "reward", "terminated", "truncated", "reset_step", "state",
                          "agent_reward"):
                 want, got = getattr(x, name), getattr(y, name)
-                assert (want is None and got is None) or np.array_equal(want, got), (t, name)
+                assert (want is None and got is None) or (
+                    np.array_equal(want, got) and want.dtype == got.dtype), (t, name)
             if t == 33:
                 saved = split.get_state()
         assert any(plain.step(actions[0]).reset_step.tolist() + [True])
@@ -66,6 +67,43 @@ def test_workers_step_exactly_as_in_turn_across_autoresets_and_a_state_round_tri
             WorkerVecEnv(make, E, 7, 1).set_state(saved)
         assert split.obs_shape == plain.obs_shape and split.max_episode_steps is not None
         again.close(), ref.close()
+    finally:
+        split.close()
+
+
+class Float64Rewards(SingleAgentVecEnv):
+    """Hopper whose rewards come as float64, outside the VecEnv contract's float32."""
+
+    def step(self, action, active=None):  # type: ignore[no-untyped-def]
+        result = super().step(action, active=active)
+        result.reward = result.reward.astype(np.float64) * (1 + 1e-12)
+        return result
+
+
+@pytest.mark.parametrize("make, shared", [(hopper, True), (spread, True),
+                                          (lambda n, s: Float64Rewards("Hopper-v5", n, s), False)])
+def test_a_workers_step_comes_through_shared_memory_unless_its_arrays_break_the_contract(
+        make, shared, monkeypatch):
+    """Rewards and flags of the contract's dtypes come back through shared memory (no pickled
+    arrays); another dtype comes back by pipe, unchanged (float64 stays float64)."""
+    published = []
+    real = WorkerVecEnv._published
+    monkeypatch.setattr(WorkerVecEnv, "_published",
+                        lambda self, a, b: published.append((a, b)) or real(self, a, b))
+    E = 4
+    plain, split = make(E, 3), WorkerVecEnv(make, E, 3, 1)
+    try:
+        plain.reset(), split.reset()
+        rng = np.random.default_rng(5)
+        for _ in range(40):
+            action = rng.uniform(-1, 1, (E, *plain.act_shape)).astype(np.float32)
+            x, y = plain.step(action), split.step(action)
+            for name in ("obs", "reward", "terminated", "truncated", "reset_step", "state",
+                         "agent_reward"):
+                want, got = getattr(x, name), getattr(y, name)
+                assert (want is None and got is None) or (
+                    np.array_equal(want, got) and want.dtype == got.dtype), name
+        assert (published == [(2, 4)] * 40) if shared else not published
     finally:
         split.close()
 

@@ -4,9 +4,13 @@ the same numbers, W + 1 cores.
 :class:`WorkerVecEnv` splits ``num_envs`` envs into ``W + 1`` contiguous slices (fewer when there
 are fewer envs): the training process steps the first slice itself while ``W`` worker processes
 step the others, each an ordinary in-process :class:`~rlzoo.envs.base.VecEnv` of ``n_s`` envs
-seeded ``seed + start_s`` (so env ``e`` gets ``seed + e``, as in one process). Actions and
-observations go through shared memory (``[E, *act_shape]`` float32 and ``[E, *obs_shape]``
-float32); one message per worker and vector step carries the rest (rewards, flags, global state).
+seeded ``seed + start_s`` (so env ``e`` gets ``seed + e``, as in one process). A vector step's
+arrays go through shared memory: actions ``[E, *act_shape]`` and observations ``[E, *obs_shape]``
+float32, rewards, flags, global state and per-agent rewards as the VecEnv contract types them
+(an env that returns another dtype sends those arrays by pipe instead, unchanged). One small
+message each way per worker and vector step says "step" and "done"; both ends poll the pipe
+without sleeping for up to ``SPIN_S`` (yielding the core to any process that waits for it) before
+they sleep on it, so a fast answer costs no wake-up by the scheduler.
 :meth:`step_async` hands the workers their actions and steps the training process's own slice;
 :meth:`step_wait` collects the workers' part, so several such envs (a seed group's) step at
 once. A run with workers is bit-identical to the same run stepped in turn: each env runs the
@@ -24,8 +28,11 @@ from __future__ import annotations
 import atexit
 import ctypes
 import multiprocessing as mp
+import os
+import select
 import signal
 import sys
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +45,77 @@ from rlzoo.errors import UserError
 __all__ = ["EnvWorkerError", "WorkerVecEnv"]
 
 MakeEnv = Callable[[int, int], VecEnv]  # (num_envs, seed) -> an in-process VecEnv
+
+
+SPIN_S = 0.002  # seconds a process asks its pipe without blocking before it sleeps on it
+
+
+def _ready(conn: Any, timeout: float | None) -> bool:
+    """Whether ``conn`` has a message within ``timeout`` seconds (None: wait for ever). For the
+    first ``SPIN_S`` it polls without sleeping: an answer that comes within a vector step's time
+    is read without a wake-up by the scheduler (about 0.1 ms a round trip through a sleeping
+    pipe on a 2-core VM), at the price of that much CPU while it waits."""
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    end = time.perf_counter() + SPIN_S
+    while time.perf_counter() < end:
+        if poller.poll(0):
+            return True
+        os.sched_yield()  # a process waiting for this core gets it (a busy machine)
+    left = None if timeout is None else max(0.0, timeout - SPIN_S)
+    return bool(poller.poll(None if left is None else int(left * 1000)))
+
+
+# a step's arrays besides the observation, in StepResult's order; a worker writes its slice of
+# them into shared memory (float32 and bool, as the VecEnv contract has them)
+FIELDS = ("reward", "terminated", "truncated", "reset_step", "state", "agent_reward")
+Layout = list[tuple[str, Any, tuple[int, ...]]]  # (field, dtype, shape [E, ...])
+
+
+def _layout(E: int, n_agents: int, state_dim: int, multi_agent: bool) -> Layout:
+    """The shared step arrays of ``E`` envs: ``reward [E]`` float32, three ``[E]`` bool flags,
+    ``state [E, S]`` and ``agent_reward [E, N]`` float32 where the env has them."""
+    out: Layout = [("reward", np.float32, (E,))]
+    out += [(flag, np.bool_, (E,)) for flag in ("terminated", "truncated", "reset_step")]
+    if state_dim:
+        out.append(("state", np.float32, (E, state_dim)))
+    if multi_agent:
+        out.append(("agent_reward", np.float32, (E, n_agents)))
+    return out
+
+
+def _offsets(layout: Layout) -> tuple[list[int], int]:
+    """Each array's byte offset in the shared buffer (8-byte aligned), and its size."""
+    offsets, end = [], 0
+    for _, dtype, shape in layout:
+        offsets.append(end)
+        end = (end + int(np.prod(shape)) * np.dtype(dtype).itemsize + 7) // 8 * 8
+    return offsets, end
+
+
+def _views(buf: Any, layout: Layout) -> dict[str, np.ndarray]:
+    """Numpy views of ``layout``'s arrays in the shared buffer ``buf``."""
+    offsets, _ = _offsets(layout)
+    return {name: np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape)),
+                                offset=offset).reshape(shape)
+            for (name, dtype, shape), offset in zip(layout, offsets, strict=True)}
+
+
+def _publish(result: StepResult, out: dict[str, np.ndarray], start: int) -> bool:
+    """Write ``result``'s arrays into rows ``start ..`` of the shared ``out``; False (nothing
+    written) when one has another dtype or shape than the contract's (then it goes by pipe)."""
+    n = len(result.reward)
+    for name in FIELDS:
+        value, view = getattr(result, name), out.get(name)
+        if value is None and view is None:
+            continue
+        if value is None or view is None or np.asarray(value).dtype != view.dtype or \
+                np.shape(value) != view[start:start + n].shape:
+            return False
+    for name in FIELDS:
+        if name in out:
+            out[name][start:start + n] = getattr(result, name)
+    return True
 
 
 class EnvWorkerError(UserError):
@@ -54,16 +132,19 @@ def _die_with_parent() -> None:
 
 
 def _serve(make: MakeEnv, n: int, seed: int, conn: Any, obs_buf: Any, act_buf: Any,
-           start: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...], total: int) -> None:
+           start: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...], total: int,
+           step_buf: Any, layout: Layout) -> None:
     """A worker: build envs ``start .. start + n - 1`` and answer the parent's requests."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(total, *obs_shape)[start:start + n]
     act = np.frombuffer(act_buf, dtype=np.float32).reshape(total, *act_shape)[start:start + n]
+    out = _views(step_buf, layout)
     env = make(n, seed)
     while True:
         try:
+            _ready(conn, None)
             cmd, arg = conn.recv()
         except (EOFError, OSError):
             return
@@ -71,8 +152,8 @@ def _serve(make: MakeEnv, n: int, seed: int, conn: Any, obs_buf: Any, act_buf: A
             if cmd == "step":
                 r = env.step(act.copy(), active=arg)
                 obs[:] = r.obs
-                conn.send(("ok", (r.reward, r.terminated, r.truncated, r.reset_step, r.state,
-                                  r.agent_reward)))
+                conn.send(("ok", None if _publish(r, out, start) else
+                           tuple(getattr(r, name) for name in FIELDS)))
             elif cmd == "reset":
                 o, s = env.reset(seed=arg)
                 obs[:] = o
@@ -132,12 +213,15 @@ class WorkerVecEnv(VecEnv):
         act_buf = ctx.RawArray("f", int(E * np.prod(self.act_shape)))
         self._obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(E, *self.obs_shape)
         self._act = np.frombuffer(act_buf, dtype=np.float32).reshape(E, *self.act_shape)
+        layout = _layout(E, self.n_agents, self.state_dim, self._local.multi_agent)
+        step_buf = ctx.RawArray("b", _offsets(layout)[1])
+        self._out = _views(step_buf, layout)
         self._conns, self._procs = [], []
         for a, b in self._slices[1:]:
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_serve, daemon=True, name=f"rlzoo-env-{a}-{b}",
                                args=(make, b - a, int(seed) + a, child, obs_buf, act_buf, a,
-                                     self.obs_shape, self.act_shape, E))
+                                     self.obs_shape, self.act_shape, E, step_buf, layout))
             proc.start()
             child.close()
             self._conns.append(parent)
@@ -189,7 +273,10 @@ class WorkerVecEnv(VecEnv):
 
     def step_wait(self) -> StepResult:
         """The step started by :meth:`step_async`, as :meth:`VecEnv.step` returns it."""
-        parts = [self._waiting, *self._recv_all()]
+        answers = self._recv_all()
+        parts = [self._waiting, *(self._published(a, b) if answer is None else answer
+                                  for answer, (a, b) in zip(answers, self._slices[1:],
+                                                            strict=True))]
         self._waiting = None
 
         def cat(i: int) -> np.ndarray | None:
@@ -249,6 +336,11 @@ class WorkerVecEnv(VecEnv):
                 proc.kill()
 
     # ------------------------------------------------------------------ plumbing
+    def _published(self, a: int, b: int) -> tuple[np.ndarray | None, ...]:
+        """Envs ``a .. b - 1``'s part of the step a worker wrote into shared memory (views;
+        :meth:`step_wait` concatenates them into fresh arrays)."""
+        return tuple(self._out[name][a:b] if name in self._out else None for name in FIELDS)
+
     def _size(self, start: int) -> int:
         return dict(self._slices)[start] - start
 
@@ -268,7 +360,7 @@ class WorkerVecEnv(VecEnv):
         out = []
         for w, conn in enumerate(self._conns):
             try:
-                if not conn.poll(self.timeout):
+                if not _ready(conn, self.timeout):
                     self._fail(w, f"answered nothing for {self.timeout:g} s (hung)")
                 status, value = conn.recv()
             except (EOFError, OSError):
