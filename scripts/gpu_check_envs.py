@@ -154,11 +154,17 @@ def timed(check: Check, name: str, setting: str, overrides: list[str],
            "checkpoint.every=0", "log.progress=false", "log.progress_every_s=10",
            f"hydra.run.dir={run_dir}"]
     given = min(seconds, check.timeout(seconds + 30.0))
+    if given < seconds * 0.5:
+        check.add(check=name, setting=setting, sps=None, cmd=" ".join(cmd[1:]),
+                  status=f"not run: {given:.0f} s of the budget left for {seconds:.0f}")
+        return None
     timeline = deadline_run(cmd, given)
     shutil.rmtree(run_dir, ignore_errors=True)
-    if timeline.status not in (None, 0):
+    if timeline.status not in (None, 0) or timeline.steps_by(given + 1.0) == 0:
+        out = "\n".join(line for _, line in timeline.lines)
+        what = "failed" if timeline.status not in (None, 0) else "no progress line"
         check.add(check=name, setting=setting, sps=None, cmd=" ".join(cmd[1:]),
-                  status=f"failed: {last_line(chr(10).join(line for _, line in timeline.lines))}")
+                  status=f"{what}: {last_line(out)}")
         return None
     check.rows.append({"check": name, "setting": setting, "cmd": " ".join(cmd[1:])})
     return timeline
@@ -200,7 +206,7 @@ def say_humanoid(check: Check, timeline: Timeline) -> None:
     evals = timeline.evals()
     hit = timeline.first_at_least(RETURN_TARGET)
     best = max(evals, key=lambda e: e[2], default=None)
-    parts = [how, f"{steps:,} env steps"]
+    parts = [how, f"{steps:,} env steps by the last progress line"]
     if hit is not None:
         parts.append(f"eval return {hit[2]:,.1f} >= 5,000 at {hit[0]:.0f} s (step {hit[1]:,})")
     if best is not None:
@@ -231,7 +237,7 @@ def spread(check: Check) -> None:
     seconds, how = ran_for(timeline)
     steps = timeline.steps_by(seconds + 1.0)
     evals = timeline.evals()
-    parts = [how, f"{steps:,} env steps"]
+    parts = [how, f"{steps:,} env steps by the last progress line"]
     if evals:
         parts.append(f"last eval return {evals[-1][2]:,.1f} at step {evals[-1][1]:,}")
     row = check.rows[-1]

@@ -5,6 +5,7 @@ stopped at a wall-clock deadline). Used by ``scripts/gpu_check.py`` and its part
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -125,7 +126,7 @@ def window_rate(run_dir: Path, first: int, last: int) -> float | None:
 def rlzoo_row(check: Check, name: str, setting: str, overrides: list[str], first: int, last: int,
               cap: float) -> dict[str, Any]:
     """One CLI run; its env steps/s between steps ``first`` and ``last`` (seed 0's run dir)."""
-    run_dir = check.tmp / name
+    run_dir = check.tmp / f"{name}-{len(check.rows)}"  # its own dir, even after a failed row
     cmd = [sys.executable, "-m", "rlzoo.train", *overrides, f"device={check.device}",
            "eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.progress=false",
            f"hydra.run.dir={run_dir}"]
@@ -170,12 +171,13 @@ class Timeline:
         return max(steps, default=0)
 
     def evals(self) -> list[tuple[float, int, float]]:
-        """``(seconds, env step, eval return)`` of every progress line that reports an
-        evaluation (a line repeats the last one until the next)."""
-        out = []
+        """``(seconds, env step, eval return)`` of each evaluation: the first progress line that
+        reports its return (the lines between two evaluations repeat the last one; two
+        evaluations with the same return to 0.1 count as one)."""
+        out: list[tuple[float, int, float]] = []
         for t, line in self.lines:
             step, value = PROGRESS_STEP.match(line), PROGRESS_EVAL.search(line)
-            if step and value:
+            if step and value and (not out or float(value.group(1)) != out[-1][2]):
                 out.append((t, int(step.group(1)), float(value.group(1))))
         return out
 
@@ -184,16 +186,28 @@ class Timeline:
         return next((e for e in self.evals() if e[2] >= threshold), None)
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the check itself dies (Linux), so that no run is
+    left on the GPU by a check stopped another way than its deadline."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def deadline_run(cmd: list[str], seconds: float) -> Timeline:
-    """Run ``cmd`` (in its own process group) for at most ``seconds`` of wall time, then kill it
-    (SIGKILL: a measurement run writes no checkpoint); every line of its output is timed as it
-    comes (stdout and stderr together)."""
+    """Run ``cmd`` (in its own process group) for at most ``seconds`` of wall time, then kill the
+    group (SIGKILL: a measurement run writes no checkpoint); every line of its output is timed
+    as it comes (stdout and stderr together). The group is killed too when this check stops on
+    an error or Ctrl-C, and the run dies with the check's process (PR_SET_PDEATHSIG)."""
     import signal
 
     timeline = Timeline(deadline=seconds)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, bufsize=1, start_new_session=True,
+                            text=True, errors="replace", bufsize=1, start_new_session=True,
+                            preexec_fn=_die_with_parent,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def read() -> None:
@@ -206,7 +220,11 @@ def deadline_run(cmd: list[str], seconds: float) -> Timeline:
     try:
         timeline.status = proc.wait(timeout=max(seconds, 1.0))
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        pass
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     reader.join(timeout=10.0)
     return timeline

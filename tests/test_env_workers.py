@@ -282,3 +282,16 @@ def test_an_interpreter_that_exits_without_close_does_not_wait_for_its_workers(t
     assert proc.returncode == 1 and "leaving without close" in proc.stderr
     pids = [int(p) for p in proc.stdout.split()]
     assert len(pids) == 2 and not any(alive(p) for p in pids)
+
+
+@pytest.mark.parametrize("env_args", [["env=mpe/simple_spread", "env.backend=batched"],
+                                      ["env=Hopper", "env.backend=warp"]])
+def test_workers_with_a_backend_that_steps_all_its_envs_at_once_are_refused_in_one_line(
+        tmp_path: Path, env_args: list[str]):
+    """env.backend=warp (whose step_device the worker env passed on to its own slice only) and
+    batched (one generator for every env's resets) step every env at once already."""
+    run_dir = tmp_path / "run"
+    proc = run_cli(["algo=sac" if "Hopper" in env_args[0] else "algo=maddpg", *env_args,
+                    "num_envs=4", "env_workers=1", "total_steps=8"], run_dir)
+    assert_user_error(proc, f"{env_args[1]} steps all num_envs envs at once", "env_workers=0")
+    assert not run_dir.exists()

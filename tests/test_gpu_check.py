@@ -177,3 +177,33 @@ def test_a_run_past_its_deadline_is_killed_and_read_up_to_it(tmp_path: Path) -> 
         time.sleep(0.1)
     else:
         raise AssertionError("the run's child outlived the deadline")
+
+
+def test_a_check_stopped_before_its_deadline_leaves_no_run_behind(tmp_path: Path) -> None:
+    """SIGTERM to the check (an outer timeout) while a nine-minute part runs: the run dies with
+    it (PR_SET_PDEATHSIG), not left holding the GPU."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "run.pid"
+    run = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    check = subprocess.Popen([sys.executable, "-c", (
+        f"import sys; sys.path.insert(0, {str(REPO / 'scripts')!r}); import gpu_check_rows; "
+        f"gpu_check_rows.deadline_run([sys.executable, '-c', {run!r}], 120)")])
+    try:
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        check.send_signal(signal.SIGTERM)
+        check.wait(timeout=30)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        raise AssertionError("the run outlived its check")
+    finally:
+        check.kill()

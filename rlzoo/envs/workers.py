@@ -63,7 +63,7 @@ def _ready(conn: Any, timeout: float | None) -> bool:
             return True
         os.sched_yield()  # a process waiting for this core gets it (a busy machine)
     left = None if timeout is None else max(0.0, timeout - SPIN_S)
-    return bool(poller.poll(None if left is None else int(left * 1000)))
+    return bool(poller.poll(None if left is None else int(min(left, 1e6) * 1000)))
 
 
 # a step's arrays besides the observation, in StepResult's order; a worker writes its slice of

@@ -163,6 +163,19 @@ def env_timeout(cfg: DictConfig) -> float:
     return float(value)
 
 
+def env_workers(cfg: DictConfig) -> int:
+    """``env_workers`` (0 when absent: older run configs). Workers step the envs of the
+    per-env backends (gymnasium, PettingZoo); a backend that steps all its envs at once
+    (``env.backend=warp``, ``batched``) is refused with workers, in one line."""
+    workers = int_key(cfg, "env_workers", 0, MAX_NUM_ENVS) if "env_workers" in cfg else 0
+    backend = OmegaConf.select(cfg, "env.backend", default=None)
+    if workers and backend not in (None, "gymnasium", "pettingzoo"):
+        raise UserError(f"env.backend={backend} steps all num_envs envs at once already; "
+                        "env_workers steps gymnasium and PettingZoo envs in processes: leave "
+                        "env_workers=0")
+    return workers
+
+
 def video_every(cfg: DictConfig, eval_every: int) -> int:
     """``eval.video_every`` (0 when absent: older run configs), a multiple of ``eval.every``:
     videos are filmed at evaluations (``rlzoo.run.videos``); one ``UserError`` line otherwise."""
@@ -258,7 +271,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         device=resolve_device(str(cfg.device)),
         total_steps=int_key(cfg, "total_steps", 1),
         num_envs=num_envs,
-        env_workers=int_key(cfg, "env_workers", 0, MAX_NUM_ENVS) if "env_workers" in cfg else 0,
+        env_workers=env_workers(cfg),
         env_timeout_s=env_timeout(cfg),
         eval_every=int_key(cfg, "eval.every", 0),
         eval_episodes=int_key(cfg, "eval.episodes", 1, MAX_EVAL_EPISODES),
