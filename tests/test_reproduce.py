@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -487,7 +488,7 @@ def test_suites_are_as_the_issue_lists() -> None:
             "stac", "stac-author", "sac-categorical", "sb3_sac", "sb3_td3"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
-    walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3")}
+    walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author")}
     assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls | walker
     for row in suites["mujoco"].rows:  # a control row says what it controls
         assert (row.label in rows) != row.note.startswith("control for `"), row.label
@@ -502,6 +503,12 @@ def test_suites_are_as_the_issue_lists() -> None:
     for row in suites["marl"].rows:  # a critic variant is set against its algorithm's row
         if row.label in critics:
             assert row.against == (row.label.split("-")[0],), row.label
+    long = suites["long"]  # mujoco's HalfCheetah sac row, on to 300k, against the published
+    assert [(t.name, r.label) for t, r in long.cells()] == [("HalfCheetah", "sac")]
+    assert long.rows[0].overrides == next(r for r in suites["mujoco"].rows
+                                          if r.label == "sac").overrides
+    assert long.steps == 300_000 and long.headline_steps == (300_000,) and long.seeds == 5
+    assert long.eval_every == suites["mujoco"].eval_every and "long" in PAGE_SUITES
     gpu = suites["gpu"]
     assert {t.name for t in gpu.tasks} == {"Hopper", "HalfCheetah", "Humanoid"}
     assert gpu.steps == 1_000_000 and "device=cuda" in gpu.overrides
@@ -759,6 +766,12 @@ def test_published_seeds_are_the_sources_numbers() -> None:
         assert len(record["commit"]) == 40 and record["repo"].startswith("github.com/")
     low, high = normalizer("Hopper")
     assert low < 100 < 3000 < high  # untrained policy, the paper's mean at 1M
+    for algo, points in (("SAC (Tianshou)", 3), ("SAC (SimbaV2 baseline)", 1)):  # the long suite
+        ref = refs[("HalfCheetah", algo)]
+        steps, values = ref.curve()
+        inside = (steps >= 290_000) & (steps <= 300_000)
+        assert inside.sum() == points and ref.window(300_000, 10_000).shape == (10,)
+        assert np.allclose(ref.window(300_000, 10_000), values[:, inside].mean(axis=1))
 
 
 def test_holm_and_the_verdicts() -> None:
@@ -933,6 +946,9 @@ def test_a_row_on_fewer_tasks_keeps_its_place_in_the_aggregate(tmp_path: Path) -
     assert "At 50k (Hopper, HalfCheetah, Walker2d):" in text
     assert "At 50k (Hopper, HalfCheetah):" in text and "At 50k (Hopper):" not in text
     assert text.count("| stac | 3 x 2 |") == 1 and text.count("| sac | 3 x") == 2
+    alone = SuiteData.read(replace(suite, tasks=suite.tasks[:1]), tmp_path)  # one task: none
+    assert aggregate_task_sets(alone, 50_000) == [["Hopper"]]
+    assert aggregate_lines(alone, Path("x")) == []
 
 
 @pytest.mark.parametrize("task", ["Hopper", "HalfCheetah"])

@@ -99,6 +99,34 @@ def test_answers_verdicts_and_power_on_the_first_screen(page: str) -> None:
         assert stale not in page
 
 
+def test_the_long_suite_answers_the_question_again_further_on(page: str) -> None:
+    """HalfCheetah sac at 300k (the `long` suite): its own bullet after the first answer, its
+    seed count and IQM recomputed from eval.csv, set against the published SAC curve with the
+    higher IQM over 290k-300k."""
+    runs = [d for d in sorted((RESULTS / "long" / "HalfCheetah").glob("sac-s[0-9]*"))
+            if json.loads((d / "summary.json").read_text())["total_steps"] >= 300_000]
+    if len(runs) < 2:
+        pytest.skip("fewer than 2 seeds of the long suite have reached 300k")
+    ours = []
+    for run in runs:
+        curve = read_scalars_csv(run / "eval.csv", {"eval/return"})["eval/return"]
+        ours.append(np.mean([v for step, v in curve.items() if 290_000 <= step <= 300_000]))
+    text = first_screen(page)
+    question = "**Does it hold further on (HalfCheetah SAC to 300k on the CPU)?**"
+    assert text.index("**Does rlzoo reproduce SAC and TD3?**") < text.index(question)
+    line = next(line for line in text.splitlines() if question in line)
+    assert "rlzoo's one `sac` verdict" in line and f"with {len(runs)} seeds against 10" in line
+    published = {r.algo: stats.iqm(r.window(300_000, 10_000)) for r in REFERENCES
+                 if r.task == "HalfCheetah" and "sac" in r.rows and r.window(300_000, 10_000)
+                 is not None}
+    best = max(published, key=published.get)
+    assert len(published) == 2
+    long = page.split("## Headline: HalfCheetah SAC to 300k", 1)[1].split("## ", 1)[0]
+    row = next(line for line in long.splitlines() if line.startswith("| HalfCheetah | sac |"))
+    assert row.split(" | ")[2].startswith(fmt(stats.iqm(np.asarray(ours))) + " [")
+    assert f"| {best}: {fmt(published[best])} (10) |" in row
+
+
 def test_one_iqm_per_cell_and_the_references(page: str) -> None:
     """A suite with a headline gives each cell's IQM [CI] there only; CleanRL's MuJoCo runs are
     named v2, Tianshou's runs cite the commit its README credits, SimbaV2's update ratios are

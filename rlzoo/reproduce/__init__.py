@@ -8,9 +8,12 @@ who call it). Suites (:data:`rlzoo.reproduce.suites.SUITES`; every setting of a 
 there once):
 
 * ``mujoco``: SAC, TD3, DSAC-T, SAC with the ensemble critic, SAC with the action-sequence critic,
-  SimbaV2, STAC, SAC with the categorical critic and Stable-Baselines3's SAC and TD3 (the peer)
-  on Hopper-v5 and HalfCheetah-v5, SAC, TD3 and the peer on Walker2d-v5, 100k env steps (the
-  page's headline reads 50k and 100k), 5 seeds, on the CPU.
+  SimbaV2, FlashSAC, STAC (rlzoo's first settings and its author's), SAC with the categorical
+  critic and Stable-Baselines3's SAC and TD3 (the peer) on Hopper-v5 and HalfCheetah-v5, SAC,
+  TD3, the peer and STAC at its author's settings on Walker2d-v5, 100k env steps (the page's
+  headline reads 50k and 100k), 5 seeds, on the CPU.
+* ``long``: ``mujoco``'s SAC row on HalfCheetah-v5 to 300k env steps (the headline reads 300k),
+  5 seeds, on the CPU.
 * ``marl``: MADDPG, HASAC and COMA on MPE simple_spread and simple_speaker_listener, MADDPG and
   HASAC on MaMuJoCo HalfCheetah-2x3, 5 seeds, on the CPU (budgets per task, see the suite).
 * ``gpu``: the rlzoo rows of ``mujoco`` at 1M env steps on Hopper-v5, HalfCheetah-v5 and

@@ -166,7 +166,7 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
         for path in report_dir.glob(PROFILE_GLOB):
             path.unlink()
         data = SuiteData.read(plan.suite, plan.results)
-        for steps in plan.suite.headline_steps:
+        for steps in plan.suite.headline_steps if len(plan.suite.tasks) > 1 else ():
             for i, tasks in enumerate(aggregate_task_sets(data, steps)):
                 plot_profile(*aggregate_scores(data, steps, tasks), steps,
                              report_dir / profile_figure(steps, tasks if i else None))

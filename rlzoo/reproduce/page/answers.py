@@ -86,10 +86,12 @@ def power_clause(counts: Sequence[tuple[int, int]]) -> str:
             f"(p < {ALPHA:g}), so this is a gap not found, not a match shown")
 
 
-def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
-    """Does rlzoo reproduce SAC and TD3: the headline verdicts of :data:`REPRODUCED` against
-    the best published curve of their own algorithm, the power caveat beside them, and the
-    rows against their Stable-Baselines3 peer."""
+def reproduce_answer(data: SuiteData, tests: Tests,
+                     question: str = "Does rlzoo reproduce SAC and TD3?") -> str | None:
+    """Does rlzoo reproduce SAC and TD3 (``question``: its words for a later suite): the
+    headline verdicts of :data:`REPRODUCED` against the best published curve of their own
+    algorithm, the power caveat beside them, and the rows against their Stable-Baselines3
+    peer."""
     found = [v for v in headline_verdicts(data, tests, REPRODUCED) if not v.ref.yardstick]
     if not found:
         return None
@@ -97,10 +99,15 @@ def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
     before = [v for v in found if v.test.p < ALPHA <= v.test.adjusted]
     rows = joined([f"`{r}`" for r in REPRODUCED if any(v.row == r for v in found)])
     points = sorted(v.test.poi[0] for v in found)
-    text = (f"**Does rlzoo reproduce SAC and TD3?** "
-            f"{'As far as these seeds can tell, yes: ' if not after else ''}against the best "
+    text = (f"**{question}** "
+            f"{'As far as these seeds can tell, yes: a' if not after else 'A'}gainst the best "
             f"published curve of their own algorithm ({where(found)}), ")
-    if not after and not before:
+    if len(found) == 1:
+        side = "above" if found[0].test.poi[0] > 0.5 else "below"
+        text += (f"rlzoo's one {rows} verdict " + (f"finds it {side} after Holm" if after else
+                 f"finds it {side} only before Holm" if before else
+                 "finds no difference, before or after Holm"))
+    elif not after and not before:
         text += (f"none of rlzoo's {len(found)} {rows} verdicts finds a difference, before or "
                  "after Holm")
     else:
@@ -108,8 +115,11 @@ def reproduce_answer(data: SuiteData, tests: Tests) -> str | None:
                  + (f" ({', '.join(f'{v.task} {v.row} at {kilo(v.steps)}' for v in after)})"
                     if after else "")
                  + (f", {len(before)} more only before it" if before else ""))
-    text += (f" (P(rlzoo > published) from {points[0]:.2f} to {points[-1]:.2f}); but "
-             f"{power_clause([(v.n_ours, v.n_theirs) for v in found])}")
+    span = (f"= {points[0]:.2f}" if len(points) == 1 else
+            f"from {points[0]:.2f} to {points[-1]:.2f}")
+    text += f" (P(rlzoo > published) {span})"
+    if len(after) < len(found):  # the power of the verdicts that found no difference
+        text += f"; but {power_clause([(v.n_ours, v.n_theirs) for v in found])}"
     peers = [(task.name, a, final) for task in data.suite.tasks
              for kind, a, _, final, _ in pair_tests(data, tests, task.name)
              if kind == "peer" and a in REPRODUCED and final is not None]
@@ -269,9 +279,15 @@ def not_run_answer(data: Sequence[SuiteData]) -> str | None:
 def answer_lines(data: Sequence[SuiteData], tests: Tests) -> list[str]:
     """The first screen: one bullet per question, from the suites with results."""
     answers: list[str | None] = []
+    reproduce: list[str | None] = []  # a later suite's verdicts ask it again, further on
+    modern: list[str | None] = []
     for d in data:
         if d.report is not None and d.suite.headline_steps:
-            answers += [reproduce_answer(d, tests), modern_answer(d, tests)]
+            reproduce.append(reproduce_answer(d, tests, f"Does it hold further on "
+                                              f"({d.suite.title})?") if any(reproduce)
+                             else reproduce_answer(d, tests))
+            modern.append(modern_answer(d, tests))
+    answers += reproduce + modern
     answers += [floor_answer(data), not_run_answer(data)]
     kept = [a for a in answers if a]
     if not kept:

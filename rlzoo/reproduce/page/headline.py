@@ -259,7 +259,10 @@ def _tested_summary(steps: int, found: list[tuple[str, Test]]) -> str:
 
 def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     """The aggregate across tasks at each headline budget: IQM of normalized scores with a
-    task-stratified bootstrap CI, and the performance profile's figure."""
+    task-stratified bootstrap CI, and the performance profile's figure; none for a suite of one
+    task (its headline table, in other units)."""
+    if len(data.suite.tasks) < 2:
+        return []
     low, high = ("their mean evaluation at step 0 (the untrained policy)",
                  "their mean at 1M env steps")
     lines = []
@@ -295,10 +298,11 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     return lines
 
 
-def seed_lines(data: SuiteData) -> list[str]:
+def seed_lines(data: SuiteData, named: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
     """One line per cell with results: each seed's evaluation at each headline budget (or the
     final return where the suite has none) and its mean over the window the headline reads,
-    seeds in order."""
+    seeds in order; a cell whose (task, row) is in ``named`` (another suite has it too) says its
+    suite."""
     suite = data.suite
     lines = []
     for task, row in suite.cells():
@@ -321,5 +325,6 @@ def seed_lines(data: SuiteData) -> list[str]:
             parts.append(text)
         seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
         which = (f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {min(seeds)}-{max(seeds)}")
-        lines.append(f"- {task.name} `{row.label}` ({which}): " + "; ".join(parts))
+        of = f"`{suite.name}`, " if (task.name, row.label) in named else ""
+        lines.append(f"- {task.name} `{row.label}` ({of}{which}): " + "; ".join(parts))
     return lines

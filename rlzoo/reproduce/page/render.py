@@ -75,7 +75,9 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     for d in data:
         if d.suite.headline_steps and d.report is not None:
             lines += headline_lines(d, tests, rels[d.suite.name])
-    seeds = [line for d in data if d.report is not None for line in seed_lines(d)]
+    cells = [(task.name, row.label) for d in data for task, row in d.suite.cells()]
+    twice = frozenset(cell for cell in cells if cells.count(cell) > 1)  # named by suite
+    seeds = [line for d in data if d.report is not None for line in seed_lines(d, twice)]
     if seeds:
         lines += ["## Per-seed returns", "",
                   "Each seed's evaluation return at the headline budgets (for a suite "
