@@ -31,7 +31,12 @@ from rlzoo.reproduce.files import (
     write_text_atomic,
 )
 from rlzoo.reproduce.page.checks import BadResults, check_results
-from rlzoo.reproduce.page.data import SuiteData, aggregate_scores, aggregate_task_sets
+from rlzoo.reproduce.page.data import (
+    SuiteData,
+    aggregate_scores,
+    aggregate_task_sets,
+    has_aggregate,
+)
 from rlzoo.reproduce.page.figures import plot_profile, plot_published, published_figure
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.plan import Outcome, Plan
@@ -166,7 +171,7 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
         for path in report_dir.glob(PROFILE_GLOB):
             path.unlink()
         data = SuiteData.read(plan.suite, plan.results)
-        for steps in plan.suite.headline_steps if len(plan.suite.tasks) > 1 else ():
+        for steps in plan.suite.headline_steps if has_aggregate(plan.suite) else ():
             for i, tasks in enumerate(aggregate_task_sets(data, steps)):
                 plot_profile(*aggregate_scores(data, steps, tasks), steps,
                              report_dir / profile_figure(steps, tasks if i else None))

@@ -278,7 +278,6 @@ def not_run_answer(data: Sequence[SuiteData]) -> str | None:
 
 def answer_lines(data: Sequence[SuiteData], tests: Tests) -> list[str]:
     """The first screen: one bullet per question, from the suites with results."""
-    answers: list[str | None] = []
     reproduce: list[str | None] = []  # a later suite's verdicts ask it again, further on
     modern: list[str | None] = []
     for d in data:
@@ -287,8 +286,7 @@ def answer_lines(data: Sequence[SuiteData], tests: Tests) -> list[str]:
                                               f"({d.suite.title})?") if any(reproduce)
                              else reproduce_answer(d, tests))
             modern.append(modern_answer(d, tests))
-    answers += reproduce + modern
-    answers += [floor_answer(data), not_run_answer(data)]
+    answers = [*reproduce, *modern, floor_answer(data), not_run_answer(data)]
     kept = [a for a in answers if a]
     if not kept:
         return []

@@ -147,6 +147,12 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
     return out
 
 
+def has_aggregate(suite: Suite) -> bool:
+    """Whether the page aggregates ``suite`` across tasks: only with two tasks or more (one
+    task's aggregate would be its headline table in other units)."""
+    return len(suite.tasks) > 1
+
+
 def aggregate_task_sets(data: SuiteData, steps: int) -> list[list[str]]:
     """The task sets the aggregate at ``steps`` is taken over, largest first: every task where
     an rlzoo row of the suite has its window at ``steps`` (and the normalizer has the task), then

@@ -12,6 +12,7 @@ from rlzoo.reproduce.page.data import (
     aggregate_scores,
     aggregate_task_sets,
     best_reference,
+    has_aggregate,
     reference_tests,
 )
 from rlzoo.reproduce.page.figures import published_figure
@@ -261,7 +262,7 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
     """The aggregate across tasks at each headline budget: IQM of normalized scores with a
     task-stratified bootstrap CI, and the performance profile's figure; none for a suite of one
     task (its headline table, in other units)."""
-    if len(data.suite.tasks) < 2:
+    if not has_aggregate(data.suite):
         return []
     low, high = ("their mean evaluation at step 0 (the untrained policy)",
                  "their mean at 1M env steps")
