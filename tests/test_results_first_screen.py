@@ -183,3 +183,32 @@ def test_a_yardstick_is_counted_apart_and_never_preferred(tmp_path: Path) -> Non
     own = next(r for r in REFERENCES if r.task == "Hopper" and r.algo == "TD3 (paper)")
     yard = next(r for r in REFERENCES if r.task == "Hopper" and r.yardstick)
     assert best_reference([(yard, np.full(10, 9e3)), (own, np.full(10, 1.0))])[0] is own
+
+
+def listed(names: list[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def test_the_modern_rows_against_their_base_name_the_base_once(page: str) -> None:
+    """The modern rows against rlzoo's `sac` on each seed's mean over evaluations: one sentence
+    naming `sac` once, each row's verdict by task as the `mujoco` section's tables give it."""
+    mujoco = page.split("## `mujoco`", 1)[1].split("\n## ", 1)[0]
+    by_row: dict[str, dict[str, list[str]]] = {}
+    for part in mujoco.split("\n### ")[1:]:
+        task = part.split("\n", 1)[0].strip()
+        for line in part.splitlines():
+            cols = [c.strip() for c in line.strip("|").split(" | ")]
+            if len(cols) == 6 and cols[0] in ("stac", "stac-author", "sac-categorical") \
+                    and cols[1] == "sac":
+                verdict = cols[5].split(" (p ")[0]
+                by_row.setdefault(cols[0], {}).setdefault(verdict, []).append(task)
+    if not by_row:
+        pytest.skip("no modern row has been tested against sac")
+    line = next(line for line in first_screen(page).splitlines() if "modern rows" in line)
+    assert line.count("Against rlzoo's `sac`") == 1
+    clause = line.split("Against rlzoo's `sac`, on each seed's mean over evaluations: ", 1)[1]
+    for row, verdicts_ in by_row.items():
+        named = [f"{verdict} on {listed(tasks)}" for verdict, tasks in verdicts_.items()]
+        assert f"`{row}` {named[0]}" in clause
+        assert all(n in clause.split(f"`{row}` ", 1)[1].split("; `", 1)[0] for n in named[1:])

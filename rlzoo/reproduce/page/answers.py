@@ -177,6 +177,7 @@ def modern_answer(data: SuiteData, tests: Tests) -> str | None:
             if v.ref.yardstick]
     if yard:
         parts.append(yardstick_clause(data, yard))
+    by_base: dict[str, list[str]] = {}  # an rlzoo base row -> each modern row's verdicts
     for row in modern:
         found = [(task.name, curve) for task in data.suite.tasks
                  for kind, a, b, _, curve in pair_tests(data, tests, task.name)
@@ -186,10 +187,12 @@ def modern_answer(data: SuiteData, tests: Tests) -> str | None:
             by: dict[str, list[str]] = {}
             for task, curve in found:
                 by.setdefault(curve.verdict(), []).append(task)
-            parts.append(f"Against rlzoo's `{row.against[0]}`, on each seed's mean over "
-                         f"evaluations: `{row.label}` " + "; ".join(
-                             f"{verdict} on {joined(tasks)}" for verdict, tasks in by.items()))
+            first, *rest = (f"{verdict} on {joined(tasks)}" for verdict, tasks in by.items())
+            by_base.setdefault(row.against[0], []).append(
+                f"`{row.label}` {first}" + (f" ({'; '.join(rest)})" if rest else ""))
         shorts += short_cells(data, row.label, row.against[0] if row.against else None)
+    parts += [f"Against rlzoo's `{base}`, on each seed's mean over evaluations: "
+              + "; ".join(rows) for base, rows in by_base.items()]
     if not parts + shorts:
         return None
     return "**How do the modern rows compare?** " + ". ".join(parts + shorts) + "."
