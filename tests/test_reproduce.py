@@ -798,7 +798,7 @@ def test_holm_runs_within_each_family_and_a_complete_separation_needs_at_most_75
     from rlzoo.reproduce.page.method import method_lines
 
     least = 2 / math.comb(15, 5)
-    for m, passes in ((75, True), (76, False)):
+    for m, passes in ((74, True), (75, True), (76, False)):
         tests = verdicts.Tests()
         tests.items[("head", "0")] = verdicts.Test((1.0, 1.0, 1.0), least)
         tests.items[("head", "1")] = verdicts.Test((0.5, 0.2, 0.8), 0.9)
@@ -817,7 +817,8 @@ def test_holm_runs_within_each_family_and_a_complete_separation_needs_at_most_75
         assert f"and {m} others (1 against other published curves, {m - 1} between" in text
         assert "only in a family of at most 75 tests: in the headline family (2 tests, first " \
                "step 0.05 / 2 = 0.02500) it can pass," in text
-        verb = "can pass" if passes else "cannot pass (more than 75 tests)"
+        verb = {74: "can pass", 75: "can pass, only just (one more test in it and it cannot)",
+                76: "cannot pass (more than 75 tests)"}[m]
         assert f"in the other family ({m} tests, first step 0.05 / {m} = {0.05 / m:.5f}), which " \
                f"also grows with every row added, it {verb}." in text
     assert verdicts.pval(74 * least) == "= 0.049" and verdicts.pval(0.37) == "= 0.37"

@@ -212,3 +212,27 @@ def test_the_modern_rows_against_their_base_name_the_base_once(page: str) -> Non
         named = [f"{verdict} on {listed(tasks)}" for verdict, tasks in verdicts_.items()]
         assert f"`{row}` {named[0]}" in clause
         assert all(n in clause.split(f"`{row}` ", 1)[1].split("; `", 1)[0] for n in named[1:])
+
+
+def test_rows_above_the_zero_action_by_iqm_but_not_by_most_seeds_are_named(page: str) -> None:
+    """A multi-agent row whose IQM of final returns is above the env's zero action while fewer
+    than half its seeds beat it is named with its count (summary.json, scale.json)."""
+    scale = json.loads((RESULTS / "marl" / "scale.json").read_text())
+    line = next(line for line in first_screen(page).splitlines() if "multi-agent rows" in line)
+    named = 0
+    for task, value in scale.items():
+        zero = value["zero"][0]
+        rows: dict[str, list[float]] = {}
+        for run in sorted((RESULTS / "marl" / task).glob("*-s[0-9]*")):
+            if run.is_dir():
+                row = run.name.rsplit("-s", 1)[0]
+                rows.setdefault(row, []).append(
+                    json.loads((run / "summary.json").read_text())["final_eval_return"])
+        for row, finals in rows.items():
+            beat = sum(f > zero for f in finals)
+            if stats.iqm(np.asarray(finals)) >= zero and 2 * beat < len(finals):
+                assert f"`{row}` on {task}, {beat} of {len(finals)} seeds" in line
+                named += 1
+    if not named:
+        pytest.skip("every row above the zero action by its IQM has most seeds above it")
+    assert "though fewer than half the seeds beat it for" in line

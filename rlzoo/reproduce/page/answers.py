@@ -18,7 +18,7 @@ from rlzoo.reproduce.page.data import (
     pair_tests,
     reference_tests,
 )
-from rlzoo.reproduce.page.runs import fmt, kilo
+from rlzoo.reproduce.page.runs import fmt, kilo, row_of_runs
 from rlzoo.reproduce.page.scale import MULTI_AGENT_PREFIXES, SCALE_FILE
 from rlzoo.reproduce.page.verdicts import ALPHA, Test, Tests, rank_test_power
 from rlzoo.reproduce.references import MODERN_ROWS, Reference
@@ -156,12 +156,12 @@ def yardstick_clause(data: SuiteData, yard: list[Verdict]) -> str:
             tops.append((s, sorted(iqm, key=lambda k: -iqm[k]), iqm, tasks))
     if tops and all(ranked[0] == algo for _, ranked, _, _ in tops):
         runner = {ranked[1] for _, ranked, _, _ in tops}
-        text += (f". {algo} has the highest normalized IQM of every row, published or rlzoo's, "
-                 f"across {joined(tops[0][3])}, "
+        text += (f". {algo} has the highest normalized IQM of all rows, published or rlzoo's, "
+                 f"across {joined(tops[0][3])}: "
                  + joined([f"{iqm[algo]:.2f} at {kilo(s)}" for s, _, iqm, _ in tops]))
         if len(runner) == 1:
             (second,) = runner
-            text += (f", above the next, {second}: "
+            text += (f"; next comes {second} with "
                      + joined([f"{iqm[second]:.2f}" for _, _, iqm, _ in tops]))
     return text
 
@@ -226,7 +226,7 @@ def short_cells(data: SuiteData, row: str, base: str | None) -> list[str]:
 def floor_answer(data: Sequence[SuiteData]) -> str | None:
     """How do the multi-agent rows do: the rows whose IQM of final returns is below the env's
     zero action (not acting; standing still on MaMuJoCo), with how many seeds beat it."""
-    found = []
+    found, few = [], []
     for d in data:
         scale = read_json(d.root / SCALE_FILE) or {}
         results = (d.report or {}).get("results") or {}
@@ -235,18 +235,25 @@ def floor_answer(data: Sequence[SuiteData]) -> str | None:
             if not env.startswith(MULTI_AGENT_PREFIXES) or env not in scale:
                 continue
             zero = float(scale[env]["zero"][0])
-            below = [(label, g) for label, g in groups.items() if g["iqm"] < zero]
+            below = [(row_of_runs(g["runs"]), g) for g in groups.values() if g["iqm"] < zero]
             if below:
                 still = "standing still" if env.startswith("mamujoco-") else "not acting"
                 found.append(f"on {env} " + joined([
                     f"`{label}` ({fmt(g['iqm'])}; {sum(f > zero for f in g['final_eval_returns'])}"
                     f" of {len(g['final_eval_returns'])} seeds beat it)" for label, g in below])
                     + f" against the zero action's {fmt(zero)} ({still})")
+            for g in groups.values():  # above it by its IQM, not by most of its seeds
+                beat = sum(f > zero for f in g["final_eval_returns"])
+                if g["iqm"] >= zero and 2 * beat < len(g["final_eval_returns"]):
+                    few.append(f"`{row_of_runs(g['runs'])}` on {env}, {beat} of "
+                               f"{len(g['final_eval_returns'])} seeds")
     if not found:
         return None
     return ("**How do the multi-agent rows do?** No reference is published at these budgets, "
             "and some rows end below the env's zero action (IQM of the final returns): "
-            + "; ".join(found) + "; every other row's IQM is above it.")
+            + "; ".join(found) + "; every other row's IQM is above it"
+            + (f", though fewer than half the seeds beat it for {joined(few)}" if few else "")
+            + ".")
 
 
 def not_run_answer(data: Sequence[SuiteData]) -> str | None:
@@ -266,10 +273,11 @@ def not_run_answer(data: Sequence[SuiteData]) -> str | None:
                 rows.setdefault(row.label, []).append(task.name)
                 continue
             reached = min(summary_steps(r) or 0 for r in runs)
-            if len(runs) < suite.seeds or reached < budget:
-                rows.setdefault(row.label, []).append(
-                    f"{task.name}: {len(runs)} of {suite.seeds} seeds, to {kilo(reached)} of "
-                    f"{kilo(budget)}")
+            short = ([f"{len(runs)} of {suite.seeds} seeds"] if len(runs) < suite.seeds
+                     else []) + ([f"to {kilo(reached)} of {kilo(budget)}"] if reached < budget
+                                 else [])
+            if short:
+                rows.setdefault(row.label, []).append(f"{task.name}: {', '.join(short)}")
         if rows:
             parts.append(f"`{suite.name}`: " + ", ".join(
                 f"`{label}` ({'; '.join(tasks)})" for label, tasks in rows.items()))

@@ -43,8 +43,8 @@ def headline_lines(data: SuiteData, tests: Tests, rel: Path) -> list[str]:
         head += (f" rlzoo, {span}: IQM [95% CI] | best published, {span}: IQM (seeds) | "
                  f"verdict at {kilo(s)} |")
         rule += "---|---|---|"
-    lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says fewer)", "",
-             headline_intro(suite), ""]
+    lines = [f"## Headline: {suite.title} ({suite.seeds} seeds a cell unless it says "
+             "otherwise)", "", headline_intro(suite), ""]
     table = [head, rule]
     verdicts: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}
     yardsticks: dict[int, list[tuple[str, Test]]] = {s: [] for s in budgets}  # other algos
