@@ -253,10 +253,11 @@ SUITES: dict[str, Suite] = {
         checkpoint_keep=1,
         why="300k env steps, 3x the `mujoco` suite's budget, where the published SAC curves "
             "(which run to 1M) have left their first rise; one seed per process at one thread, "
-            "about an hour a seed on this 2-core machine",
+            "64-87 min a seed on this 2-core machine beside one other process (each seed's wall "
+            "time is in the table at the end of this section)",
         first_eval=WARM_UP_FIRST_EVAL,
-        not_run="waiting for machine time: a seed takes about an hour at one thread on 2 "
-                "cores",
+        not_run="waiting for machine time: a seed takes 64-87 min at one thread on 2 cores "
+                "beside one other process",
     ),
     "smoke": Suite(
         name="smoke",
