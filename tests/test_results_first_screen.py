@@ -15,6 +15,7 @@ import pytest
 from rlzoo.analysis import stats, write_scalars_csv
 from rlzoo.analysis.curves import read_scalars_csv
 from rlzoo.reproduce.page import verdicts
+from rlzoo.reproduce.page.answers import joined
 from rlzoo.reproduce.page.data import SuiteData, best_reference, reference_tests
 from rlzoo.reproduce.page.headline import headline_lines, updates_caveat
 from rlzoo.reproduce.page.render import render_page
@@ -185,11 +186,6 @@ def test_a_yardstick_is_counted_apart_and_never_preferred(tmp_path: Path) -> Non
     assert best_reference([(yard, np.full(10, 9e3)), (own, np.full(10, 1.0))])[0] is own
 
 
-def listed(names: list[str]) -> str:
-    """``A``, ``A and B``, ``A, B and C``."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def test_the_modern_rows_against_their_base_name_the_base_once(page: str) -> None:
     """The modern rows against rlzoo's `sac` on each seed's mean over evaluations: one sentence
     naming `sac` once, each row's verdict by task as the `mujoco` section's tables give it."""
@@ -209,7 +205,7 @@ def test_the_modern_rows_against_their_base_name_the_base_once(page: str) -> Non
     assert line.count("Against rlzoo's `sac`") == 1
     clause = line.split("Against rlzoo's `sac`, on each seed's mean over evaluations: ", 1)[1]
     for row, verdicts_ in by_row.items():
-        named = [f"{verdict} on {listed(tasks)}" for verdict, tasks in verdicts_.items()]
+        named = [f"{verdict} on {joined(tasks)}" for verdict, tasks in verdicts_.items()]
         assert f"`{row}` {named[0]}" in clause
         assert all(n in clause.split(f"`{row}` ", 1)[1].split("; `", 1)[0] for n in named[1:])
 

@@ -235,18 +235,18 @@ def floor_answer(data: Sequence[SuiteData]) -> str | None:
             if not env.startswith(MULTI_AGENT_PREFIXES) or env not in scale:
                 continue
             zero = float(scale[env]["zero"][0])
-            below = [(row_of_runs(g["runs"]), g) for g in groups.values() if g["iqm"] < zero]
+            rows = [(row_of_runs(g["runs"]), g["iqm"],  # label, IQM, seeds beating it, seeds
+                     sum(f > zero for f in g["final_eval_returns"]), len(g["final_eval_returns"]))
+                    for g in groups.values()]
+            below = [row for row in rows if row[1] < zero]
             if below:
                 still = "standing still" if env.startswith("mamujoco-") else "not acting"
                 found.append(f"on {env} " + joined([
-                    f"`{label}` ({fmt(g['iqm'])}; {sum(f > zero for f in g['final_eval_returns'])}"
-                    f" of {len(g['final_eval_returns'])} seeds beat it)" for label, g in below])
+                    f"`{label}` ({fmt(iqm)}; {beat} of {n} seeds beat it)"
+                    for label, iqm, beat, n in below])
                     + f" against the zero action's {fmt(zero)} ({still})")
-            for g in groups.values():  # above it by its IQM, not by most of its seeds
-                beat = sum(f > zero for f in g["final_eval_returns"])
-                if g["iqm"] >= zero and 2 * beat < len(g["final_eval_returns"]):
-                    few.append(f"`{row_of_runs(g['runs'])}` on {env}, {beat} of "
-                               f"{len(g['final_eval_returns'])} seeds")
+            few += [f"`{label}` on {env}, {beat} of {n} seeds"  # above it by IQM, not by most
+                    for label, iqm, beat, n in rows if iqm >= zero and 2 * beat < n]
     if not found:
         return None
     return ("**How do the multi-agent rows do?** No reference is published at these budgets, "

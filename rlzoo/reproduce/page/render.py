@@ -4,6 +4,7 @@ values, the method, each suite in detail, and the sources."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -75,8 +76,8 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     for d in data:
         if d.suite.headline_steps and d.report is not None:
             lines += headline_lines(d, tests, rels[d.suite.name])
-    cells = [(task.name, row.label) for d in data for task, row in d.suite.cells()]
-    twice = frozenset(cell for cell in cells if cells.count(cell) > 1)  # named by suite
+    cells = Counter((task.name, row.label) for d in data for task, row in d.suite.cells())
+    twice = frozenset(cell for cell, n in cells.items() if n > 1)  # named by suite
     seeds = [line for d in data if d.report is not None for line in seed_lines(d, twice)]
     if seeds:
         lines += ["## Per-seed returns", "",
