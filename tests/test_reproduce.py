@@ -489,11 +489,14 @@ def test_suites_are_as_the_issue_lists() -> None:
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
     walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author")}
-    assert mujoco == {(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls | walker
+    ant = {("Ant", "sac"), ("Ant", "td3")}
+    assert mujoco == ({(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls
+                      | walker | ant)
     for row in suites["mujoco"].rows:  # a control row says what it controls
         assert (row.label in rows) != row.note.startswith("control for `"), row.label
     assert suites["mujoco"].steps == 100_000 and suites["mujoco"].seeds == 5
     assert suites["mujoco"].headline_steps == (50_000, 100_000)
+    assert [r.label for t, r in suites["mujoco"].cells() if t.name == "Ant"] == ["sac", "td3"]
     marl = {(t.name, r.label) for t, r in suites["marl"].cells()}
     critics = ("hasac-distributional", "hasac-categorical", "maddpg-distributional",
                "maddpg-categorical")
@@ -504,7 +507,8 @@ def test_suites_are_as_the_issue_lists() -> None:
         if row.label in critics:
             assert row.against == (row.label.split("-")[0],), row.label
     long = suites["long"]  # mujoco's HalfCheetah sac row, on to 300k, against the published
-    assert [(t.name, r.label) for t, r in long.cells()] == [("HalfCheetah", "sac")]
+    assert [(t.name, r.label) for t, r in long.cells()] == [("HalfCheetah", "sac"),
+                                                             ("Humanoid", "sac")]
     assert long.rows[0].overrides == next(r for r in suites["mujoco"].rows
                                           if r.label == "sac").overrides
     assert long.steps == 300_000 and long.headline_steps == (300_000,) and long.seeds == 5

@@ -144,7 +144,8 @@ SUITES: dict[str, Suite] = {
                SuiteTask("HalfCheetah", "HalfCheetah",
                     tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",)),
                SuiteTask("Walker2d", "Walker2d",
-                         ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author"))),
+                         ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author")),
+               SuiteTask("Ant", "Ant", ("sac", "td3"))),
         rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
         steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
         headline_steps=(50_000, 100_000),
@@ -239,8 +240,8 @@ SUITES: dict[str, Suite] = {
     ),
     "long": Suite(
         name="long",
-        title="HalfCheetah SAC to 300k on the CPU",
-        tasks=(SuiteTask("HalfCheetah", "HalfCheetah"),),
+        title="SAC to 300k on the CPU (HalfCheetah, Humanoid)",
+        tasks=(SuiteTask("HalfCheetah", "HalfCheetah"), SuiteTask("Humanoid", "Humanoid")),
         rows=(Row("sac", ("algo=sac",),
                   note="the `mujoco` suite's `sac` row (rlzoo's SAC defaults), trained on to "
                        "300k env steps; its seeds are new runs, not the 100k cell's continued"),),
