@@ -7,7 +7,9 @@ in :data:`SOURCES`; nothing else is read. Writes ``DIR/<source>.json`` (default
 ``results/published/``), one file per source: where it came from (repository, commit, path of the
 files read) and, per task, the env steps (rlzoo's count: random warm-up included) and each seed's
 return at them, ``{"tasks": {task: {"steps": [S], "seeds": [[S] per seed]}}}``. Only the steps the
-page can use are kept (up to 300k, and 1M for the normalization).
+page can use are kept (up to 300k, and 1M for the normalization), and only the tasks it sets
+beside rlzoo's rows (:data:`TASKS`, per source); the tasks added later (:data:`ADDED`) come after
+the first three in each file, so that their values stay byte for byte where they were.
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-TASKS = ("Hopper", "HalfCheetah", "Walker2d")
+FIRST = ("Hopper", "HalfCheetah", "Walker2d")  # the page's first tasks
+ADDED = ("Ant", "Humanoid")  # issue 52: SAC on Humanoid (the `long` suite), SAC and TD3 on Ant
+# the tasks each source's curves are read for: what the page sets beside rlzoo's rows
+TASKS = {
+    "td3-paper": (*FIRST, "Ant"),  # the paper ran no Humanoid
+    "tianshou": (*FIRST, *ADDED),
+    "SAC": (*FIRST, *ADDED),       # SimbaV2's SAC baseline
+    "SimbaV2 UTD 2": FIRST, "SimbaV2 UTD 1": FIRST, "CrossQ": FIRST,  # the modern rows' tasks
+}
+TD3_FOLDERS = {"Walker2d": "Walker"}  # learning_curves/<folder>: the env's name otherwise
 KEEP = 300_000        # the page's largest budget on the CPU (the long suite)
 NORMALIZER = 1_000_000  # the TD3 paper's last point: the normalization's top
 
@@ -32,7 +43,7 @@ SOURCES = {
         "repo": "github.com/sfujim/TD3",
         "commit": "bc98e6260e4e35e1a2afc1c78b6925251dd0a1e9",
         "path": "learning_curves/<Env>/TD3_<Env>-v1_<seed>.npy (<Env>: Hopper, HalfCheetah, "
-                "Walker2d in the folder Walker)",
+                "Walker2d in the folder Walker, Ant)",
         "steps": "evaluation i at about i x 5,000 env steps (main.py evaluates at the first "
                  "episode end after each 5,000 steps); i = 0 is the untrained policy",
     },
@@ -72,8 +83,8 @@ def git_show(git_dir: Path, commit: str, path: str) -> bytes:
 def td3_paper(git_dir: Path) -> dict:
     commit = SOURCES["td3-paper"]["commit"]
     tasks = {}
-    for task in TASKS:
-        folder = "Walker" if task == "Walker2d" else task
+    for task in TASKS["td3-paper"]:
+        folder = TD3_FOLDERS.get(task, task)
         seeds = []
         for seed in range(10):
             raw = git_show(git_dir, commit, f"learning_curves/{folder}/TD3_{task}-v1_{seed}.npy")
@@ -92,7 +103,7 @@ def tianshou(git_dir: Path) -> dict:
     commit = SOURCES["tianshou"]["commit"]
     out: dict = {}
     for algo, warmup in (("sac", 10_000), ("td3", 25_000)):
-        for task in TASKS:
+        for task in TASKS["tianshou"]:
             text = git_show(git_dir, commit, f"examples/mujoco/benchmark/{task}-v3/{algo}/"
                             "test_rew_10seeds.csv").decode()
             rows = list(csv.reader(io.StringIO(text)))
@@ -105,20 +116,25 @@ def tianshou(git_dir: Path) -> dict:
     return out
 
 
-def simbav2(git_dir: Path, path: str, exp_name: str) -> dict:
-    """One of SimbaV2's CSVs (:data:`SIMBAV2_FILES`): each seed's avg_return per task."""
+def simbav2(git_dir: Path, algo: str) -> dict:
+    """One of SimbaV2's CSVs (:data:`SIMBAV2_FILES`): each seed's avg_return per task of
+    ``TASKS[algo]``, the first tasks in the file's order, then the added ones."""
+    path, exp_name = SIMBAV2_FILES[algo]
     commit = SOURCES["simbav2"]["commit"]
     text = git_show(git_dir, commit, path).decode()
     table: dict = {}
     for r in csv.DictReader(io.StringIO(text)):
         task = r["env_name"].removesuffix("-v4").removesuffix("_v4")
-        if r["exp_name"] != exp_name or r["metric"] != "avg_return" or task not in TASKS:
+        if r["exp_name"] != exp_name or r["metric"] != "avg_return" or task not in TASKS[algo]:
             continue
         step = int(float(r["env_step"]))
         if step <= KEEP + 5000:
             table.setdefault(task, {}).setdefault(int(r["seed"]), {})[step] = float(r["value"])
     tasks = {}
-    for task, by_seed in table.items():
+    def order(task: str) -> tuple[bool, int]:  # the file's order, the added tasks after it
+        return task in ADDED, ADDED.index(task) if task in ADDED else 0
+
+    for task, by_seed in sorted(table.items(), key=lambda item: order(item[0])):
         steps = sorted(next(iter(by_seed.values())))
         tasks[task] = {"steps": steps, "seeds": [[round(by_seed[s][t], 3) for t in steps]
                                                  for s in sorted(by_seed)]}
@@ -134,8 +150,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"td3-paper": {"TD3": td3_paper(args.td3)}, "tianshou": tianshou(args.tianshou),
-            "simbav2": {algo: simbav2(args.simbav2, *where)
-                        for algo, where in SIMBAV2_FILES.items()}}
+            "simbav2": {algo: simbav2(args.simbav2, algo) for algo in SIMBAV2_FILES}}
     for key, algos in data.items():
         record = {**SOURCES[key], "source": key, "algos": algos}
         (args.out / f"{key}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -22,10 +22,15 @@ PUBLISHED_DIR = (CHECKOUT or Path.cwd()) / "results" / "published"
 
 @dataclass(frozen=True)
 class Source:
-    """Where published numbers come from: ``text`` (markdown, with a link a reader can open)."""
+    """Where published numbers come from: ``text`` (markdown, with a link a reader can open) and
+    its ``notes`` (settings, warm-ups, updates: one line each on the page), ``name`` as the method
+    names it and the env ``version`` its runs used (rlzoo runs v5)."""
 
     key: str
     text: str
+    notes: tuple[str, ...] = ()
+    name: str = ""
+    version: str = ""
 
 
 SOURCES = {s.key: s for s in (
@@ -34,53 +39,55 @@ SOURCES = {s.key: s for s in (
            "Methods* (TD3): its 10 seeds' evaluation curves, [github.com/sfujim/TD3 at bc98e62]"
            "(https://github.com/sfujim/TD3/tree/bc98e6260e4e35e1a2afc1c78b6925251dd0a1e9) (the "
            "camera-ready release), `learning_curves/<Env>/TD3_<Env>-v1_<seed>.npy` (gym v1 "
-           "envs; evaluation i at about i x 5,000 env steps). Its `run_experiments.sh` starts "
-           "with 1,000 random steps on Hopper and Walker2d, 10,000 on HalfCheetah; batch 100, "
-           "400x300, lr 1e-3 (rlzoo's TD3 defaults). Its `main.py` trains at every episode's end "
-           "once `total_timesteps != 0`, as many updates as the episode had steps, the random "
-           "warm-up's episodes included: by env step t it has made about t updates. rlzoo's TD3 "
-           "does not do this: it makes no update during its 10,000 random steps (on every task), "
-           "then one per env step, so by 50k it has made 40,000 updates where the paper's code "
-           "had made about 50,000"),
+           "envs, Ant included, no Humanoid; evaluation i at about i x 5,000 env steps)",
+           ("Its `run_experiments.sh` starts with 1,000 random steps on Hopper and Walker2d, "
+            "10,000 on HalfCheetah and Ant; batch 100, 400x300, lr 1e-3 (rlzoo's TD3 defaults)",
+            "Its `main.py` trains at every episode's end once `total_timesteps != 0`, as many "
+            "updates as the episode had steps, the warm-up's episodes included: about t updates "
+            "by env step t. rlzoo's TD3 makes none during its 10,000 random steps, then one per "
+            "env step: 40,000 by 50k where the paper's code had made about 50,000"),
+           name="the TD3 paper", version="gym v1"),
     Source("tianshou",
            "Tianshou's former MuJoCo benchmark, [github.com/thu-ml/tianshou at 39acf20]"
            "(https://github.com/thu-ml/tianshou/tree/39acf2094d96268d92ebb54dcbfc3de76d702567/"
            "examples/mujoco), `examples/mujoco/benchmark/<Env>-v3/{sac,td3}/"
-           "test_rew_10seeds.csv` (gym v3 envs, 10 seeds, deterministic evaluation). The runs "
-           "themselves were made with the code at [e605bde](https://github.com/thu-ml/tianshou/"
-           "tree/e605bdea942b408126ef4fbc740359773259c9ec), the commit that the benchmark's "
-           "README (`examples/mujoco/README.md`) credits for SAC and TD3 (gym 0.17.3, "
-           "mujoco 2.0.2.13, its footnote 3); 39acf20 is where the page read the files. Its env "
-           "steps exclude the random warm-up, which the page adds back (its HalfCheetah TD3 file "
-           "starts 5,000 steps after the warm-up, at 30k on the page, the others at its end). "
-           "Settings: "
-           "`run_experiments.sh` runs `mujoco_sac.py` / `mujoco_td3.py` with their defaults. "
-           "SAC: a **fixed** temperature alpha = 0.2 (`--auto-alpha` off; rlzoo tunes alpha "
-           "from 1), actor and critic lr 1e-3 (rlzoo: 3e-4 actor, 1e-3 critic), 256x256, batch "
-           "256, 10,000 random steps (rlzoo: 5,000). TD3: lr 3e-4, 256x256, batch 256, 25,000 "
-           "random steps (rlzoo: lr 1e-3, 400x300, batch 100, 10,000). Both then make one "
-           "update per env step"),
+           "test_rew_10seeds.csv` (gym v3 envs, Ant and Humanoid included, 10 seeds, "
+           "deterministic evaluation)",
+           ("The runs were made with the code at [e605bde](https://github.com/thu-ml/tianshou/"
+            "tree/e605bdea942b408126ef4fbc740359773259c9ec), the commit the benchmark's README "
+            "(`examples/mujoco/README.md`) credits for SAC and TD3 (gym 0.17.3, mujoco 2.0.2.13, "
+            "its footnote 3); 39acf20 is where the page read the files",
+            "Its env steps exclude the random warm-up, which the page adds back (its TD3 files "
+            "of HalfCheetah, Ant and Humanoid start 5,000 steps after the warm-up, at 30k on the "
+            "page, the others at its end)",
+            "`run_experiments.sh` runs `mujoco_sac.py` / `mujoco_td3.py` at their defaults. "
+            "SAC: a **fixed** temperature alpha = 0.2 (rlzoo tunes alpha from 1), actor and "
+            "critic lr 1e-3 (rlzoo: 3e-4 actor, 1e-3 critic), 256x256, batch 256, 10,000 random "
+            "steps (rlzoo: 5,000). TD3: lr 3e-4, 256x256, batch 256, 25,000 random steps "
+            "(rlzoo: lr 1e-3, 400x300, batch 100, 10,000). Both then make one update per env "
+            "step"),
+           name="Tianshou", version="gym v3"),
     Source("simbav2",
            "SimbaV2's baseline results, [github.com/dojeon-ai/SimbaV2 at 358d724]"
            "(https://github.com/dojeon-ai/SimbaV2/blob/358d7246a2934dd9ce56c742a42ceb48a34cce01/"
            "results/baseline/sac.csv), `results/baseline/sac.csv`, rows `sac` on `<Env>-v4` "
-           "(gym v4 envs, 10 seeds, evaluated every 16,666 env steps, so 49,998 stands for 50k, "
-           "99,996 for 100k and 299,988 for 300k); the file does not give the settings or the "
-           "warm-up. From the same commit: SimbaV2's own curves, "
-           "`results/baseline/simbaV2_utd2.csv` (10 seeds) and "
-           "`results/scaling/utd/simbaV2_utd1.csv` (5 seeds), both evaluated every 50,000 "
-           "env steps after 5,000 random steps "
-           "(its `configs/buffer` `min_length`), and CrossQ's, `results/baseline/crossq.csv` "
-           "(10 seeds, every 2,000 env steps). The update ratios the page gives these curves "
-           "(UTD 2: 2 updates per env step, the paper's headline setting; UTD 1: rlzoo's "
-           "`simbav2` setting) rest on the files' names alone: no config or log beside them "
-           "says how they were run"),
+           "(gym v4 envs, Ant and Humanoid included, 10 seeds, evaluated every 16,666 env steps: "
+           "49,998 stands for 50k, 99,996 for 100k, 199,992 for 200k, 299,988 for 300k); the "
+           "file gives neither the settings nor the warm-up",
+           ("From the same commit, SimbaV2's own curves, `results/baseline/simbaV2_utd2.csv` "
+            "(10 seeds) and `results/scaling/utd/simbaV2_utd1.csv` (5 seeds), every 50,000 env "
+            "steps after 5,000 random steps (its `configs/buffer` `min_length`), and CrossQ's, "
+            "`results/baseline/crossq.csv` (10 seeds, every 2,000 env steps)",
+            "The update ratios the page gives SimbaV2's curves (UTD 2, the paper's headline "
+            "setting; UTD 1, rlzoo's `simbav2` setting) rest on the files' names alone: no "
+            "config or log beside them says how they were run"),
+           name="SimbaV2's repository", version="gym v4"),
     Source("cleanrl",
            "CleanRL's benchmark pages ([docs.cleanrl.dev](https://docs.cleanrl.dev), "
            "rl-algorithms/sac and rl-algorithms/td3): HalfCheetah, Hopper and Walker2d on gym "
            "**v2** envs (mujoco-py), Humanoid on v4, as their tables name them; mean "
            "**training** episode return at 1M steps, not a deterministic evaluation, so only a "
-           "scale"),
+           "scale", name="CleanRL", version="gym v2 (Humanoid v4)"),
 )}
 
 
@@ -156,17 +163,21 @@ TD3_ROWS = ("td3", "sb3_td3")
 # issue 24's family: set beside CrossQ too
 MODERN_ROWS = ("simbav2", "stac", "stac-author", "sac-categorical")
 MUJOCO_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
-TD3_PAPER_WARMUP = {"Hopper": 1_000, "HalfCheetah": 10_000, "Walker2d": 1_000}
+# issue 52's tasks: SAC on Humanoid (the `long` suite), SAC and TD3 on Ant (the `mujoco` suite);
+# the TD3 paper ran Ant but not Humanoid
+SAC_TASKS = (*MUJOCO_TASKS, "Ant", "Humanoid")
+TD3_PAPER_TASKS = (*MUJOCO_TASKS, "Ant")
+TD3_PAPER_WARMUP = {"Hopper": 1_000, "HalfCheetah": 10_000, "Walker2d": 1_000, "Ant": 10_000}
 
 REFERENCES: tuple[Reference, ...] = (
     *(Reference(task, TD3_ROWS, "TD3 (paper)", "td3-paper", "TD3", first_update=0,
-                updates_approx=True) for task in MUJOCO_TASKS),
+                updates_approx=True) for task in TD3_PAPER_TASKS),
     *(Reference(task, SAC_ROWS, "SAC (Tianshou)", "tianshou", "SAC", first_update=10_000)
-      for task in MUJOCO_TASKS),
+      for task in SAC_TASKS),
     *(Reference(task, TD3_ROWS, "TD3 (Tianshou)", "tianshou", "TD3", first_update=25_000)
-      for task in MUJOCO_TASKS),
+      for task in SAC_TASKS),
     *(Reference(task, SAC_ROWS, "SAC (SimbaV2 baseline)", "simbav2", "SAC")
-      for task in MUJOCO_TASKS),
+      for task in SAC_TASKS),
     *(Reference(task, ("simbav2",), "SimbaV2, UTD 1 (SimbaV2 repo)", "simbav2", "SimbaV2 UTD 1",
                 first_update=5_000) for task in MUJOCO_TASKS),
     *(Reference(task, ("simbav2",), "SimbaV2, UTD 2 (SimbaV2 repo)", "simbav2", "SimbaV2 UTD 2")
@@ -200,14 +211,13 @@ def normalizer(task: str) -> tuple[float, float] | None:
 # results/ where a row stands apart (by row label, TASK/label for one task's section, or the task's
 # family prefix). Findings whose numbers results/ holds are computed: page/findings.py.
 UNPUBLISHED = {
-    "dsac_t": "DSAC-T: the paper publishes no per-step MuJoCo returns, and the official repository "
-              "(github.com/Jingliang-Duan/DSAC-v2) ships Pendulum results only: no reference. "
-              "Its official settings (rlzoo's defaults) start slowly, so at this budget it is "
-              "not comparable with SAC's row: lr 1e-4 (SAC: 3e-4 actor, 1e-3 critic), policy and "
-              "temperature updated every second step, the temperature starting at e (SAC: 1) "
-              "with lr 3e-4, and 10,000 random steps (SAC: 5,000). The control `dsac_t-sac_start` "
-              "would test whether this start explains its curve; it was timed, not run (the "
-              "cells table's note says why).",
+    "dsac_t": "DSAC-T: no reference (the paper publishes no per-step MuJoCo returns; the "
+              "official repository, github.com/Jingliang-Duan/DSAC-v2, ships Pendulum results "
+              "only). Its official settings, rlzoo's defaults, start slowly, so at this budget it "
+              "is not comparable with SAC's row: lr 1e-4 (SAC: 3e-4 actor, 1e-3 critic), policy "
+              "and temperature updated every second step, the temperature from e (SAC: 1) at lr "
+              "3e-4, 10,000 random steps (SAC: 5,000); the control `dsac_t-sac_start` was timed, "
+              "not run.",
     "mpe-simple_spread/hasac": "On mpe-simple_spread two likely causes hold HASAC back at "
              "this budget, neither checked: the time its policies take to come down to their "
              "entropy target from a temperature of 1 (HARL's start; the numbers follow), and "
@@ -215,18 +225,13 @@ UNPUBLISHED = {
              "is mostly the warm-up's random actions (the HASAC of "
              "[multi_agent.md](multi_agent.md#measured) reached -17.8 at 25k on one seed with "
              "5-step returns, among other changes).",
-    "mamujoco-": "Every agent gets the env's one reward, so the "
-                 "return is on the scale of the single-agent HalfCheetah rows of the `mujoco` "
-                 "suite (25k steps here: 25 episodes of 1,000 steps). By 25k steps MADDPG and "
-                 "HASAC have made 5,000 updates (0.25 per env step after 5,000 random steps), "
-                 "where the single-agent TD3 row had made 15,000; MADDPG's deterministic actors "
-                 "drop to an IQM of -542 at 7,500 steps (full torque on all six joints costs "
-                 "about -600 an episode) and end at 25k at 332, 42.8, 12.5, -9.6 and -125: one "
-                 "seed runs forward, the others are around standing still or below it. HASAC's "
-                 "seeds end at 241, -44.6, -58.8, -97.6 and -100; the single-agent SAC row of "
-                 "the `mujoco` suite, after the same 5,000 updates (at 10k steps), was at 126, "
-                 "86.9, 82.9, 76.2, 1.9, -43.2, -124, -146, -159 and -181 (its ten seeds): "
-                 "neither HASAC nor single-agent SAC has begun to "
-                 "run after 5,000 updates, except one HASAC seed (241), although HASAC has "
-                 "collected 2.5 times the env steps for them.",
+    "mamujoco-": "Every agent gets the env's one reward, so returns are on the scale of the "
+                 "`mujoco` suite's HalfCheetah rows. By 25k steps (25 episodes) MADDPG and HASAC "
+                 "have made 5,000 updates (0.25 per env step after 5,000 random steps). "
+                 "MADDPG's deterministic actors drop to an IQM of -542 at 7,500 steps (full "
+                 "torque on all six joints costs about -600 an episode) and end at 332, 42.8, "
+                 "12.5, -9.6 and -125: one seed runs forward. HASAC's seeds end at 241, -44.6, "
+                 "-58.8, -97.6 and -100; the single-agent SAC row, after the same 5,000 updates "
+                 "(at 10k), was at 126, 86.9, 82.9, 76.2, 1.9, -43.2, -124, -146, -159 and -181: "
+                 "neither has begun to run, but one HASAC seed.",
 }

@@ -17,6 +17,7 @@ from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 from rlzoo.analysis.messages import CompareError
 from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
+    CHECKOUT,
     PROFILE_GLOB,
     PROVENANCE_FILE,
     PUBLISHED_SUFFIX,
@@ -38,7 +39,8 @@ from rlzoo.reproduce.page.data import (
     has_aggregate,
 )
 from rlzoo.reproduce.page.figures import plot_profile, plot_published, published_figure
-from rlzoo.reproduce.page.render import render_page
+from rlzoo.reproduce.page.readme import replace_block
+from rlzoo.reproduce.page.render import render
 from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import FileLock
 from rlzoo.reproduce.rlzoo_cells import cell_provenance
@@ -104,9 +106,19 @@ def export_suite(plan: Plan) -> tuple[int, int]:
 
 
 def write_page(results: Path, page: Path, suites: Sequence[str]) -> None:
-    """Rewrite ``page`` from ``RESULTS/<suite>/`` of each of ``suites`` (:func:`render_page`)."""
-    write_text_atomic(page, render_page(results, page.parent, [SUITES[s] for s in suites],
-                                        LEADS))
+    """Rewrite ``page`` from ``RESULTS/<suite>/`` of each of ``suites`` (:func:`render`); when
+    it is the checkout's own page (docs/results.md), also the README's results paragraph
+    (:func:`replace_block`, between its markers)."""
+    readme = CHECKOUT / "README.md" if CHECKOUT is not None else None
+    own = readme is not None and page.resolve() == (CHECKOUT / "docs" / "results.md").resolve()
+    text, block = render(results, page.parent, [SUITES[s] for s in suites], LEADS,
+                         readme.parent if readme is not None else None)
+    write_text_atomic(page, text)
+    if own and readme is not None and readme.is_file():
+        old = readme.read_text()
+        new = replace_block(old, block)
+        if new != old:
+            write_text_atomic(readme, new)
 
 
 def report(plan: Plan, outcomes: list[Outcome]) -> None:
@@ -171,7 +183,7 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
         for path in report_dir.glob(PROFILE_GLOB):
             path.unlink()
         data = SuiteData.read(plan.suite, plan.results)
-        for steps in plan.suite.headline_steps if has_aggregate(plan.suite) else ():
+        for steps in plan.suite.all_budgets() if has_aggregate(plan.suite) else ():
             for i, tasks in enumerate(aggregate_task_sets(data, steps)):
                 plot_profile(*aggregate_scores(data, steps, tasks), steps,
                              report_dir / profile_figure(steps, tasks if i else None))

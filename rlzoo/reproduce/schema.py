@@ -19,12 +19,18 @@ class SuiteTask:
         env: the env config group option (``env=<env>`` on the command line).
         rows: the labels of the suite's rows run on this task (default: every row).
         steps: this task's default budget in env steps per seed (default: the suite's).
+        headline_steps: the env steps at which the page's headline reads this task (default:
+            the suite's, :meth:`Suite.budgets`): a task that a suite runs for one question
+            (HalfCheetah to 300k) beside one read along its curve (Humanoid at 100k-300k).
+        not_run: why this task's cells have no result yet (default: the suite's ``not_run``).
     """
 
     name: str
     env: str
     rows: tuple[str, ...] | None = None
     steps: int | None = None
+    headline_steps: tuple[int, ...] | None = None
+    not_run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,8 @@ class Suite:
         first_eval: what a row's first evaluation measures (shown on the page).
         not_run: why a cell with no result and no recorded outcome has none (on the page).
         headline_steps: the env steps of the page's headline table (every cell at each, against
-            the best published reference); () keeps the suite off the headline.
+            the best published reference), for a task that names none of its own
+            (``SuiteTask.headline_steps``); () keeps the suite off the headline.
     """
 
     name: str
@@ -91,6 +98,14 @@ class Suite:
     first_eval: str = "the earliest point of each curve"
     not_run: str = "not scheduled yet: the 2-core machine's hours went to the other cells"
     headline_steps: tuple[int, ...] = ()
+
+    def budgets(self, task: SuiteTask) -> tuple[int, ...]:
+        """The env steps at which the headline reads ``task``: its own, else the suite's."""
+        return self.headline_steps if task.headline_steps is None else task.headline_steps
+
+    def all_budgets(self) -> tuple[int, ...]:
+        """Every headline budget of any task of the suite, ascending (() without a headline)."""
+        return tuple(sorted({s for task in self.tasks for s in self.budgets(task)}))
 
     def cells(self) -> list[tuple[SuiteTask, Row]]:
         """Every (task, row) of the suite, in the order they run (task by task)."""

@@ -145,7 +145,9 @@ SUITES: dict[str, Suite] = {
                     tuple(r.label for r in MUJOCO_ROWS + SB3_ROWS) + ("sac-n_step4",)),
                SuiteTask("Walker2d", "Walker2d",
                          ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author")),
-               SuiteTask("Ant", "Ant", ("sac", "td3"))),
+               SuiteTask("Ant", "Ant", ("sac", "td3"),
+                         not_run="running: 5 seeds a row, one process per seed at one thread "
+                                 "beside other jobs")),
         rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
         steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
         headline_steps=(50_000, 100_000),
@@ -155,21 +157,15 @@ SUITES: dict[str, Suite] = {
         checkpoint_every=5_000,  # about 3-4 minutes of a 5-seed SAC group on 2 cores
         checkpoint_keep=1,
         why="100k env steps, where every published source has a point (the headline also "
-            "reads each curve at 50k); each cell's wall time on 2 shared cores is in the table "
-            "at the end of this section; the ensemble critic's 10 members would take about 4 h "
-            "at 50k (estimated)",
+            "reads each curve at 50k); each cell's wall time is in the cells table",
         first_eval=WARM_UP_FIRST_EVAL,
-        not_run="not scheduled: on the 2-core machine a DSAC-T cell of 50k takes about 2 h "
-                "(its control with SAC's start, with no delays, was at 3.7 steps/s, about 3.8 h) "
-                "and an ensemble-critic cell about 4 h, and none of these "
-                "rows has a published reference; `simbav2` and `flashsac` each cost about 30x "
-                "SAC per env step on this CPU (docs/performance.md; one SimbaV2 seed ran 2.0 "
-                "steps/s), about a day per 5-seed cell, so one `simbav2` seed ran to 30k and "
-                "their full cells belong to the `gpu` suite; the hours went to the rows with a "
-                "published reference, the peer, the action-sequence critic with its control, "
-                "and the `stac` and `sac-categorical` rows, then `stac-author` (STAC at its "
-                "author's settings, today's `algo=stac`), one seed per process at one thread "
-                "(13-20 min a seed at 100k beside another cell)",
+        not_run="not scheduled: on these 2 cores a 5-seed DSAC-T cell of 50k takes about 2 h "
+                "(its control, at 3.7 steps/s, about 3.8 h) and an ensemble-critic cell about "
+                "4 h, with no published reference; `simbav2` and `flashsac` cost about 30x SAC "
+                "per env step on a CPU (docs/performance.md), about a day per 5-seed cell, so "
+                "their cells belong to the `gpu` suite (one `simbav2` seed ran to 30k); the "
+                "hours went to the rows with a published reference, the peer, and the variants "
+                "with their controls, one seed per process at one thread",
     ),
     "marl": Suite(
         name="marl",
@@ -207,10 +203,8 @@ SUITES: dict[str, Suite] = {
         eval_episodes=10,
         checkpoint_every=2_500,  # about 5 minutes of a 5-seed MADDPG group on 2 shared cores
         checkpoint_keep=1,
-        why="25k env steps per task: measured on 2 shared cores (docs/reproducing.md), a "
-            "5-seed cell of 25k took 21-47 minutes for MADDPG, 51-103 for HASAC on MPE and 8-12 "
-            "for COMA (on-policy), 33 for MADDPG and 43 for HASAC (alone, 2 threads) on "
-            "HalfCheetah-2x3 (on HalfCheetah-2x3, 25 episodes of 1,000 steps)",
+        why="25k env steps per task; a 5-seed cell took 8-103 minutes on 2 shared cores "
+            "(docs/reproducing.md)",
         first_eval="at 2,500 steps: for MADDPG and HASAC inside their 5,000-step random warm-up, "
                    "so the untrained policy; COMA, on-policy, has made about 12 updates by then",
         not_run="not run yet: the distributional-critic rows were added after the other cells "
@@ -241,24 +235,27 @@ SUITES: dict[str, Suite] = {
     "long": Suite(
         name="long",
         title="SAC to 300k on the CPU (HalfCheetah, Humanoid)",
-        tasks=(SuiteTask("HalfCheetah", "HalfCheetah"), SuiteTask("Humanoid", "Humanoid")),
+        # HalfCheetah is here for 300k (its 50k and 100k are the `mujoco` suite's); Humanoid is
+        # read along its curve, as the `mujoco` suite reads its tasks at 50k and 100k
+        tasks=(SuiteTask("HalfCheetah", "HalfCheetah", headline_steps=(300_000,)),
+               SuiteTask("Humanoid", "Humanoid")),
         rows=(Row("sac", ("algo=sac",),
                   note="the `mujoco` suite's `sac` row (rlzoo's SAC defaults), trained on to "
                        "300k env steps; its seeds are new runs, not the 100k cell's continued"),),
         steps=300_000,
-        headline_steps=(300_000,),
+        headline_steps=(100_000, 200_000, 300_000),
         seeds=5,
         eval_every=5_000,
         eval_episodes=10,
         checkpoint_every=10_000,  # about 2 minutes of one seed at one thread
         checkpoint_keep=1,
         why="300k env steps, 3x the `mujoco` suite's budget, where the published SAC curves "
-            "(which run to 1M) have left their first rise; one seed per process at one thread, "
-            "64-87 min a seed on this 2-core machine beside one other process (each seed's wall "
-            "time is in the table at the end of this section)",
+            "(which run to 1M) have left their first rise; one seed per process at one thread "
+            "(HalfCheetah: 64-87 min a seed beside one other process; each seed's wall time is "
+            "in the cells table)",
         first_eval=WARM_UP_FIRST_EVAL,
-        not_run="waiting for machine time: a seed takes 64-87 min at one thread on 2 cores "
-                "beside one other process",
+        not_run="running: 5 seeds, one process each at one thread beside other jobs, each "
+                "about 1.5 h to 300k by its own time-left estimate",
     ),
     "smoke": Suite(
         name="smoke",
@@ -280,9 +277,8 @@ SUITES: dict[str, Suite] = {
 
 
 # the first sentence of a suite's section on the page
-LEADS = {"marl": "At 25k env steps this section shows that the multi-agent runs run, not how "
-                 "well the algorithms do: HARL (MADDPG, HASAC) publishes only figures up to 1e7 "
-                 "steps, nothing readable below 200k and no COMA numbers for continuous MPE, so "
-                 "there is no reference, and HARL's MPE settings were not run here. (HARL's MPE "
-                 "reward gives each agent the sum over agents, rlzoo reports the mean: divide "
-                 "HARL's by the number of agents to compare.)"}
+LEADS = {"marl": "At 25k env steps this section shows that the multi-agent rows run, not how "
+                 "well they do: HARL (MADDPG, HASAC) publishes only figures up to 1e7 steps and "
+                 "no COMA numbers for continuous MPE, so there is no reference, and HARL's MPE "
+                 "settings were not run here. (HARL's MPE reward gives each agent the sum over "
+                 "agents, rlzoo the mean: divide HARL's by the number of agents.)"}

@@ -78,15 +78,17 @@ def reference_tests(data: SuiteData, tests: Tests, task: str, row: str,
     """``row``'s seeds against each published curve's seeds at ``steps`` (windows on both
     sides): (reference, its seeds' windows, the test, None when the two sides are too few to
     test, :func:`testable`); [] when either side lacks the window. The test against the best
-    curve (:func:`best_reference`) is of the headline's family (kind ``head``), the others of
-    the second (``ref``)."""
+    curve (:func:`best_reference`) answers the headline's question (kind ``head``, or
+    ``yardstick`` when that curve is another algorithm's), the others ``ref``
+    (:data:`QUESTIONS`)."""
     ours = data.windows(task, row, steps)
     found = [(ref, theirs) for ref in (references_of(task, row) if ours else [])
              if (theirs := ref.window(steps, WINDOW)) is not None]
     best = best_reference(found)
     out = []
     for ref, theirs in found:
-        kind = "head" if best is not None and ref is best[0] else "ref"
+        kind = "ref" if best is None or ref is not best[0] else (
+            "yardstick" if ref.yardstick else "head")
         test = None if not testable(len(ours), len(theirs)) else tests.run(
             (kind, data.suite.name, task, row, ref.algo, str(steps)), ours, theirs.tolist())
         out.append((ref, theirs, test))
@@ -135,7 +137,7 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
                       for name in (a, b)]
             if any(v is None for side in finals for v in side):
                 continue
-        base = ("pair", data.suite.name, task, a, b)
+        base = ("peer" if kind == "peer" else "variant", data.suite.name, task, a, b)
         final = tests.run((*base, "final"), *finals)  # type: ignore[arg-type]
         last = None if budgets[a] == budgets[b] else common
         means = [[mean_over_evaluations(d, last) for d in rows[name]] for name in (a, b)]
@@ -165,7 +167,7 @@ def aggregate_task_sets(data: SuiteData, steps: int) -> list[list[str]]:
 
     tasks = [t.name for t in data.suite.tasks if normalizer(t.name) is not None and any(
         data.windows(t.name, r.label, steps) for r in data.suite.rows)]
-    sets = [tasks] if tasks else []
+    sets = [tasks] if len(tasks) >= 2 else []  # one task's aggregate: its headline, rescaled
     for row in data.suite.rows:
         own = [t for t in tasks if has(t, row.label)]
         if len(own) >= 2 and own not in sets:

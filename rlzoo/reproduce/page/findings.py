@@ -149,9 +149,37 @@ def chunk_tests(data: SuiteData, tests: Tests, task: str
     return main, control, between
 
 
+# The chunked critic's findings, as templates (fields filled by chunks_lead and chunks_gap); a
+# blank line between paragraphs.
+CHUNK_TEXT = {
+    "lead": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
+            "{mean}, ahead on {pairs}; {iqm}. On the final return: {final}; single evaluations "
+            "swing widely on both rows (the largest drop between two evaluations: this row's "
+            "{drop}, SAC's {base_drop}).",
+    "gap": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
+           "{mean}, behind on {pairs} (its seeds' means {means}, SAC's {base_means}); on the "
+           "final return: {final}. Its largest drop between two evaluations: {drop} (SAC's: "
+           "{base_drop}).",
+    "control": "The control `{control}`, the same 4-step backup without the chunks, against "
+               "SAC to {c_at}: on the mean over evaluations {c_mean}{c_more}; this row against "
+               "the control (to {b_at}): on the mean over evaluations {b_mean}{b_more}. "
+               "{conclusion}{holm}",
+    "lead_chunks": "So 4-step returns alone do not reproduce this row's lead over SAC on the "
+                   "mean over evaluations, which points to the chunked actions and critic",
+    "lead_unclear": "These tests do not single out the chunked actions and critic as the cause "
+                    "of a difference from SAC",
+    "gap_nstep": "4-step returns alone put the control behind SAC too, and no further effect of "
+                 "the chunks was found between the two rows (5 seeds a side find only large "
+                 "effects); why they slow SAC here (returns from replayed actions of older "
+                 "policies, uncorrected) was not checked",
+    "gap_unclear": "These tests do not show that 4-step returns alone account for this row's "
+                   "gap",
+}
+
+
 def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     """The chunked critic ahead of SAC on the mean over evaluations, and whether its 4-step
-    control explains the lead (written for Hopper)."""
+    control explains the lead (written for Hopper): two paragraphs."""
     found = chunk_tests(data, tests, task)
     if found is None:
         return None
@@ -159,44 +187,33 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     above, steps, since = iqm_above(data, task, CHUNKED, BASE, at)
-    shared = len(steps)
-    text = (f"On {task} to {kilo(at)}, `{CHUNKED}` against SAC on each seed's mean over "
-            f"evaluations: {reading(main[1])}, ahead on "
-            f"{seed_pairs(main[1].poi[0], len(runs), len(base))}")
-    if shared:
-        text += ("; its IQM is above SAC's at every learned evaluation" if above == shared
-                 else f"; its IQM is above SAC's at {above} of {shared} learned evaluations"
-                 + (f", and at every one from {kilo(since)} on" if since else ""))
-        first = steps[0]
-        text += f" ({kilo(first)} to {kilo(steps[-1])}"
-        second = data.values_at(task, CHUNKED, first), data.values_at(task, BASE, first)
-        if second[0] and second[1]:
-            text += (f"; at {kilo(first)} its seeds were at {span(second[0])}, SAC's at "
-                     f"{span(second[1])}")
-        text += ")"
-    text += (f". On the final return: {reading(main[0])}; a single evaluation swings widely on "
-             "both rows (the largest drop between two evaluations: this row's "
-             f"{drop_text(runs, at)}, SAC's {drop_text(base, at)}).")
-    text += (f" The control `{CONTROL}`, the same 4-step backup without the chunks, against SAC "
-             f"to {kilo(common_budget(data, task, CONTROL, BASE))}: on the mean over evaluations "
-             f"{reading(control[1])}, on the final return {reading(control[0])}; this row "
-             f"against the control (to {kilo(common_budget(data, task, CHUNKED, CONTROL))}): on "
-             f"the mean over evaluations {reading(between[1])}, ahead on "
-             f"{seed_pairs(between[1].poi[0], len(runs), len(ctrl))}, on the final return "
-             f"{reading(between[0])}.")
-    if differs(main[1], "above") and not differs(control[1], "above") \
-            and differs(between[1], "above"):
-        text += (" So 4-step returns alone do not reproduce this row's lead over SAC on the "
-                 "mean over evaluations, which points to the chunked actions and critic")
-    else:
-        text += (" These tests do not single out the chunked actions and critic as the cause "
-                 "of a difference from SAC")
-    return text + holm_caveat(*main, *control, *between)
+    iqm = "no learned evaluation is shared with SAC"
+    if steps:
+        iqm = ("its IQM is above SAC's at every learned evaluation" if above == len(steps)
+               else f"its IQM is above SAC's at {above} of {len(steps)} learned evaluations"
+               + (f", and at every one from {kilo(since)} on" if since else ""))
+        second = data.values_at(task, CHUNKED, steps[0]), data.values_at(task, BASE, steps[0])
+        iqm += f" ({kilo(steps[0])} to {kilo(steps[-1])}" + (
+            f"; at {kilo(steps[0])} its seeds were at {span(second[0])}, SAC's at "
+            f"{span(second[1])}" if second[0] and second[1] else "") + ")"
+    lead = differs(main[1], "above") and not differs(control[1], "above") \
+        and differs(between[1], "above")
+    return CHUNK_TEXT["lead"].format(
+        task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
+        pairs=seed_pairs(main[1].poi[0], len(runs), len(base)), iqm=iqm,
+        final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
+    ) + "\n\n" + CHUNK_TEXT["control"].format(
+        control=CONTROL, c_at=kilo(common_budget(data, task, CONTROL, BASE)),
+        c_mean=reading(control[1]), c_more="",
+        b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
+        b_more=f", ahead on {seed_pairs(between[1].poi[0], len(runs), len(ctrl))}",
+        conclusion=CHUNK_TEXT["lead_chunks" if lead else "lead_unclear"],
+        holm=holm_caveat(*main, *control, *between))
 
 
 def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     """The chunked critic behind SAC on the mean over evaluations, and whether its 4-step
-    control shows the same gap (written for HalfCheetah)."""
+    control shows the same gap (written for HalfCheetah): two paragraphs."""
     found = chunk_tests(data, tests, task)
     if found is None:
         return None
@@ -204,31 +221,21 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     c_at = common_budget(data, task, CONTROL, BASE)
-    text = (f"On {task} to {kilo(at)}, `{CHUNKED}` against SAC on each seed's mean over "
-            f"evaluations: {reading(main[1])}, behind on "
-            f"{seed_pairs(1.0 - main[1].poi[0], len(runs), len(base))} (its seeds' means "
-            f"{span(seed_means(runs, at))}, SAC's {span(seed_means(base, at))}); on the final "
-            f"return: {reading(main[0])}. Its largest drop between two evaluations: "
-            f"{drop_text(runs, at)} (SAC's: {drop_text(base, at)}).")
-    text += (f" The control `{CONTROL}`, the same 4-step backup without the chunks, against SAC "
-             f"to {kilo(c_at)}: on the mean over evaluations {reading(control[1])}, behind on "
-             f"{seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base))} (its seeds' means "
-             f"{span(seed_means(ctrl, c_at))}, SAC's {span(seed_means(base, c_at))}), on the "
-             f"final return {reading(control[0])}. This row against the "
-             f"control (to {kilo(common_budget(data, task, CHUNKED, CONTROL))}): on the mean "
-             f"over evaluations {reading(between[1])}, on the final return "
-             f"{reading(between[0])}")
-    if differs(main[1], "below") and differs(control[1], "below") \
-            and between[0].p >= ALPHA and between[1].p >= ALPHA:
-        text += (". 4-step returns alone put the control behind SAC too, and no further effect "
-                 "of the chunks (which run open-loop for 0.2 s of HalfCheetah's time, 0.032 s "
-                 "of Hopper's) was found between the two rows (5 seeds a side find only large "
-                 "effects). Why 4-step returns slow SAC here was not checked; they are taken "
-                 "from replayed actions of older policies without a correction")
-    else:
-        text += (". These tests do not show that 4-step returns alone account for this row's "
-                 "gap")
-    return text + holm_caveat(*main, *control, *between)
+    nstep = differs(main[1], "below") and differs(control[1], "below") \
+        and between[0].p >= ALPHA and between[1].p >= ALPHA
+    return CHUNK_TEXT["gap"].format(
+        task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
+        pairs=seed_pairs(1.0 - main[1].poi[0], len(runs), len(base)),
+        means=span(seed_means(runs, at)), base_means=span(seed_means(base, at)),
+        final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
+    ) + "\n\n" + CHUNK_TEXT["control"].format(
+        control=CONTROL, c_at=kilo(c_at), c_mean=reading(control[1]),
+        c_more=(f", behind on {seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base))} "
+                f"(its seeds' means {span(seed_means(ctrl, c_at))}, SAC's "
+                f"{span(seed_means(base, c_at))})"),
+        b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
+        b_more="", conclusion=CHUNK_TEXT["gap_nstep" if nstep else "gap_unclear"],
+        holm=holm_caveat(*main, *control, *between))
 
 
 # TASK/row -> its finding, shown after that task's tables (where the page has its rows).

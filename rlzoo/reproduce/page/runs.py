@@ -176,19 +176,43 @@ def cell_wall_time(runs: list[Path]) -> tuple[float, str] | None:
     return sum(groups.values()) / 3600, f"sum of {len(groups)} processes, one per seed group"
 
 
+def last_launch(run: Path) -> dict[str, Any]:
+    """The record of a run's last training launch (provenance.json); {} without one."""
+    path = run / PROVENANCE_FILE
+    try:
+        records = json.loads(path.read_text()) if path.is_file() else []
+    except ValueError:
+        records = []
+    return records[-1] if isinstance(records, list) and records and \
+        isinstance(records[-1], dict) else {}
+
+
 def machine(runs: list[Path]) -> str | None:
     """The machine the runs' last training launch ran on (provenance.json): CPU (with the SIMD
     level of torch's CPU kernels, where recorded: ``AMD EPYC (AVX512)``) and cores."""
     names = set()
     for d in runs:
-        path = d / PROVENANCE_FILE
-        try:
-            records = json.loads(path.read_text()) if path.is_file() else []
-        except ValueError:
-            records = []
-        if isinstance(records, list) and records and isinstance(records[-1], dict):
-            last = records[-1]
+        if last := last_launch(d):
             simd = f" ({last['torch_cpu_capability']})" if last.get("torch_cpu_capability") \
                 else ""
             names.add(f"{last.get('cpu')}{simd}, {last.get('cores')} cores")
     return " and ".join(sorted(names)) or None
+
+
+def cpu_model(name: str) -> str:
+    """A CPU's name as the page's box writes it: ``Intel(R) Xeon(R) Processor`` -> ``Intel
+    Xeon``."""
+    return " ".join(w for w in name.replace("(R)", "").replace("(TM)", "").split()
+                    if w.lower() not in ("processor", "cpu"))
+
+
+def devices(runs: list[Path]) -> str | None:
+    """The machines the runs' last launches ran on, in a few words: ``2-core CPUs (AMD EPYC,
+    Intel Xeon)``; None without provenance."""
+    found = {(cpu_model(str(last.get("cpu"))), last.get("cores")) for d in runs
+             if (last := last_launch(d)) and last.get("cpu")}
+    if not found:
+        return None
+    cores = sorted({c for _, c in found if isinstance(c, int)})
+    size = "-".join(f"{c}" for c in cores) + "-core " if cores else ""
+    return f"{size}CPU{'s' if len(found) > 1 else ''} ({', '.join(sorted({n for n, _ in found}))})"

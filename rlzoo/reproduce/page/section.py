@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
+from rlzoo.reproduce.page import text
 from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from rlzoo.reproduce.page.findings import finding_lines
 from rlzoo.reproduce.page.runs import (
@@ -47,7 +48,7 @@ def status_lines(data: SuiteData) -> list[str]:
             wall = cell_wall_time(runs)
             where = machine(runs) or "?"
         else:
-            note = data.status.get(f"{task.name}/{row.label}") or suite.not_run
+            note = data.status.get(f"{task.name}/{row.label}") or task.not_run or suite.not_run
             if note not in reasons:
                 reasons.append(note)
             state = f"not run ({chr(ord('a') + reasons.index(note))})"
@@ -58,34 +59,29 @@ def status_lines(data: SuiteData) -> list[str]:
     head = ("Cells (wall time on the machine of each cell's last launch; shared with other jobs):"
             if each else f"Cells (wall time on: {machines[0] if machines else '—'}; shared with "
             "other jobs):")
-    table = [f"{text} {wall[0]:.2f} h ({wall[1]}{f'; {where}' if each else ''}) |" if wall
-             else f"{text} — |" for text, wall, where in rows]
+    table = [f"{row} {wall[0]:.2f} h ({wall[1]}{f'; {where}' if each else ''}) |" if wall
+             else f"{row} — |" for row, wall, where in rows]
     lines = [head, "", "| task | row | state | wall time |", "|---|---|---|---|", *table, ""]
     lines += [f"({chr(ord('a') + i)}) {reason}." for i, reason in enumerate(reasons)]
     return lines + ([""] if reasons else [])
 
 
 def row_notes(suite: Suite, shown: set[str]) -> list[str]:
-    """The suite's row notes, but those an earlier section of the page gave (``shown``, which
-    gets these)."""
+    """The suite's row notes, one bullet each, but those an earlier section of the page gave
+    (``shown``, which gets these)."""
     notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
     peers = [r for r in suite.rows if r.peer]
     if peers:
-        notes.append(
-            f"{', '.join(f'`{r.label}`' for r in peers)}: Stable-Baselines3's "
-            f"{' and '.join(str(r.peer).upper() for r in peers)} (the peer) with rlzoo's "
-            "settings for the same algorithm, read from rlzoo's config (networks, batch, buffer, "
-            "warm-up, tau, gamma, one update per step, TD3's noises and delay, SAC's initial "
-            "temperature and target entropy), each optimizer at rlzoo's learning rate for it "
-            "(SB3 has one rate for all: a subclass sets each optimizer's rate before an update, "
-            "nothing else is changed). What still differs: SB3's SAC clamps log std to [-20, 2] "
-            "(rlzoo's SAC: [-5, 2]).")
+        notes.append(f"{', '.join(f'`{r.label}`' for r in peers)}: " + text.PEER_NOTE.format(
+            algos=" and ".join(str(r.peer).upper() for r in peers)) + ".")
     fresh = [n for n in notes if n not in shown]
     shown.update(notes)
-    if not fresh and notes:
-        return ["Rows: as described above.", ""]
-    return ["Rows: " + " ".join(fresh) + (" The others as described above." if len(fresh) <
-                                           len(notes) else ""), ""] if notes else []
+    if not notes:
+        return []
+    if not fresh:
+        return [text.ROWS_SEEN.format(others=""), ""]
+    more = " (the others as described above)" if len(fresh) < len(notes) else ""
+    return [f"Rows{more}:", "", *(f"- {n}" for n in fresh), ""]
 
 
 def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool = False
@@ -97,13 +93,9 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     gives the final returns' IQM [95% CI] here."""
     rows = data.runs.get(env, {})
     headline = bool(data.suite.headline_steps)
-    what = ("mean ± std over seeds of `final_eval_return`, rlzoo.compare; each cell's IQM "
-            f"[95% CI] is the headline's, over the last {kilo(WINDOW)}" if headline else
-            "IQM [95% CI] over seeds of `final_eval_return`, rlzoo.compare")
-    intro = ("Final return, as above:" if brief else
-             f"Final return ({what}); beside it, where the row started: the IQM of each seed's "
-             f"first evaluation ({data.suite.first_eval}) and how many seeds ended above their "
-             "own first evaluation:")
+    intro = text.FINAL_AGAIN if brief else text.FINAL_INTRO.format(
+        what=text.FINAL_WHAT[headline].format(window=kilo(WINDOW)),
+        first_eval=data.suite.first_eval)
     lines = [intro, "",
              f"| row | seeds | steps |{'' if headline else ' IQM [95% CI] |'} mean ± std | "
              "first evaluation: IQM (at env step) | seeds above their first evaluation |",
@@ -121,9 +113,13 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     return lines + [""]
 
 
-def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
+def reference_table(data: SuiteData, tests: Tests, env: str, brief: bool = False
+                    ) -> list[str]:
+    """One task's cells against every published curve of their algorithm, at each of the
+    task's headline budgets; ``brief``: the columns were explained for an earlier task."""
     shown = []
-    for s in data.suite.headline_steps:
+    task = next((t for t in data.suite.tasks if t.name == env), None)
+    for s in data.suite.budgets(task) if task is not None else ():
         for row in data.suite.rows:
             for ref, theirs, test in reference_tests(data, tests, env, row.label, s):
                 ours = data.windows(env, row.label, s) or []
@@ -138,8 +134,8 @@ def reference_table(data: SuiteData, tests: Tests, env: str) -> list[str]:
                              f"{verdict} |")
     if not shown:
         return []
-    return [f"Against the published seeds ({kilo(WINDOW)} windows, IQM [95% CI] (seeds) on "
-            "each side; sources at the end of the page):", "",
+    return [text.REFERENCE_AGAIN if brief else text.REFERENCE_INTRO.format(
+        window=kilo(WINDOW)), "",
             "| env steps | row | rlzoo | published | source | updates by then: rlzoo / source | "
             "P(rlzoo > published) [95% CI] | rank test |", "|---:|---|---|---|---|---:|---|---|",
             *shown, ""]
@@ -175,18 +171,14 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     lines = [f"## `{suite.name}`: {suite.title}", ""]
     if lead:
         lines += [lead, ""]
-    lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
-              f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
-              f"{suite.eval_every:,} env steps. Raw results: {raw}; from the repository's root, "
-              f"`python -m rlzoo.compare {here} --out report/` regenerates the final-return "
-              f"tables and learning curves, and `python scripts/reproduce.py {suite.name} "
-              "--report-only` (which trains nothing) this whole page.", ""]
+    lines += [text.SUITE_COMMAND.format(name=suite.name, seeds=suite.seeds, why=suite.why,
+                                        episodes=suite.eval_episodes, every=suite.eval_every,
+                                        raw=raw), ""]
     if suite.overrides:
-        lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
+        lines += [text.SUITE_OVERRIDES.format(overrides=" ".join(suite.overrides)), ""]
     lines += row_notes(suite, set() if shown is None else shown)
     if data.report is None:
-        lines += ["**Not run yet**: no cell of this suite has run" + (
-            f" ({suite.not_run})." if not data.status else "."), ""]
+        lines += [text.NOT_RUN.format(why=f" ({suite.not_run})" if not data.status else ""), ""]
         return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
     tasks = sorted(data.report["results"].items(),
@@ -194,6 +186,7 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
                                      item[0]))
     first = tasks[0][0] if tasks else None  # the first task's section explains the columns
     scale_line_shown = False  # the scale sentence's method is said at its first task only
+    references_shown = False  # the published curves' table is explained at its first task
     for env, groups in tasks:
         brief = env != first
         lines += [f"### {env}", ""]
@@ -201,7 +194,9 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
         figure = data.report.get("figures", {}).get(env)
         if figure and not suite.headline_steps:
             lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
-        lines += reference_table(data, tests, env)
+        published = reference_table(data, tests, env, references_shown)
+        references_shown = references_shown or bool(published)
+        lines += published
         lines += pair_lines(data, tests, env)
         finals = {row_of_runs(g["runs"]): g["final_eval_returns"] for g in groups.values()}
         scale = scale_line(suite, env, data.root, finals, brief=scale_line_shown)

@@ -1,6 +1,6 @@
 """The page's statistics: IQM with its bootstrap CI, the rank tests (P(A > B) and
-Mann-Whitney's U), Holm's correction within each of the page's two families of tests, the
-verdicts they give, and the power statement of what `no difference found` can mean."""
+Mann-Whitney's U), Holm's correction within each family of tests (one per suite and question),
+the verdicts they give, and the power statement of what `no difference found` can mean."""
 
 from __future__ import annotations
 
@@ -14,14 +14,20 @@ from rlzoo.analysis import stats
 from rlzoo.reproduce.page.runs import fmt
 
 ALPHA = 0.05     # the tests' level, after Holm's correction within each family of tests
-# A test's kind (its key's first item) -> its Holm family. The headline's verdicts (each cell
-# against its best published curve, at each headline budget) are the page's question and one
-# family; every other test (other published curves, rlzoo rows against each other) is the
-# second. One page-wide family would grow with every cell until no 5-seed row could differ from
-# 10 published seeds at all (their least p, 2 / C(15, 5), clears Holm's first step only up to
-# 75 tests).
-FAMILIES = {"head": "headline", "ref": "other", "pair": "other"}
-
+# A test's kind (its key's first item) -> the question it answers. Holm's correction runs within
+# one family per suite and question (:meth:`Tests.family`, the key's second item is the suite):
+# a family is fixed by what its suite runs, so a row added to one suite leaves every other
+# suite's verdicts as they were, and one question's tests never weigh on another's. One family
+# over the whole page would grow with every cell until no 5-seed row could differ from 10
+# published seeds at all (their least p, 2 / C(15, 5), clears Holm's first step only up to 75
+# tests).
+QUESTIONS = {
+    "head": "each cell against the best published curve of its own algorithm",
+    "yardstick": "a row with no published curve of its own against another algorithm's curve",
+    "ref": "each cell against its algorithm's other published curves",
+    "peer": "an rlzoo row against Stable-Baselines3's with the same settings",
+    "variant": "a variant or control against the rows it builds on",
+}
 
 def testable(n_a: int, n_b: int) -> bool:
     """Whether a two-sided rank test of ``n_a`` against ``n_b`` seeds can reach p < ALPHA at
@@ -58,7 +64,7 @@ def untested_text(ours: list[float] | np.ndarray, theirs: list[float] | np.ndarr
 class Test:
     """One rank test of the page: P(A > B) over seed pairs with its 95% bootstrap CI, and the
     two-sided Mann-Whitney U test's p; ``adjusted`` is its Holm-adjusted p within its family
-    (:data:`FAMILIES`)."""
+    (:meth:`Tests.family`)."""
 
     poi: tuple[float, float, float]
     p: float
@@ -93,13 +99,15 @@ def pval(p: float) -> str:
 
 @dataclass
 class Tests:
-    """The page's rank tests, by key (its first item the kind, :data:`FAMILIES`); :meth:`holm`
-    adjusts each family on its own."""
+    """The page's rank tests, by key: ``(kind, suite, ...)``, the kind one of
+    :data:`QUESTIONS`; :meth:`holm` adjusts each family (:meth:`family`) on its own."""
 
     items: dict[tuple[str, ...], Test] = field(default_factory=dict)
 
     def run(self, key: tuple[str, ...], x: Sequence[float], y: Sequence[float]) -> Test:
         """The test of ``x`` against ``y`` (computed once per key)."""
+        if key[0] not in QUESTIONS:
+            raise ValueError(f"a test's kind is one of {', '.join(QUESTIONS)}, not {key[0]!r}")
         if key not in self.items:
             from scipy.stats import mannwhitneyu
 
@@ -108,28 +116,35 @@ class Tests:
             self.items[key] = Test(poi, p)
         return self.items[key]
 
+    @staticmethod
+    def family(key: tuple[str, ...]) -> tuple[str, str]:
+        """The Holm family of the test ``key``: (its suite, its question's kind)."""
+        return key[1] if len(key) > 1 else "", key[0]
+
+    def families(self) -> dict[tuple[str, str], list[Test]]:
+        """Every family's tests, in the order first met."""
+        out: dict[tuple[str, str], list[Test]] = {}
+        for key, test in self.items.items():
+            out.setdefault(self.family(key), []).append(test)
+        return out
+
     def holm(self) -> None:
         """Holm's step-down adjustment within each family: the i-th smallest p (from 0) of a
         family of m tests times (m - i), made monotone and capped at 1."""
-        for family in set(FAMILIES.values()):
-            order = sorted(self.members(family), key=lambda t: t.p)
+        for members in self.families().values():
+            order = sorted(members, key=lambda t: t.p)
             running = 0.0
             for i, test in enumerate(order):
                 running = max(running, min(1.0, (len(order) - i) * test.p))
                 test.adjusted = running
 
     def count(self, kind: str) -> int:
-        """How many tests of ``kind`` (``head``, ``ref`` or ``pair``)."""
+        """How many tests of ``kind`` (one of :data:`QUESTIONS`), over every suite."""
         return sum(1 for key in self.items if key[0] == kind)
 
-    def members(self, family: str) -> list[Test]:
-        """The tests of ``family`` (``headline`` or ``other``), which Holm weighs together."""
-        return [t for key, t in self.items.items() if FAMILIES[key[0]] == family]
-
-    def family_size(self, family: str) -> int:
-        """How many tests Holm's correction weighs in ``family``."""
-        return len(self.members(family))
-
+    def family_size(self, suite: str, kind: str) -> int:
+        """How many tests Holm's correction weighs together in ``suite``'s family ``kind``."""
+        return len(self.families().get((suite, kind), []))
 
 def rank_test_power(n_a: int, n_b: int, shift: float, alpha: float, draws: int = 4000,
                     seed: int = 0) -> float:
