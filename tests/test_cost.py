@@ -11,7 +11,7 @@ import torch
 from conftest import run_cli
 
 from rlzoo.run.accel import SaysCompiling
-from rlzoo.run.cost import cost_note, sac_parameters
+from rlzoo.run.cost import cost_note, ms_per_step, sac_parameters
 
 CPU = torch.device("cpu")
 
@@ -35,12 +35,33 @@ def test_a_heavy_network_on_a_cpu_is_said_with_its_time_and_what_to_do() -> None
     assert cost_note(heavy, torch.device("cuda"), 11, 3, 256, 1.0, 10**6, 5000, "x") is None
 
 
-def test_sac_sized_runs_say_nothing() -> None:
+def test_sac_sized_short_runs_say_nothing() -> None:
     sac_sized = torch.nn.Linear(1, sac_parameters(11, 3) - 1)
-    assert cost_note(sac_sized, CPU, 11, 3, 256, 1.0, 10**6, 5000, "sac") is None
-    assert cost_note(sac_sized, CPU, 11, 3, 256, 5.0, 10**6, 5000, "sac") is None  # 5x
-    assert cost_note(sac_sized, CPU, 11, 3, 256, 20.0, 10**6, 5000, "sac") is not None
+    assert cost_note(sac_sized, CPU, 11, 3, 256, 1.0, 100_000, 5000, "sac") is None
+    assert cost_note(sac_sized, CPU, 11, 3, 256, 5.0, 20_000, 5000, "sac") is None  # 5x
+    assert "x SAC per env step" in str(cost_note(sac_sized, CPU, 11, 3, 256, 20.0, 10**6, 5000,
+                                                 "sac"))
     assert cost_note(sac_sized, CPU, 11, 3, 256, 0.0, 10**6, 5000, "ppo") is None  # on-policy
+
+
+def test_a_long_run_of_sacs_cost_is_told_its_time_at_start() -> None:
+    """The README's first command, SAC on Humanoid-v5 (348 observations, 17 actions) to 1M
+    steps: its learning time by the model, said at start; an hour of learning or more is said,
+    less is not; on a GPU nothing is said."""
+    humanoid = torch.nn.Linear(sac_parameters(348, 17) - 1, 1)  # SAC's size on Humanoid
+    rate = 1000.0 / ms_per_step(sac_parameters(348, 17), 256, 1.0)
+    assert 50 < rate < 70  # the model's; measured: 87 on 2 quiet cores (docs/performance.md)
+    line = cost_note(humanoid, CPU, 348, 17, 256, 1.0, 1_000_000, 5000, "sac")
+    hours = 995_000 / rate / 3600
+    assert line is not None and line.startswith(
+        f"total_steps=1000000: about {int(hours)}:{int(hours * 60) % 60:02d}:"), line
+    assert f"(~{rate:.0f} steps/s, estimated from algo=sac's size" in line
+    assert "the measured time left once learning starts" in line
+    an_hour = 5000 + int(3600 * rate) + 1000
+    assert cost_note(humanoid, CPU, 348, 17, 256, 1.0, an_hour, 5000, "sac") is not None
+    assert cost_note(humanoid, CPU, 348, 17, 256, 1.0, an_hour - 2000, 5000, "sac") is None
+    assert cost_note(humanoid, torch.device("cuda"), 348, 17, 256, 1.0, 10**6, 5000,
+                     "sac") is None
 
 
 def test_the_cli_says_it_once_at_start(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-"""What a run will cost on a CPU: its expected time per env step against SAC's, said in one line
-at the start when it is far above (SimbaV2's and FlashSAC's defaults cost about 30x SAC's per
+"""What a run will cost on a CPU, said in one line at the start: its expected time per env step
+against SAC's when it is far above (SimbaV2's and FlashSAC's defaults cost about 30x SAC's per
 step on a CPU: about 3.5 days for Hopper's 1M steps; docs/performance.md, "SimbaV2's cost per
-step").
+step"), and, for any other run, its expected learning time when that is over
+:data:`LONG_RUN_S` (SAC's 1M Humanoid steps: about 5 h by the model, 3.2 h measured on 2 quiet
+cores; the progress lines give the measured time left once learning starts).
 
 The model: an update costs ``OVERHEAD_UNITS`` plus its parameters (millions, target networks
 included) times its batch size, each unit ``CPU_MS_PER_UNIT`` ms; an env step costs ``utd``
@@ -22,6 +24,7 @@ OVERHEAD_UNITS = 68.0  # an update's fixed cost (launches, Python), in the same 
 SAC_HIDDEN = 256  # SAC's defaults: 256x256 MLPs, a twin critic and its target, batch 256
 WARN_ABOVE = 8.0  # x SAC per env step from which the line is said
 SHORT_RUN_S = 900.0  # the shorter budget the line suggests: about 15 minutes of learning
+LONG_RUN_S = 3600.0  # a run of SAC's cost is told its expected time from an hour of learning
 
 
 def sac_parameters(obs_dim: int, act_dim: int) -> int:
@@ -41,18 +44,23 @@ def ms_per_step(parameters: int, batch_size: int, utd: float) -> float:
 def cost_note(algo: torch.nn.Module, device: torch.device, obs_dim: int, act_dim: int,
               batch_size: int, utd: float, total_steps: int, learning_starts: int,
               name: str) -> str | None:
-    """One line when this run's expected cost per env step on ``device`` is at least
-    ``WARN_ABOVE`` times SAC's (on a CPU only), with the estimated time to ``total_steps`` and
-    what to do; None otherwise."""
+    """One line on ``device`` (a CPU only) when this run's expected cost per env step is at
+    least ``WARN_ABOVE`` times SAC's (with what to do), or else when its expected learning time
+    to ``total_steps`` is at least ``LONG_RUN_S``; None otherwise."""
     if device.type != "cpu" or utd <= 0:
         return None
     parameters = sum(p.numel() for p in algo.parameters())
     ms = ms_per_step(parameters, batch_size, utd)
     ratio = ms / ms_per_step(sac_parameters(obs_dim, act_dim), 256, 1.0)
-    if ratio < WARN_ABOVE:
-        return None
     rate = 1000.0 / ms
     learning = max(total_steps - learning_starts, 0)
+    if ratio < WARN_ABOVE:
+        if learning / rate < LONG_RUN_S:
+            return None
+        return (f"total_steps={total_steps}: about {duration(learning / rate)} of learning on a "
+                f"CPU (~{rate:.0f} steps/s, estimated from algo={name}'s size, batch {batch_size} "
+                f"and utd {utd:g} for 2 cores); the progress lines give the measured time left "
+                "once learning starts")
     short = learning_starts + max(int(SHORT_RUN_S * rate) // 1000 * 1000, 1000)
     short_time = duration((short - learning_starts) / rate)
     fewer = "" if short >= total_steps else (

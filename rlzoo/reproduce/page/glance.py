@@ -171,9 +171,8 @@ def columns(cells: Sequence[Cell]) -> list[tuple[str, int, str]]:
     task's budgets ascending; the suite is named only where two suites read one task at one
     budget."""
     order = list(dict.fromkeys(c.task for c in cells))
-    keys = sorted({(c.task, c.steps, c.suite.name) for c in cells},
+    return sorted({(c.task, c.steps, c.suite.name) for c in cells},
                   key=lambda k: (order.index(k[0]), k[1], k[2]))
-    return keys
 
 
 def compact_table(cells: Sequence[Cell]) -> list[str]:
@@ -201,8 +200,8 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
         "no reference"], **{k: v for k, v in text.SYMBOLS.items() if k != "no reference"}), ""]
     for key in used:
         items = [notes_of(c)[key] for c in cells if key in notes_of(c)]
-        algo = next((c.best[0].algo for c in cells if c.best and key == "another"
-                     and not c.own), "")
+        algo = joined(sorted({c.best[0].algo for c in cells if c.best and not c.own})) \
+            if key == "another" else ""
         lines += [text.FOOTNOTES[key].format(mark=marks[key], algo=algo, alpha=ALPHA,
                                              cells=by_row(items)), ""]
     return lines

@@ -14,7 +14,7 @@ from pathlib import Path
 from rlzoo.reproduce.files import REPORT_DIR
 from rlzoo.reproduce.page.data import SuiteData
 from rlzoo.reproduce.page.figures import published_figure
-from rlzoo.reproduce.page.glance import Cell, joined
+from rlzoo.reproduce.page.glance import Cell, by_row, joined, side
 from rlzoo.reproduce.page.runs import fmt, kilo
 from rlzoo.reproduce.page.verdicts import ALPHA, iqm_ci, rank_test_power
 
@@ -29,10 +29,12 @@ TEXT = {
     "validated": "Results so far ([{page}]({page}), recomputed from `results/`): {n} cells of "
                  "{rows} on {tasks} at {budgets} env steps, {seeds} seeds each, on a 2-core CPU, "
                  "against the published per-seed curves of the TD3 paper, Tianshou and SimbaV2: "
-                 "{verdicts}, a gap not found rather than a match shown (a true gap of one "
-                 "standard deviation is found {power} of the time).",
-    "level": "none differs from its algorithm's best curve after Holm's correction",
-    "differ": "{k} differ from their algorithm's best curve after Holm's correction ({which})",
+                 "{verdicts} (with 5 seeds against 10 a true gap of one standard deviation is "
+                 "found {power} of the time).",
+    "level": "none differs from its algorithm's best curve after Holm's correction, a gap not "
+             "found rather than a match shown",
+    "differ": "{k} differ from their algorithm's best curve after Holm's correction ({which}); "
+              "in the others a gap is not found, which is not a match shown",
     "pending": "`{row}` on {task}-v5, the command above ({seeds} seeds to {steps}): not on the "
                "page yet ({why}).",
     "ran": "`{row}` on {task}-v5, the command above ({n} of {seeds} seeds): IQM {values} "
@@ -48,8 +50,8 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
     lines = []
     if tested:
         differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
-        verdicts = (TEXT["differ"].format(k=len(differ), which=", ".join(
-            f"{c.task} `{c.row}` at {kilo(c.steps)}" for c in differ)) if differ
+        verdicts = (TEXT["differ"].format(k=len(differ), which=by_row(
+            [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])) if differ
             else TEXT["level"])
         seeds = sorted({len(c.values or []) for c in tested})
         lines.append(TEXT["validated"].format(

@@ -82,8 +82,8 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     rels = {d.suite.name: Path(os.path.relpath(d.root, page_dir.resolve())) for d in data}
     rel_results = os.path.relpath(results, page_dir.resolve())
     cells = glance_cells(data, tests)
-    lines = [text.TITLE, "", text.GENERATED.format(results=rel_results), "",
-             *box_lines(data, cells), *compact_table(cells)]
+    lines = [text.TITLE, "", *box_lines(data, cells), *compact_table(cells),
+             text.GENERATED.format(results=rel_results), ""]
     figures = [line for d in data if d.suite.headline_steps and d.report is not None
                for line in figure_lines(d, rels[d.suite.name])]
     if figures:

@@ -23,15 +23,17 @@ GENERATED = ("Generated from [`{results}`]({results}) by `python scripts/reprodu
 
 BOX = {
     "validated": "> - **Validated** against the published per-seed curves of the same "
-                 "algorithm: {rows} ({n} cells on {tasks} at {budgets} env steps); {verdicts}: "
-                 "a gap not found, not a match shown ([Method](#method)).",
+                 "algorithm: {rows} ({n} cells on {tasks} at {budgets} env steps); {verdicts} "
+                 "([Method](#method)).",
     "others": "> - **No published curve of their own**: {rows}.",
     "device": "> - **Device**: {device}, shared with other jobs.",
     "not_yet": "> - **Not yet**: {gpu}; {cells} (each suite's cells table says why).",
 }
 NONE_VALIDATED = "no cell with a published curve of its own algorithm has run yet"
-ALL_LEVEL = "none differs from its best curve after Holm's correction"
-SOME_DIFFER = "{k} differ from their best curve after Holm's correction ({cells})"
+ALL_LEVEL = ("none differs from its best curve after Holm's correction: a gap not found, not a "
+             "match shown")
+SOME_DIFFER = ("{k} differ from their best curve after Holm's correction ({cells}); in the "
+               "others a gap is not found, which is not a match shown")
 NO_GPU = "no GPU run, nothing past {steps} env steps (1M: the `gpu` suite)"
 
 LEGEND = ("Each cell: rlzoo's IQM over seeds of each seed's mean return over its last {window} "
@@ -74,8 +76,8 @@ PEER_NOTE = ("Stable-Baselines3's {algos} (the peer) with rlzoo's settings for t
 ROWS_SEEN = "Rows: as described above{others}."
 FINAL_INTRO = ("Final return ({what}), and where each row started: the IQM of its seeds' first "
                "evaluation ({first_eval}) and how many seeds ended above their own:")
-FINAL_WHAT = {True: "mean ± std over seeds; the IQM [95% CI] is the headline's, over the last "
-                    "{window}",
+FINAL_WHAT = {True: "mean ± std over seeds; each cell's IQM [95% CI] over its last {window} is "
+                    "in [Detail](#detail)",
               False: "IQM [95% CI] and mean ± std over seeds"}
 FINAL_AGAIN = "Final return, as above:"
 REFERENCE_INTRO = ("Against every published curve of its algorithm ({window} windows, IQM [95% "
