@@ -28,19 +28,20 @@ PAGE = "docs/results.md"
 TEXT = {
     "validated": "Results so far ([{page}]({page}), recomputed from `results/`): {n} cells of "
                  "{rows} on {tasks} at {budgets} env steps, {seeds} seeds each, on a 2-core CPU, "
-                 "against the published per-seed curves of the TD3 paper, Tianshou and SimbaV2: "
+                 "against the TD3 paper's, Tianshou's and SimbaV2's published seeds: "
                  "{verdicts} (with 5 seeds against 10 a true gap of one standard deviation is "
                  "found {power} of the time).",
     "level": "none differs from its algorithm's best curve after Holm's correction, a gap not "
              "found rather than a match shown",
     "differ": "{k} differ from their algorithm's best curve after Holm's correction ({which}); "
-              "in the others a gap is not found, which is not a match shown",
+              "elsewhere no gap is found, which is not a match shown",
     "pending": "`{row}` on {task}-v5, the command above ({seeds} seeds to {steps}): not on the "
                "page yet ({why}).",
     "ran": "`{row}` on {task}-v5, the command above ({n} of {seeds} seeds): IQM {values} "
            "against {algo}'s {theirs} ({verdict}).",
-    "not_yet": "No GPU run or 1M-step number yet; the page lists the cells not run and why.",
+    "not_yet": "No GPU run or 1M-step number yet; the page lists what is not run and why.",
 }
+FEW = 3  # the cells that differ, named in the paragraph up to this many (the page names all)
 
 
 def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> list[str]:
@@ -50,9 +51,10 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
     lines = []
     if tested:
         differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
-        verdicts = (TEXT["differ"].format(k=len(differ), which=by_row(
-            [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])) if differ
-            else TEXT["level"])
+        which = by_row([(c.row, side(c.test), c.task, c.steps) for c in differ if c.test]) \
+            if len(differ) <= FEW else "the page names them"
+        verdicts = TEXT["differ"].format(k=len(differ), which=which) if differ \
+            else TEXT["level"]
         seeds = sorted({len(c.values or []) for c in tested})
         lines.append(TEXT["validated"].format(
             page=PAGE, n=len(tested),
