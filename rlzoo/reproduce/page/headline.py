@@ -76,11 +76,13 @@ def figure_lines(data: SuiteData, rel: Path) -> list[str]:
     for task in data.suite.tasks:
         figure = (data.report or {}).get("figures", {}).get(task.name)
         published = published_figure(figure) if figure else ""
+        budget = kilo(task.steps or data.suite.steps)
         if figure and (data.root / REPORT_DIR / published).is_file():
-            lines += [f"![{task.name}: learning curves and published curves]"
+            lines += [f"![{task.name} to {budget}: learning curves and published curves]"
                       f"({rel / REPORT_DIR / published})", ""]
         elif figure:
-            lines += [f"![{task.name}: learning curves]({rel / REPORT_DIR / figure})", ""]
+            lines += [f"![{task.name} to {budget}: learning curves]({rel / REPORT_DIR / figure})",
+                      ""]
         else:
             lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
     return lines
