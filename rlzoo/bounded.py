@@ -30,9 +30,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rlzoo.readers import MAX_CONFIG_BYTES, BoundError, read_bytes, read_text
+from rlzoo.readers import MAX_CONFIG_BYTES, BoundError, read_bytes, read_tail, read_text
 
-__all__ = ["BoundError", "MAX_CONFIG_BYTES", "check_tree", "read_bytes", "read_text", "load_json",
+__all__ = ["BoundError", "MAX_CONFIG_BYTES", "check_tree", "read_bytes", "read_tail", "read_text",
+           "load_json",
            "parse_yaml", "load_yaml", "plain_config", "check_interpolations"]
 
 MAX_DEPTH = 32  # nesting of containers; rlzoo's checkpoints and configs reach about 8

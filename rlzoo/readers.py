@@ -76,6 +76,22 @@ def read_text(path: Path, limit: int = MAX_CONFIG_BYTES) -> str:
         raise BoundError("it is not UTF-8 text") from None
 
 
+def read_tail(path: Path, limit: int) -> bytes:
+    """The last ``limit`` bytes (at most) of the regular file ``path`` (:func:`open_file`): a
+    log's tail, whatever its size.
+
+    Raises:
+        BoundError: a link, or not a regular file.
+        OSError: it cannot be read.
+    """
+    fd = open_file(Path(path))
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, max(0, size - limit))
+    finally:
+        os.close(fd)
+
+
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n:,} bytes"
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,16 +75,20 @@ def old_tree(rev: str, folder: Path) -> Path:
     return tree
 
 
-def time_compare(tree: Path, root: Path, out: Path) -> tuple[float, int, str]:
-    """Wall seconds of ``python -m rlzoo.compare root --out out`` with ``tree``'s rlzoo, its
-    exit status and the last lines of its stderr."""
+def time_compare(tree: Path, root: Path, out: Path) -> tuple[float, float, int, str]:
+    """Wall and CPU (user + system) seconds of ``python -m rlzoo.compare root --out out`` with
+    ``tree``'s rlzoo, its exit status and the last lines of its stderr. The CPU time does not
+    depend on what else the machine runs; the wall time does."""
     shutil.rmtree(out, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "rlzoo.compare", str(root), "--out", str(out),
                            "--reps", "200"], env=env, cwd=tree, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    return seconds, proc.returncode, "\n".join(proc.stderr.splitlines()[-3:])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu, proc.returncode, "\n".join(proc.stderr.splitlines()[-3:])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args(argv)
     result: dict = {"machine": {"cpu": os.cpu_count(), "load": os.getloadavg()},
-                    "old": args.old, "seconds": {}}
+                    "old": args.old, "seconds": {}, "cpu_seconds": {}}
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
         folder = Path(tmp)
         template = train_template(folder)
@@ -103,14 +108,17 @@ def main(argv: list[str] | None = None) -> dict:
             root = folder / f"runs-{n}"
             make_runs(template, root, n)
             times: dict[str, list[float]] = {"new": [], "old": []}
+            cpus: dict[str, list[float]] = {"new": [], "old": []}
             for repeat in range(args.repeats):
                 order = ["new", "old"] if repeat % 2 == 0 else ["old", "new"]
                 for side in order:
-                    seconds, status, tail = time_compare(trees[side], root, folder / "out")
+                    seconds, cpu, status, tail = time_compare(trees[side], root, folder / "out")
                     times[side].append(round(seconds, 2))
-                    print(f"{n} runs, {side}: {seconds:.1f} s (exit {status}); {tail!r}",
-                          flush=True)
+                    cpus[side].append(round(cpu, 2))
+                    print(f"{n} runs, {side}: {seconds:.1f} s wall, {cpu:.1f} s CPU (exit "
+                          f"{status}, load {os.getloadavg()[0]:.1f}); {tail!r}", flush=True)
             result["seconds"][str(n)] = times
+            result["cpu_seconds"][str(n)] = cpus
             shutil.rmtree(root)
     result["machine"]["load_after"] = os.getloadavg()
     print(json.dumps(result, indent=2))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rlzoo.analysis import compare, find_runs
 from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 from rlzoo.analysis.messages import CompareError
+from rlzoo.bounded import read_text
 from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
     PROFILE_GLOB,
@@ -74,7 +75,7 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     (tmp / ".hydra").mkdir(parents=True)
     for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
         if (run_dir / ".hydra" / name).is_file():
-            text = (run_dir / ".hydra" / name).read_text()
+            text = read_text(run_dir / ".hydra" / name)  # bounded: 1 MiB, no link followed
             (tmp / ".hydra" / name).write_text(repo_relative(text))
     write_scalars_csv(tmp / SCALARS_CSV, {tag: points for tag, points in scalars.items()
                                           if tag.startswith("eval/")})
