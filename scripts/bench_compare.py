@@ -6,7 +6,8 @@ times into ``ROOT/Pendulum/sac/<k>-s<seed>``: its ``.hydra`` files (``algo.tau``
 values, so there are 10 groups), its event file and a ``summary.json`` with the seed and a
 return of its own. Then, for each N and each repeat, ``python -m rlzoo.compare ROOT --out OUT
 --reps 200`` runs with this checkout and with the other commit's tree (``git archive`` of
-``--old``), in alternating order, and the wall time of each is printed and written as JSON.
+``--old``), in alternating order, and the wall and CPU time of each are printed and written
+as JSON (the CPU time stays put on a busy machine; the wall time does not).
 
     python scripts/bench_compare.py --runs 1000 10000 --repeats 2 --old main
 """
