@@ -12,6 +12,7 @@ below each run dir against the rule.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import stat
@@ -288,3 +289,66 @@ def test_tensorboard_event_files_get_names_nobody_could_plant(tmp_path: Path) ->
         names = sorted(p.name for p in tmp_path.iterdir())
     assert len(names) == 2 and all(len(n.rsplit(".", 1)[1]) == 16 for n in names), names
 
+
+
+# ---------------------------------------------------------------------------- rlzoo.evaluate
+
+
+def test_evaluate_prints_before_it_writes(finished: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A write that fails after the episodes ran (a full disk) keeps the result: it is on
+    stdout already, and the one error line says it was not saved and how to save it."""
+    from rlzoo import evaluate
+
+    run_dir = copy_run(finished, tmp_path)
+
+    def full_disk(path: Path, data: str, root: Path | None = None) -> None:
+        raise UserError(f"cannot write {path} (No space left on device); {path} is unchanged")
+
+    monkeypatch.setattr(evaluate, "write_atomic", full_disk)
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main([str(run_dir), "--episodes", "2"])
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2
+    assert "sac on Pendulum at step 150 (deterministic):" in out and "over 2 episodes" in out
+    assert err.count("\n") == 1 and "No space left on device" in err
+    assert "the result printed above was not saved: pass --out PATH" in err
+
+
+def test_evaluate_out_writes_elsewhere_and_a_read_only_dir_is_refused_first(
+        finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--out FILE and --out FOLDER leave the run dir as it was; a run dir that cannot be
+    written is refused before any episode runs, naming --out."""
+    from rlzoo import evaluate
+
+    run_dir = copy_run(finished, tmp_path)
+    before = snapshot(run_dir)
+    out = tmp_path / "results"
+    out.mkdir()
+    assert evaluate.main([str(run_dir), "--episodes", "1", "--out", str(out / "e.json")]) == 0
+    assert evaluate.main([str(run_dir), "--episodes", "1", "--out", str(out)]) == 0
+    records = sorted(p.name for p in out.iterdir())
+    assert records[0] == "e.json" and records[1].startswith("eval_") and len(records) == 2
+    record = json.loads((out / "e.json").read_text())
+    assert record["episodes"] == 1 and record["run_dir"] == str(run_dir)
+    assert snapshot(run_dir) == before
+    capsys.readouterr()
+
+    def no_episodes(*args: object, **kwargs: object) -> None:
+        raise AssertionError("episodes ran before the output was checked")
+
+    monkeypatch.setattr(evaluate, "run_policy", no_episodes)
+    real_access = os.access
+    monkeypatch.setattr(evaluate.os, "access",
+                        lambda p, mode: False if Path(p) == run_dir else real_access(p, mode))
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main([str(run_dir), "--episodes", "1"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "read-only" in err and "pass --out PATH" in err
+    assert snapshot(run_dir) == before
+    os.link(outside(tmp_path), out / "linked.json")
+    with pytest.raises(SystemExit):
+        evaluate.main([str(run_dir), "--episodes", "1", "--out", str(out / "linked.json")])
+    assert "hard links" in capsys.readouterr().err
