@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY, assert_user_error, run_cli
+from test_rundir_symlinks import snapshot
 
 from rlzoo.errors import UserError
 from rlzoo.files import TEMP_PATTERN, check_inside, library_file, move_in, open_regular
@@ -31,16 +32,6 @@ SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_siz
 SECRET = b"%PDF-1.4 a file outside the run dir\n"
 HAS_VIDEO = importlib.util.find_spec("imageio_ffmpeg") is not None
 HAS_WANDB = importlib.util.find_spec("wandb") is not None
-
-
-def snapshot(root: Path) -> dict[str, bytes | str]:
-    """Every entry below ``root``: a file's bytes, a link's target, a folder's kind."""
-    found: dict[str, bytes | str] = {}
-    for p in sorted(root.rglob("*")):
-        key = str(p.relative_to(root))
-        found[key] = f"-> {os.readlink(p)}" if p.is_symlink() else \
-            "dir" if p.is_dir() else p.read_bytes()
-    return found
 
 
 def outside(tmp_path: Path) -> Path:
