@@ -186,3 +186,18 @@ def test_the_real_wandb_refusals_are_one_line_before_anything_is_written(
     lines = [line for line in proc.stderr.splitlines() if line.startswith("rlzoo: error:")]
     assert len(lines) == 1 and fragment in lines[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and not run_dir.exists()
+
+
+def test_wanted_checks_the_settings_before_the_run_is_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """log.wandb=true: the run's first check (Trainer's) asks wandb for the settings and the
+    login, so an online run without a login stops before any env or file exists."""
+    monkeypatch.setitem(sys.modules, "wandb", _Wandb(logged_in=False))
+    real = tracking.importlib.util.find_spec
+    monkeypatch.setattr(tracking.importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "wandb" else real(name, *a))
+    monkeypatch.setenv("WANDB_MODE", "online")
+    with pytest.raises(UserError, match="needs a W&B login"):
+        tracking.wanted(OmegaConf.create({"log": {"wandb": True}}))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert tracking.wanted(OmegaConf.create({"log": {"wandb": True}})) is True
