@@ -39,6 +39,7 @@ PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-publ
 PROFILE_GLOB = "profile-*.png"  # RESULTS/<suite>/report/: the performance profiles (profile_figure)
 CELL_LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
+RECORDS_LIMIT = 16 * 2**20  # bytes read of a provenance.json (launch records: a few KiB each)
 
 
 def profile_figure(steps: int, tasks: list[str] | None = None) -> str:

@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlzoo.bounded import load_json
-from rlzoo.reproduce.files import CHECKOUT, repo_relative, write_text_atomic
-
-RECORDS_LIMIT = 16 * 2**20  # a cell's launch records: a few KiB each
+from rlzoo.reproduce.files import CHECKOUT, RECORDS_LIMIT, repo_relative, write_text_atomic
 
 
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
