@@ -224,8 +224,8 @@ def _resolved(raw: dict[str, Any], flat: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-_CHOICES = re.compile(r"^  runtime:\n(?:    .*\n|\s*\n)*?    choices:\n((?:      .*\n)*)",
-                      re.MULTILINE)
+# ``hydra.runtime.choices`` as Hydra writes it; each line is consumed one way only (linear time)
+_CHOICES = re.compile(r"^  runtime:\n(?:    .*\n)*?    choices:\n((?:      .*\n)*)", re.MULTILINE)
 
 
 def read_choices(path: Path) -> dict[str, str]:
