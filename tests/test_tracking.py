@@ -192,6 +192,7 @@ def test_wanted_checks_the_settings_before_the_run_is_built(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """log.wandb=true: the run's first check (Trainer's) asks wandb for the settings and the
     login, so an online run without a login stops before any env or file exists."""
+    monkeypatch.setattr(tracking, "_CHECKED", [])  # not checked yet in this process
     monkeypatch.setitem(sys.modules, "wandb", _Wandb(logged_in=False))
     real = tracking.importlib.util.find_spec
     monkeypatch.setattr(tracking.importlib.util, "find_spec",

@@ -52,9 +52,13 @@ def wanted(cfg: DictConfig) -> bool:
     if value and importlib.util.find_spec("wandb") is None:
         raise UserError(f"log.wandb=true needs the optional extra wandb: {EXTRA} "
                         "(or log.wandb=false)")
-    if value:
+    if value and not _CHECKED:
         check_settings(importlib.import_module("wandb"))
+        _CHECKED.append(True)  # once a process: the launch checks, then the Trainer
     return value
+
+
+_CHECKED: list[bool] = []  # check_settings passed in this process
 
 
 def check_settings(wandb: Any) -> None:
