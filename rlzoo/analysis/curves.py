@@ -38,6 +38,7 @@ EVENT_RECORD_LIMIT = 256 * 2**20
 video's GIF preview a few MiB."""
 
 _STEP = re.compile(r"[0-9]{1,19}")  # a step cell: a plain non-negative integer
+_SUFFIX = re.compile(r"[0-9a-f]{16}")  # rlzoo.run.logger's random event file suffix
 
 
 @dataclass
@@ -56,8 +57,11 @@ class Curve:
 
 
 def _name_order(path: Path) -> tuple[int, int, str]:
-    """Sort key from ``events.out.tfevents.<unix time>.<host>.<pid>.<counter>[suffix]``."""
+    """Sort key from ``events.out.tfevents.<unix time>.<host>.<pid>.<counter>[suffix]``
+    (rlzoo's suffix: ``.<16 hex digits>``, random, dropped here)."""
     parts = path.name[len(EVENT_PREFIX) :].split(".")
+    if len(parts) > 2 and _SUFFIX.fullmatch(parts[-1]):
+        parts = parts[:-1]
     created = int(parts[0]) if parts and parts[0].isdigit() else 0
     counter = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
     return created, counter, path.name
