@@ -5,14 +5,19 @@ Rebuilds the env and the algorithm from the config Hydra saved in ``RUN_DIR/.hyd
 loads the latest checkpoint's ``algo`` state (or ``--checkpoint PATH``) without executing code from
 it (``weights_only``; the file is memory-mapped, so the replay buffer it also holds is never read),
 runs N episodes with the deterministic policy (``--stochastic``: sampled actions), prints
-``mean ± std over N episodes`` and writes ``RUN_DIR/eval_<YYYYmmdd-HHMMSS>.json``.
+``mean ± std over N episodes`` and then writes ``RUN_DIR/eval_<YYYYmmdd-HHMMSS>.json``
+(``--out PATH``: that file, or a new ``eval_<...>.json`` in PATH when it is a folder; for a
+read-only run dir). The result is printed before anything is written, so a write that fails
+(a full disk) loses nothing that took minutes to measure; a folder that cannot be written is
+refused before the episodes run.
 
 Episode ``i`` runs on an env seeded with ``--seed + i`` (default ``seed + 10000``, the seeds of the
 trainer's first evaluation), so a deterministic evaluation is reproducible and, on a run whose only
 evaluation was its final one, repeats it exactly. Returns are undiscounted sums of env rewards;
 multi-agent runs use rlzoo's team reward, the mean over agents at each step (per-agent returns are
 in the JSON too). ``--video`` writes the first ``--video-episodes`` episodes as MP4 files to
-``RUN_DIR/videos/`` (see ``rlzoo/video.py`` for what a headless machine needs).
+``videos/`` beside the record (``RUN_DIR/videos/`` by default; see ``rlzoo/video.py`` for what
+a headless machine needs).
 
 A run dir's config may only build rlzoo's own components and classes of the modules named with
 ``--trust`` (``rlzoo.run.trust``): a downloaded run dir is data, and its ``_target_`` keys must
@@ -33,6 +38,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -43,7 +49,7 @@ from omegaconf import DictConfig
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.errors import UserError, exit_with, one_line
 from rlzoo.evaluate_checkpoint import run_weights
-from rlzoo.evaluate_episodes import Recording, run_policy
+from rlzoo.evaluate_episodes import EvalResult, Recording, run_policy
 from rlzoo.files import check_inside, make_dir, write_atomic
 from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
 from rlzoo.run.settings import resolve_device
@@ -61,6 +67,8 @@ def evaluate_run(
     device: str = "cpu",
     seed: int | None = None,
     trust: list[str] | tuple[str, ...] = (),
+    out: Path | None = None,
+    report: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Evaluate a run's checkpoint; write and return the ``eval_<timestamp>.json`` record.
 
@@ -68,15 +76,20 @@ def evaluate_run(
         run_dir: the run directory (holds ``.hydra/config.yaml`` and ``checkpoints/``).
         episodes: N, episodes to run (each on its own env).
         deterministic: the policy's mode (True, default) or sampled actions.
-        video_episodes: film the first K episodes into ``run_dir/videos/`` (0 = none).
+        video_episodes: film the first K episodes into ``videos/`` beside the record (0 = none).
         checkpoint: a checkpoint file (default: the newest in ``run_dir/checkpoints``).
         device: ``cpu`` (default), ``cuda`` or ``auto``.
         seed: episode ``i`` uses ``seed + i`` (default: the run's seed + 10000).
         trust: modules whose classes the run's config may build besides rlzoo's components
             (``["examples"]`` for a run of the examples/ components; see ``rlzoo.run.trust``).
+        out: where the record goes: a file, or a folder that gets a new
+            ``eval_<timestamp>.json`` (default: ``run_dir``).
+        report: called with the record (without ``path``) before it is written (the command
+            line prints it), so a failed write loses nothing.
 
     Returns:
-        The JSON record: ``mean``, ``std``, ``returns`` ``[N]``, ``lengths`` ``[N]``, ...
+        The JSON record: ``mean``, ``std``, ``returns`` ``[N]``, ``lengths`` ``[N]``, ...,
+        ``path`` (where it was written).
     """
     if video_episodes:
         prepare_offscreen_rendering()  # before anything imports mujoco
@@ -91,13 +104,13 @@ def evaluate_run(
     del algo_state
     seed = int(cfg.seed) + EVAL_SEED_OFFSET if seed is None else seed
     torch.manual_seed(seed)  # --stochastic draws are reproducible too
-    out = record_path(run_dir)
-    recording = Recording(min(video_episodes, episodes), run_dir / "videos", out.stem) \
-        if video_episodes else None
+    path, root = output_path(run_dir, out)  # checked before the episodes run
+    recording = Recording(min(video_episodes, episodes), path.parent / "videos", path.stem,
+                          root) if video_episodes else None
     if recording is not None:  # videos/ and its files: never through a link
-        make_dir(recording.video_dir, root=run_dir)
+        make_dir(recording.video_dir, root=root)
         for i in range(recording.episodes):
-            check_inside(run_dir, recording.path(i))
+            check_inside(root, recording.path(i))
     start = time.perf_counter()
     result = run_policy(cfg, algo, episodes, seed, deterministic, recording)
     if not np.isfinite(result.returns).all():
@@ -107,7 +120,23 @@ def evaluate_run(
             f"NaN or inf rewards with checkpoint {ckpt}; nothing was written; check the env's "
             "rewards on those seeds and the policy's actions"
         )
-    record = {
+    record = eval_record(run_dir, ckpt, step, cfg, spec, deterministic, seed, result)
+    record.update(device=str(torch_device), wall_time_s=time.perf_counter() - start,
+                  time=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    if result.agent_returns is not None:
+        record["agent_returns"] = result.agent_returns.tolist()
+    if report is not None:
+        report(record)
+    write_atomic(path, json.dumps(record, indent=2) + "\n", root=root)  # never through a link
+    record["path"] = str(path)
+    return record
+
+
+def eval_record(run_dir: Path, ckpt: Path, step: int, cfg: DictConfig, spec: EnvSpec,
+                deterministic: bool, seed: int, result: EvalResult) -> dict[str, Any]:
+    """The JSON record of an evaluation (without where and when it ran)."""
+    episodes = len(result.returns)
+    return {
         "run_dir": str(run_dir),
         "checkpoint": str(ckpt),
         "step": step,
@@ -122,15 +151,28 @@ def evaluate_run(
         "returns": result.returns.tolist(),
         "lengths": result.lengths.tolist(),
         "videos": [str(p) for p in result.videos],
-        "device": str(torch_device),
-        "wall_time_s": time.perf_counter() - start,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    if result.agent_returns is not None:
-        record["agent_returns"] = result.agent_returns.tolist()
-    write_atomic(out, json.dumps(record, indent=2) + "\n")  # never through a link
-    record["path"] = str(out)
-    return record
+
+
+def output_path(run_dir: Path, out: Path | None) -> tuple[Path, Path]:
+    """Where the record goes and the folder it is checked below (``rlzoo.files``): a new
+    ``eval_<timestamp>.json`` in ``run_dir`` (default) or in the folder ``out``, or the file
+    ``out``. ``UserError`` when that folder is missing or cannot be written, or the file is a
+    link or special file, before any episode runs."""
+    if out is None or out.is_dir():
+        folder = run_dir if out is None else out
+        path = record_path(folder)
+    else:
+        folder, path = out.parent, out
+        if not folder.is_dir():
+            raise UserError(f"--out {out}: its folder {folder} does not exist; create it or "
+                            "pass another --out PATH")
+    if not os.access(folder, os.W_OK):
+        fix = "pass --out PATH to write the result elsewhere" if out is None \
+            else "pass another --out PATH"
+        raise UserError(f"cannot write in {folder} (read-only); {fix}; nothing was run")
+    check_inside(folder, path)  # a link or hard-linked file there: refused now
+    return path, folder
 
 
 def load_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device, ckpt: Path,
@@ -167,8 +209,8 @@ class _EvaluateParser(argparse.ArgumentParser):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = _EvaluateParser(
         prog="python -m rlzoo.evaluate",
-        description="Evaluate a run's latest checkpoint; prints mean ± std and writes "
-        "RUN_DIR/eval_<timestamp>.json.",
+        description="Evaluate a run's latest checkpoint; prints mean ± std, then writes "
+        "RUN_DIR/eval_<timestamp>.json (or --out PATH).",
     )
     parser.add_argument("run_dir", type=Path, help="a run directory written by rlzoo.train")
     parser.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
@@ -181,6 +223,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--video-episodes", type=int, default=1,
         help="with --video: how many of the episodes to film, the first ones (default 1)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="PATH",
+        help="write the record to PATH (a folder: a new eval_<timestamp>.json in it; videos go "
+        "to videos/ beside it) instead of RUN_DIR: for a run dir that cannot be written",
     )
     parser.add_argument(
         "--checkpoint", type=Path, default=None,
@@ -209,6 +256,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    shown: list[dict[str, Any]] = []  # the record, once printed
+
+    def report(record: dict[str, Any]) -> None:
+        print_result(record)
+        shown.append(record)
+
     try:
         record = evaluate_run(
             args.run_dir,
@@ -219,11 +272,23 @@ def main(argv: list[str] | None = None) -> int:
             device=args.device,
             seed=args.seed,
             trust=tuple(args.trust),
+            out=args.out,
+            report=report,
         )
     except UserError as err:
+        if shown:  # measured and printed, then the write failed
+            exit_with(f"{err}; the result printed above was not saved: pass --out PATH to "
+                      "write it elsewhere")
         exit_with(str(err))
     except NonFiniteError as err:
         exit_with(str(err), status=3)
+    print(f"rlzoo: wrote {record['path']}", flush=True)
+    return 0
+
+
+def print_result(record: dict[str, Any]) -> None:
+    """The result's lines on stdout: ``<algo> on <env> at step S (mode): mean ± std over N
+    episodes`` and each video written."""
     mode = "deterministic" if record["deterministic"] else "stochastic"
     print(
         f"rlzoo: {record['algo']} on {record['env']} at step {record['step']} ({mode}): "
@@ -231,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for video in record["videos"]:
         print(f"rlzoo: wrote {video}")
-    print(f"rlzoo: wrote {record['path']}")
-    return 0
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ loop evaluates), the first ones filmed to MP4 (``rlzoo/video.py``).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm
 from rlzoo.envs.base import run_episodes
+from rlzoo.files import library_file
 from rlzoo.run.build import make_env
 from rlzoo.run.videos import env_label
 from rlzoo.video import VideoWriter, render_fps, render_frame
@@ -39,11 +41,13 @@ class EvalResult:
 
 @dataclass
 class Recording:
-    """Which episodes to film and where (``video_dir/<stem>_ep<i>.mp4``)."""
+    """Which episodes to film and where (``video_dir/<stem>_ep<i>.mp4``; ``root``: the folder
+    below which ``video_dir`` was made, checked by ``rlzoo.files``)."""
 
     episodes: int
     video_dir: Path
     stem: str
+    root: Path
 
     def path(self, episode: int) -> Path:
         return self.video_dir / f"{self.stem}_ep{episode}.mp4"
@@ -55,32 +59,32 @@ def run_policy(
 ) -> EvalResult:
     """``episodes`` copies of the run's env (env ``i`` reset with ``seed + i``) stepped together
     until each has finished one episode, as the training loop evaluates; action chunks of
-    ``algo.action_horizon`` steps run open-loop. Films the first ``recording.episodes``."""
+    ``algo.action_horizon`` steps run open-loop. Films the first ``recording.episodes``, each
+    MP4 written in a private folder and renamed into place once complete
+    (``rlzoo.files.library_file``): a failed evaluation leaves none."""
     filmed = recording.episodes if recording else 0
     env = make_env(cfg, episodes, seed, **({"render_mode": "rgb_array"} if filmed else {}))
     name = env_label(cfg)
-    obs, _ = env.reset(seed=seed)
-    writers = [
-        VideoWriter(recording.path(i), render_fps(env.render_env(i))) for i in range(filmed)
-    ] if recording else []
-    for i, writer in enumerate(writers):
-        writer.append(render_frame(env.render_env(i), name))
+    with contextlib.ExitStack() as stack:
+        stack.callback(env.close)  # last, after the videos
+        obs, _ = env.reset(seed=seed)
+        writers = []
+        for i in range(filmed):
+            assert recording is not None
+            written = stack.enter_context(library_file(recording.path(i), recording.root))
+            writers.append(stack.enter_context(VideoWriter(written, render_fps(env.render_env(i)))))
+            writers[-1].append(render_frame(env.render_env(i), name))
 
-    def film(_: int, e: int) -> None:
-        if e < filmed:
-            writers[e].append(render_frame(env.render_env(e), name))
+        def film(_: int, e: int) -> None:
+            if e < filmed:
+                writers[e].append(render_frame(env.render_env(e), name))
 
-    try:
         result = run_episodes(  # one seed: batches [1, B, ...]
             [env], [obs], lambda batch: policy_actions(algo, batch[0], deterministic)[None],
             algo.action_horizon, film,
         )[0]
-    finally:
-        for writer in writers:
-            writer.close()
-        env.close()
-    return EvalResult(result.returns, result.lengths, result.agent_returns,
-                      [w.path for w in writers])
+    videos = [recording.path(i) for i in range(filmed)] if recording else []
+    return EvalResult(result.returns, result.lengths, result.agent_returns, videos)
 
 
 def policy_actions(algo: Algorithm, obs: np.ndarray, deterministic: bool) -> np.ndarray:

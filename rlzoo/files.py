@@ -1,17 +1,28 @@
-"""Every file rlzoo writes into a run dir goes through here, so a run dir cannot reach outside
-itself: a downloaded or copied run dir may hold symbolic links (``train.log`` pointing at a login
-script, ``.hydra`` at another run's folder) or FIFOs and devices where rlzoo expects its own
-files. Each writer refuses them in one line (``UserError``, exit status 2) before it writes a
-byte, and never follows a link or truncates what one points at.
+"""The one checked way to write in a run dir. Every file rlzoo writes there, and every file a
+library writes there (TensorBoard's event files, the MP4 writer, W&B), goes through here, so a run
+dir cannot reach outside itself: a downloaded or copied run dir may hold symbolic links
+(``train.log`` pointing at a login script, ``wandb`` at another folder), hard links (``cp -al``
+of a run dir: its ``train.log`` is the original's; ``ln ~/notes.txt RUN/.rlzoo.lock``) or FIFOs
+and devices where rlzoo expects its own files. The rule, for every path written: it is absent,
+or a regular file with one link (``st_nlink == 1``) whose folders below the run dir are real
+folders; anything else is refused in one line (``UserError``, exit status 2) before a byte is
+written, and no link is ever followed.
 
-* :func:`atomic_file` / :func:`write_atomic`: replace a file (checkpoints, ``policy.pt``,
-  ``summary.json``, ``.hydra`` configs, ``group.json``, an exported policy) through a temporary
-  file unique to this process (:func:`temp_path`; created with ``O_EXCL``), fsync,
-  ``rename``: a reader sees the old or the new file, never a mix.
-* :func:`open_regular`: open (or create) a file in place, ``O_NOFOLLOW``, and check with
-  ``fstat`` that it is a regular file (the run dir's lock, ``train.log``).
-* :func:`check_inside` / :func:`make_dir`: ``lstat`` every component below a root (the run dir,
-  which itself may be a link the user made), refusing links and entries of the wrong kind.
+* :func:`atomic_file` / :func:`write_atomic`: new and replaced files (checkpoints, ``policy.pt``,
+  ``summary.json``, ``.hydra`` configs, ``group.json``, ``eval_*.json``, an exported policy) are
+  written to a temporary file unique to this process (:func:`temp_path`; created with
+  ``O_EXCL``), fsynced and renamed into place: a reader sees the old or the new file, never a
+  mix, and a link at the name is replaced, never written through.
+* :func:`open_regular`: the files appended in place (the run dir's lock, ``train.log``), which
+  cannot be renamed at each write: opened ``O_NOFOLLOW``, then checked on the descriptor
+  (``fstat``: a regular file, one link, the same inode the name holds) before any write.
+* :func:`library_file`: a file a library opens by name itself (ffmpeg's MP4): it writes into a
+  fresh private folder rlzoo made (``mkdir``, mode 0700, a name nobody could have planted), and
+  rlzoo checks what it left and renames it into place. :func:`private_dir` and
+  :func:`move_in` do the same for a library's folder (W&B's run folders).
+* :func:`check_inside` / :func:`make_dir` / :func:`check_all_below`: ``lstat`` every component
+  below a root (the run dir, which itself may be a link the user made), refusing links, hard-linked
+  files and entries of the wrong kind.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import socket
 import stat
 from collections.abc import Iterator
@@ -65,10 +77,35 @@ def refusal(path: Path, mode: int, want: str = "file") -> UserError:
     )
 
 
+def linked(path: Path, links: int) -> UserError:
+    """The one line for the regular file ``path`` found with ``links`` > 1 hard links: the same
+    file has another name (``ln``, ``cp -al``), maybe outside the run dir, and writing it would
+    change that file too."""
+    return UserError(
+        f"{path} has {links} hard links: the same file has another name (made by ln or cp -al), "
+        "maybe outside the run dir, and rlzoo never writes a file it does not hold alone: "
+        "replace it with a copy of its own (cp, then mv over it) or remove it, and copy run "
+        "dirs with cp -a, not cp -al; nothing was written"
+    )
+
+
+def check_entry(path: Path, st: os.stat_result, want: str = "file") -> None:
+    """The rule for one entry (``st``: its ``lstat``): a ``want`` ``"folder"`` is a real folder,
+    a ``"file"`` a regular file with one link. Raises :func:`refusal` or :func:`linked`."""
+    if want == "folder":
+        if not stat.S_ISDIR(st.st_mode):
+            raise refusal(path, st.st_mode, "folder")
+    elif not stat.S_ISREG(st.st_mode):
+        raise refusal(path, st.st_mode, want)
+    elif st.st_nlink != 1:
+        raise linked(path, st.st_nlink)
+
+
 def check_inside(root: Path, path: Path, want: str = "file") -> bool:
     """``lstat`` each component of ``path`` below ``root`` (``root`` itself is not checked):
-    the folders must be real folders and ``path`` a real ``want`` (``"file"`` or ``"folder"``)
-    or absent. Returns whether ``path`` exists; raises :func:`refusal`'s ``UserError``."""
+    the folders must be real folders and ``path`` a real ``want`` (``"file"``: a regular file
+    with one link; ``"folder"``) or absent. Returns whether ``path`` exists; raises
+    :func:`refusal`'s or :func:`linked`'s ``UserError``."""
     try:
         parts = path.relative_to(root).parts
     except ValueError:
@@ -79,15 +116,29 @@ def check_inside(root: Path, path: Path, want: str = "file") -> bool:
         current = current / part
         last = k == len(parts) - 1
         try:
-            mode = os.lstat(current).st_mode
+            st = os.lstat(current)
         except FileNotFoundError:
             return False
         except NotADirectoryError:  # a component above is not a folder (caught below first)
             return False
-        ok = stat.S_ISREG(mode) if last and want == "file" else stat.S_ISDIR(mode)
-        if not ok:
-            raise refusal(current, mode, want if last else "folder")
+        check_entry(current, st, want if last else "folder")
     return True
+
+
+def check_all_below(root: Path, folder: Path) -> None:
+    """:func:`check_inside` for ``folder`` (below ``root``) and every entry below it, without
+    following a link: every folder a real folder, every file regular with one link (what a run
+    writes there may be replaced or appended). Raises the first refusal."""
+    if not check_inside(root, folder, "folder"):
+        return
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            check_entry(path, st, "folder" if stat.S_ISDIR(st.st_mode) else "file")
 
 
 def make_dir(path: Path, root: Path | None = None) -> Path:
@@ -105,11 +156,15 @@ def make_dir(path: Path, root: Path | None = None) -> Path:
     return path
 
 
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
 def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
-    """``os.open(path, flags | O_NOFOLLOW | O_NONBLOCK)`` and check that it opened a regular
-    file (never a link, FIFO, device or folder; the non-blocking open never waits on a FIFO).
-    Returns the descriptor; raises :func:`refusal`'s ``UserError``, or the ``OSError`` of any
-    other failure."""
+    """``os.open(path, flags | O_NOFOLLOW | O_NONBLOCK)`` and check on the descriptor that it
+    opened a regular file (never a link, FIFO, device or folder; the non-blocking open never
+    waits on a FIFO); opened for writing, also that it has one link and is the file the name
+    holds now (:func:`check_open`). Returns the descriptor; raises :func:`refusal`'s or
+    :func:`linked`'s ``UserError``, or the ``OSError`` of any other failure."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as err:
@@ -117,12 +172,92 @@ def open_regular(path: Path, flags: int, mode: int = 0o644) -> int:
             with contextlib.suppress(OSError):
                 raise refusal(path, os.lstat(path).st_mode) from None
         raise
-    kind = os.fstat(fd).st_mode
-    if not stat.S_ISREG(kind):
+    try:
+        if flags & _WRITING:
+            check_open(path, fd)
+        else:
+            kind = os.fstat(fd).st_mode
+            if not stat.S_ISREG(kind):
+                raise refusal(path, kind)
+    except BaseException:
         os.close(fd)
-        raise refusal(path, kind)
+        raise
     os.set_blocking(fd, True)
     return fd
+
+
+def check_open(path: Path, fd: int) -> None:
+    """The rule for a file open for appending as ``fd`` (``train.log``, the lock; also one a
+    library opened by name, Hydra's ``train.log``): a regular file with one link, and the
+    inode ``path`` names now (not followed), so nothing written through ``fd`` lands outside.
+    Raises :func:`refusal`'s or :func:`linked`'s ``UserError``, or ``FileNotFoundError``
+    when the file was removed since it was opened (a lock's holder that just finished)."""
+    held = os.fstat(fd)
+    if held.st_nlink == 0 and stat.S_ISREG(held.st_mode):
+        raise FileNotFoundError(errno.ENOENT, "removed while it was opened", str(path))
+    check_entry(path, held)
+    try:
+        named = os.lstat(path)
+    except OSError:
+        named = None
+    if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+        raise UserError(f"{path} was replaced while rlzoo opened it (by another process?); "
+                        "nothing was written: check who else writes into the run dir")
+
+
+def private_dir(path: Path, root: Path | None = None) -> Path:
+    """A fresh folder for a library to write in, beside ``path`` and named from it
+    (:func:`temp_path`'s pattern: ``.<name>.<host>.<pid>.<random>.tmp``), made by ``mkdir``
+    with mode 0700: nothing could be in it before, so whatever the library writes there is its
+    own. ``path``'s folders below ``root`` (default: its parent) are checked first."""
+    check_inside(path.parent if root is None else root, path.parent, "folder")
+    folder = temp_path(path)
+    folder.mkdir(mode=0o700)  # exclusive: fails if anything has the name
+    return folder
+
+
+def move_in(src: Path, dest: Path, root: Path) -> list[Path]:
+    """Put every entry of ``src`` (a :func:`private_dir` a library wrote) into the folder
+    ``dest`` below ``root`` (made, checked) by renames, then remove ``src``. The library's
+    symbolic links (W&B's ``latest-run``, ``debug.log``) are dropped, and what is left must
+    follow the rule (:func:`check_all_below`); an entry whose name is taken in ``dest`` gets
+    ``-2``, ``-3``, ... Returns the entries as they are named in ``dest``."""
+    for here, dirs, files in os.walk(src, followlinks=False):
+        for name in [*dirs, *files]:
+            if os.path.islink(os.path.join(here, name)):
+                os.unlink(os.path.join(here, name))
+    check_all_below(src.parent, src)
+    make_dir(dest, root)
+    moved = []
+    for entry in sorted(src.iterdir()):
+        target, k = dest / entry.name, 1
+        while os.path.lexists(target):
+            k += 1
+            target = dest / f"{entry.name}-{k}"
+        os.rename(entry, target)
+        moved.append(target)
+    src.rmdir()
+    return moved
+
+
+@contextlib.contextmanager
+def library_file(path: Path, root: Path | None = None) -> Iterator[Path]:
+    """For a library that opens the file it writes by name itself (ffmpeg): yields ``path``'s
+    name inside a fresh :func:`private_dir` beside it, for the library to write; after the
+    block, that file must be a regular file with one link, and it is renamed over ``path``
+    (checked first, as :func:`atomic_file` does); the folder goes. On any failure nothing is
+    put in place and the folder is removed."""
+    root = path.parent if root is None else root
+    check_inside(root, path)
+    folder = private_dir(path, root)
+    inner = folder / path.name
+    try:
+        yield inner
+        check_entry(inner, os.lstat(inner))
+        check_inside(root, path)
+        os.replace(inner, path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -31,11 +31,12 @@ from typing import Any
 import hydra
 import hydra.core.utils as hydra_utils
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.conf.keys import FLAGS as KEY_FLAGS
 from rlzoo.conf.keys import print_keys
 from rlzoo.errors import UserError, exit_with, say, settle_streams
+from rlzoo.files import make_dir, write_atomic
 from rlzoo.launch.api import Run, resume_run, train
 from rlzoo.launch.claim import claim_run_dir
 from rlzoo.launch.execute import execute
@@ -139,17 +140,16 @@ class HydraFilesUnwritable(BaseException):  # noqa: N818 - passes Hydra's `excep
 
 
 def save_hydra_file(cfg: DictConfig, filename: str, output_dir: Path) -> None:
-    """Hydra's ``_save_config``, with a failed write turned into :class:`HydraFilesUnwritable`
-    (Hydra would print a traceback and exit 1, leaving the run dir)."""
+    """Hydra's ``_save_config`` written as every file of a run dir is (``rlzoo.files``: no
+    link followed, a temporary file renamed into place), a failed or refused write turned into
+    :class:`HydraFilesUnwritable` (Hydra would print a traceback and exit 1, leaving the run
+    dir)."""
+    folder = Path(output_dir)
     try:
-        _HYDRA_SAVE(cfg, filename, output_dir)
-    except OSError as err:
-        raise HydraFilesUnwritable(
-            f"cannot write {Path(output_dir) / filename} ({err.strerror or err}); free space "
-            "there or choose another hydra.run.dir; nothing was kept") from None
-
-
-_HYDRA_SAVE = hydra_utils._save_config
+        make_dir(folder, root=folder.parent)
+        write_atomic(folder / filename, OmegaConf.to_yaml(cfg), root=folder.parent)
+    except UserError as err:
+        raise HydraFilesUnwritable(str(err)) from None
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ LAYER_OF = {
     "compare": "analysis", "analysis": "analysis",
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
-    "threads": "threads", "reproduce": "reproduce", "bounded": "bounded",
+    "threads": "threads", "reproduce": "reproduce", "bounded": "bounded", "readers": "bounded",
     "files": "files", "rundirs": "rundirs",
 }
 # what a user calls (rundirs: the run-dir API for tools, the results tool's way into rlzoo)
@@ -67,7 +67,8 @@ KIND_READER = PACKAGE / "run" / "build.py"
 TOOL = "reproduce"
 # ... and reaches rlzoo only through its public API (docs/architecture.md), imported at the top of
 # its modules: these modules, or a module of these packages.
-TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.analysis")
+TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.bounded",
+            "rlzoo.analysis")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
 OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells")}

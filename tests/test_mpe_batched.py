@@ -162,3 +162,28 @@ def test_batched_backend_trains_through_the_cli_and_refuses_misuse(tmp_path):
     proc = run_cli(["algo=maddpg", "env=mamujoco/HalfCheetah-2x3", "env.backend=batched", *TINY,
                     "total_steps=10"], tmp_path / "bad2")
     assert_user_error(proc, "simulates MPE only")
+
+
+def test_num_envs_goes_to_65536_batched_and_1024_per_env() -> None:
+    """docs/multi_agent.md's counts: the batched backend (and warp) trains 8,192 envs and more,
+    up to MAX_BATCHED_ENVS; a backend with an env object each stops at MAX_NUM_ENVS, in one line
+    naming the batched backend."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.errors import UserError
+    from rlzoo.run.settings import MAX_BATCHED_ENVS, MAX_NUM_ENVS, num_envs_key
+
+    def cfg(backend: str | None, n: int) -> object:
+        env = {"name": "mpe/simple_spread"} | ({"backend": backend} if backend else {})
+        return OmegaConf.create({"env": env, "num_envs": n})
+
+    assert (MAX_NUM_ENVS, MAX_BATCHED_ENVS) == (1024, 65536)
+    for backend in ("batched", "warp"):
+        assert num_envs_key(cfg(backend, 8192)) == 8192
+        assert num_envs_key(cfg(backend, MAX_BATCHED_ENVS)) == MAX_BATCHED_ENVS
+        with pytest.raises(UserError, match="<= 65536"):
+            num_envs_key(cfg(backend, MAX_BATCHED_ENVS + 1))
+    for backend in (None, "pettingzoo", "gymnasium"):
+        assert num_envs_key(cfg(backend, MAX_NUM_ENVS)) == MAX_NUM_ENVS
+        with pytest.raises(UserError, match="env.backend=batched"):
+            num_envs_key(cfg(backend, 8192))

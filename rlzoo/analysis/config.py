@@ -6,6 +6,7 @@ is ``.hydra/config.yaml`` flattened to dotted keys (``{"critic.n": 10, "algo.utd
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -92,11 +93,13 @@ def under(key: str, pattern: str) -> bool:
     return key == pattern or key.startswith(pattern + ".")
 
 
+@functools.cache
 def is_ignored(key: str) -> bool:
     """``key`` is one of :data:`IGNORED_KEYS` or below one."""
     return any(under(key, pattern) for pattern in IGNORED_KEYS)
 
 
+@functools.cache
 def is_measurement(key: str) -> bool:
     """``key`` is one of :data:`MEASUREMENT_KEYS` or below one, and not an ignored key
     (``eval.video_every`` is under ``eval.*`` but measures nothing)."""
@@ -118,9 +121,18 @@ def normalize(value: Any) -> Any:
 
 
 def canon(value: Any) -> str:
-    """A string equal for equal config values (the identity used to group runs)."""
+    """A string equal for equal config values (the identity used to group runs): the value's
+    JSON (sorted keys); a scalar's is computed once (grouping 10,000 runs asks for it about a
+    million times)."""
     if value is MISSING:
         return "\0unset"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    return _scalar_canon(value)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # typed: True, 1 and 1.0 apart
+def _scalar_canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 

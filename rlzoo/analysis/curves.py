@@ -4,10 +4,12 @@ on a common grid of steps."""
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from rlzoo.analysis.messages import note
 from rlzoo.analysis.runs import EVENT_PREFIX, RETURN_LIMIT, STEP_LIMIT, FinishedRun
+from rlzoo.readers import BoundError, open_file, read_bytes
 
 CURVE_TAG = "eval/return"
 """The scalar tag plotted by default (``--tag``)."""
@@ -30,7 +33,12 @@ CSV_BYTES_LIMIT = 64 * 2**20
 """The largest :data:`SCALARS_CSV` (or ``train.csv``) read, in bytes: a 1M-step run logging
 every 100 steps writes about 1 MiB; a larger file is refused before it is read."""
 
+EVENT_RECORD_LIMIT = 256 * 2**20
+"""The largest record of an event file read, in bytes: a scalar's is about 50, an evaluation
+video's GIF preview a few MiB."""
+
 _STEP = re.compile(r"[0-9]{1,19}")  # a step cell: a plain non-negative integer
+_SUFFIX = re.compile(r"[0-9a-f]{16}")  # rlzoo.run.logger's random event file suffix
 
 
 @dataclass
@@ -49,18 +57,45 @@ class Curve:
 
 
 def _name_order(path: Path) -> tuple[int, int, str]:
-    """Sort key from ``events.out.tfevents.<unix time>.<host>.<pid>.<counter>[suffix]``."""
+    """Sort key from ``events.out.tfevents.<unix time>.<host>.<pid>.<counter>[suffix]``
+    (rlzoo's suffix: ``.<16 hex digits>``, random, dropped here)."""
     parts = path.name[len(EVENT_PREFIX) :].split(".")
+    if len(parts) > 2 and _SUFFIX.fullmatch(parts[-1]):
+        parts = parts[:-1]
     created = int(parts[0]) if parts and parts[0].isdigit() else 0
     counter = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
     return created, counter, path.name
 
 
 def event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """Event files directly in ``run_dir``, ordered by the creation time in their names."""
+    """Event files directly in ``run_dir`` (regular files, not links), ordered by the creation
+    time in their names."""
     directory = Path(run_dir)
-    files = [p for p in directory.iterdir() if p.name.startswith(EVENT_PREFIX) and p.is_file()]
+    files = [p for p in directory.iterdir()
+             if p.name.startswith(EVENT_PREFIX) and p.is_file() and not p.is_symlink()]
     return sorted(files, key=_name_order)
+
+
+def event_records(path: Path) -> Iterator[bytes]:
+    """The records of a TensorBoard event file (TFRecord framing: a little-endian ``uint64``
+    length, a ``uint32`` CRC of it, the data, a ``uint32`` CRC of the data), read through
+    :func:`rlzoo.readers.open_file` (a regular file, no link followed) one record at a time, each
+    at most :data:`EVENT_RECORD_LIMIT` bytes. The CRCs are not checked (a damaged record fails
+    to parse instead); a record cut short at the end (a writer that died) ends the file, as in
+    TensorBoard's reader."""
+    with os.fdopen(open_file(path), "rb") as f:
+        while True:
+            header = f.read(12)
+            if len(header) < 12:
+                return
+            (length,) = struct.unpack("<Q", header[:8])
+            if length > EVENT_RECORD_LIMIT:
+                raise ValueError(f"{path}: a record of {length:,} bytes, above the "
+                                 f"{EVENT_RECORD_LIMIT:,} an event may have")
+            data = f.read(length)
+            if len(data) < length or len(f.read(4)) < 4:
+                return
+            yield data
 
 
 def _read_event_file(
@@ -68,14 +103,20 @@ def _read_event_file(
 ) -> tuple[float, dict[str, dict[int, float]]]:
     """One event file: ``(wall time of its first event, {tag: {step: value}})``.
 
-    Within a file, the last value logged at a step wins.
+    Within a file, the last value logged at a step wins. A record that does not name a wanted
+    tag is not parsed (the first is, for its wall time).
     """
-    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
+    from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.util import tensor_util
 
     first_wall_time = math.inf
     out: dict[str, dict[int, float]] = {}
-    for event in LegacyEventFileLoader(str(path)).Load():
+    wanted = None if tags is None else [t.encode() for t in tags]
+    for data in event_records(path):
+        if first_wall_time != math.inf and wanted is not None \
+                and not any(t in data for t in wanted):
+            continue
+        event = Event.FromString(data)
         if first_wall_time == math.inf:
             first_wall_time = float(event.wall_time)
         if not event.HasField("summary"):
@@ -101,62 +142,68 @@ def read_scalars_csv(path: Path, tags: set[str] | None = None) -> dict[str, dict
     """``{tag: {step: value}}`` from a file in the :data:`SCALARS_CSV` format (``tags``: only
     these; default all); empty cells are skipped.
 
-    The file is refused, with a ValueError whose message names it (its path, the line and what
-    is wrong), when it is larger than :data:`CSV_BYTES_LIMIT`, lacks the ``step`` header, has a
-    row of another width, a step that is not a plain integer in ``[0, STEP_LIMIT]`` or not
-    above the row before it (a repeated or out-of-order row), a cell that is not a number or is
-    not finite, or a return (a tag starting with ``eval/return``) whose magnitude is above
-    :data:`~rlzoo.analysis.runs.RETURN_LIMIT`. Every cell is checked, not only those of ``tags``.
+    The file is read as every run-dir file is (:func:`rlzoo.readers.read_bytes`: a regular
+    file, no link followed, at most :data:`CSV_BYTES_LIMIT` bytes actually read). It is
+    refused, with a ValueError whose message names it (its path, the line and what is wrong),
+    when it is a link, a FIFO or device, larger than :data:`CSV_BYTES_LIMIT`, lacks the
+    ``step`` header, has a row of another width, a step that is not a plain integer in
+    ``[0, STEP_LIMIT]`` or not above the row before it (a repeated or out-of-order row), a cell
+    that is not a number or is not finite, or a return (a tag starting with ``eval/return``)
+    whose magnitude is above :data:`~rlzoo.analysis.runs.RETURN_LIMIT`. Every cell is checked,
+    not only those of ``tags``.
     """
-    out: dict[str, dict[int, float]] = {}
-    try:
-        size = path.stat().st_size
+    try:  # a regular file, no link followed, at most the limit actually read
+        text = read_bytes(path, CSV_BYTES_LIMIT).decode("utf-8")
+    except BoundError as exc:
+        raise ValueError(f"{path}: {exc} (at most {CSV_BYTES_LIMIT:,} bytes of a regular "
+                         "file are read)") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read it ({exc.strerror})") from None
-    if size > CSV_BYTES_LIMIT:
-        raise ValueError(f"{path}: {size:,} bytes, above the {CSV_BYTES_LIMIT:,} a curve may have")
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.reader(f)
-            header = next(reader, None)
-            if not header or header[0] != "step":
-                raise ValueError(f"{path}: does not start with a 'step' column")
-            previous: tuple[int, int] | None = None  # (line, step)
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise ValueError(f"{path} line {line}: {len(row)} cells, not {len(header)}")
-                if not _STEP.fullmatch(row[0]) or int(row[0]) > STEP_LIMIT:
-                    raise ValueError(f"{path} line {line}: step {row[0][:20]!r} is not an "
-                                     f"integer from 0 to {STEP_LIMIT:,}")
-                step = int(row[0])
-                if previous is not None and step <= previous[1]:
-                    word = "repeats" if step == previous[1] else "comes after"
-                    raise ValueError(f"{path} line {line}: step {step:,} {word} line "
-                                     f"{previous[0]}'s step {previous[1]:,} (steps must rise)")
-                previous = (line, step)
-                for tag, cell in zip(header[1:], row[1:]):
-                    if cell == "":
-                        continue
-                    try:
-                        value = float(cell)
-                    except ValueError:
-                        raise ValueError(f"{path} line {line}: {tag} {cell[:20]!r} is not a "
-                                         "number") from None
-                    if not math.isfinite(value):
-                        raise ValueError(f"{path} line {line}: {tag} is {value}")
-                    if tag.startswith(CURVE_TAG) and abs(value) > RETURN_LIMIT:
-                        raise ValueError(f"{path} line {line}: {tag} {value:.3g} is beyond "
-                                         f"+-{RETURN_LIMIT:,.0f}, no episode return")
-                    if tags is None or tag in tags:
-                        out.setdefault(tag, {})[step] = value
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:  # a folder, a file gone or unreadable since its stat
-        raise ValueError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        return _scalar_rows(path, csv.reader(io.StringIO(text, newline="")), tags)
     except csv.Error as exc:
         raise ValueError(f"{path}: not CSV ({exc})") from None
+
+
+def _scalar_rows(path: Path, reader: Iterator[list[str]],
+                 tags: set[str] | None) -> dict[str, dict[int, float]]:
+    """:func:`read_scalars_csv`'s checks of the rows ``reader`` gives."""
+    out: dict[str, dict[int, float]] = {}
+    header = next(reader, None)
+    if not header or header[0] != "step":
+        raise ValueError(f"{path}: does not start with a 'step' column")
+    previous: tuple[int, int] | None = None  # (line, step)
+    for line, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise ValueError(f"{path} line {line}: {len(row)} cells, not {len(header)}")
+        if not _STEP.fullmatch(row[0]) or int(row[0]) > STEP_LIMIT:
+            raise ValueError(f"{path} line {line}: step {row[0][:20]!r} is not an "
+                             f"integer from 0 to {STEP_LIMIT:,}")
+        step = int(row[0])
+        if previous is not None and step <= previous[1]:
+            word = "repeats" if step == previous[1] else "comes after"
+            raise ValueError(f"{path} line {line}: step {step:,} {word} line "
+                             f"{previous[0]}'s step {previous[1]:,} (steps must rise)")
+        previous = (line, step)
+        for tag, cell in zip(header[1:], row[1:]):
+            if cell == "":
+                continue
+            try:
+                value = float(cell)
+            except ValueError:
+                raise ValueError(f"{path} line {line}: {tag} {cell[:20]!r} is not a "
+                                 "number") from None
+            if not math.isfinite(value):
+                raise ValueError(f"{path} line {line}: {tag} is {value}")
+            if tag.startswith(CURVE_TAG) and abs(value) > RETURN_LIMIT:
+                raise ValueError(f"{path} line {line}: {tag} {value:.3g} is beyond "
+                                 f"+-{RETURN_LIMIT:,.0f}, no episode return")
+            if tags is None or tag in tags:
+                out.setdefault(tag, {})[step] = value
     return out
 
 
@@ -190,10 +237,10 @@ def load_scalars(
     Every point is kept (no reservoir sampling, unlike TensorBoard's default of 10,000 per tag).
     The event files directly in ``run_dir`` are merged oldest first (by the wall time of a file's
     first event, then by the creation time in its name), so a later file wins on a step present
-    in both (a resumed run). Files are read with tensorboard's event-file loader, keeping only
-    the wanted tags in memory. A run dir's :data:`SCALARS_CSV` (``eval.csv``), if it has one, is
-    read first, so a run dir kept without event files has its curve, and event files win on a
-    step present in both; an ``eval.csv`` that is not in that format raises ValueError.
+    in both (a resumed run). Files are read record by record (:func:`event_records`), keeping
+    only the wanted tags in memory. A run dir's :data:`SCALARS_CSV` (``eval.csv``), if it has
+    one, is read first, so a run dir kept without event files has its curve, and event files win
+    on a step present in both; an ``eval.csv`` that is not in that format raises ValueError.
 
     Returns:
         ``{tag: (steps [n] int64, values [n] float64)}``, steps sorted ascending.
@@ -251,16 +298,20 @@ def align_curves(
 
 
 def group_curve(
-    runs: Sequence[FinishedRun], tag: str = CURVE_TAG, max_points: int = 500, name: str = ""
+    runs: Sequence[FinishedRun], tag: str = CURVE_TAG, max_points: int = 500, name: str = "",
+    advance: Callable[[], None] | None = None,
 ) -> Curve | None:
     """Aligned ``tag`` curves of a group's runs (:func:`align_curves`).
 
     A run whose event files cannot be read or hold no ``tag`` scalars is left out with a one-line
     note; None (with a note) when no run has the tag or the runs' step ranges do not overlap.
     ``name`` (default ``<env>/<algo>`` of the first run) names the group in that note.
+    ``advance`` is called after each run's files are read (progress).
     """
     curves, paths = [], []
     for run in runs:
+        if advance is not None:
+            advance()
         try:
             scalars = load_scalars(run.path, [tag])
         except Exception as exc:  # a corrupt event file must not sink the whole report

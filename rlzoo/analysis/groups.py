@@ -60,9 +60,14 @@ class Group:
         override of it or of a node above it, but not by choosing its config group's file. False
         when a run's overrides are unknown.
         """
+        seen = set()  # the runs' (overrides, choices): most runs of a group share them
         for run in self.runs:
             if run.overridden is None:
                 return False
+            kind = (tuple(run.overridden), tuple(run.choices))
+            if kind in seen:
+                continue
+            seen.add(kind)
             for key_set in run.overridden:
                 if key_set == key if choice else (
                     under(key, key_set) and key_set not in run.choices
@@ -83,11 +88,13 @@ def run_value(run: FinishedRun, key: str) -> Any:
 def known_keys(runs: Sequence[FinishedRun]) -> set[str]:
     """Every key a label rule or ``--group-by`` may name: leaves, the nodes above them, choices."""
     known = {"algo", "env", "total_steps"}
+    leaves: set[str] = set()
     for run in runs:
-        for key in run.config or {}:
-            parts = key.split(".")
-            known.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+        leaves.update(run.config or {})
         known.update(run.choices)
+    for key in leaves:
+        parts = key.split(".")
+        known.update(".".join(parts[: i + 1]) for i in range(len(parts)))
     return known
 
 

@@ -8,6 +8,7 @@ Statistics are in :mod:`rlzoo.analysis.stats` (rliable's definitions, numpy impl
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ import rlzoo.analysis.stats as stats
 from rlzoo.analysis.config import IGNORED_KEYS, MEASUREMENT_KEYS, MISSING, is_measurement
 from rlzoo.analysis.curves import CURVE_TAG, Curve, group_curve
 from rlzoo.analysis.groups import Group
-from rlzoo.analysis.messages import CompareError, note
+from rlzoo.analysis.messages import CompareError, Progress, note
 from rlzoo.analysis.pooling import group_runs
 from rlzoo.analysis.runs import FinishedRun
 
@@ -134,7 +135,7 @@ def _group_result(g: Group, env: str, reps: int, confidence: float, seed: int) -
         scores, stats.iqm, reps=reps, confidence=confidence, seed=seed
     )
     seeds = [r.seed for r in group]
-    dupes = sorted({s for s in seeds if seeds.count(s) > 1})
+    dupes = sorted(s for s, n in Counter(seeds).items() if n > 1)
     if dupes:
         note(f"{env}/{g.label}: seed(s) {dupes} appear in more than one run; all are counted")
     settings = {}
@@ -272,16 +273,18 @@ def compute_comparison(
 
     results: dict[str, dict[str, GroupResult]] = {}
     curves: dict[str, dict[str, CurveResult]] = {}
+    progress = Progress("reading curves, runs", len(runs))
     for env, groups in per_env.items():
         results[env] = {}
         for g in groups:
             results[env][g.label] = _group_result(g, env, reps, confidence, seed)
-            curve = group_curve(g.runs, tag, max_points, f"{env}/{g.label}")
+            curve = group_curve(g.runs, tag, max_points, f"{env}/{g.label}", progress.advance)
             if curve is not None:
                 point, low, high = stats.iqm_curve_ci(
                     curve.values, reps=reps, confidence=confidence, seed=seed
                 )
                 curves.setdefault(env, {})[g.label] = CurveResult(curve, point, low, high)
+    progress.close()
     improvement = None
     if poi is not None:
         improvement = _improvement(poi, poi_groups, reps, confidence, seed)

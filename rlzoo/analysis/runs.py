@@ -12,13 +12,16 @@ import functools
 import json
 import math
 import os
+import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlzoo.analysis.config import fill_added, flatten_config, normalize
-from rlzoo.analysis.messages import note
+from rlzoo.analysis.messages import Progress, note
+from rlzoo.bounded import check_interpolations, load_json, parse_yaml, read_text
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_BYTES_LIMIT = 2**20
@@ -71,13 +74,9 @@ def read_summary(run_dir: Path) -> FinishedRun:
     The returned run has no config yet (:func:`read_config` reads it).
     """
     path = run_dir / SUMMARY_FILE
-    try:
-        size = path.stat().st_size
-        if size > SUMMARY_BYTES_LIMIT:
-            raise ValueError(f"{SUMMARY_FILE} has {size:,} bytes, above the "
-                             f"{SUMMARY_BYTES_LIMIT:,} read")
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    try:  # a regular file, not followed through a link, at most the limit actually read
+        summary = load_json(path, SUMMARY_BYTES_LIMIT)
+    except (OSError, ValueError) as exc:  # BoundError, JSONDecodeError are ValueErrors
         reason = "empty" if isinstance(exc, json.JSONDecodeError) and not exc.doc.strip() else exc
         raise ValueError(f"unreadable {SUMMARY_FILE} ({reason})") from None
     if not isinstance(summary, dict):
@@ -115,10 +114,12 @@ def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[FinishedRun]:
     summary.json is still running or crashed: it is skipped with a note on stderr, as is an
     unusable summary.json. A run whose ``.hydra/config.yaml`` cannot be read is kept (with a note)
     and grouped by env, algo and total_steps only. A run dir is not searched for further runs
-    below it; a run reached twice (through a link) counts once.
+    below it; a run reached twice (through a link) counts once. A read that takes more than a
+    few seconds shows its progress on stderr (:class:`~rlzoo.analysis.messages.Progress`).
     """
     runs: list[FinishedRun] = []
     seen: set[Path] = set()
+    progress = Progress("reading runs, found")
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
@@ -140,11 +141,13 @@ def find_runs(roots: Sequence[str | os.PathLike[str]]) -> list[FinishedRun]:
                 if run.config is not None and run.total_steps is not None:
                     run.config["total_steps"] = run.total_steps
                 runs.append(run)
+                progress.advance()
                 continue
             has_events = any(f.startswith(EVENT_PREFIX) for f in filenames)
             if has_events or ".hydra" in dirnames:
                 note(f"skipping {here}: no {SUMMARY_FILE} (still running or crashed)")
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+    progress.close()
     runs.sort(key=lambda r: (r.env, r.algo, r.seed, str(r.path)))
     return runs
 
@@ -172,28 +175,42 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
 
     Raises ValueError with a short reason when ``.hydra/config.yaml`` is missing or unreadable.
 
-    Reads ``RUN_DIR/.hydra/config.yaml`` with OmegaConf (YAML safe loading) and never instantiates
-    anything. An interpolation is resolved where it can be (``total_steps: ${env.total_steps}``);
-    one that cannot be resolved here (``${now:...}``, a missing environment variable) is kept
-    as its text. Choices (``{"critic": "ensemble", "net": "simbav2", ...}``: every config group
-    of rlzoo's, also those such as ``net`` that write elsewhere in the config) come from
-    ``hydra.runtime.choices`` in ``RUN_DIR/.hydra/hydra.yaml`` (``{}`` when absent), the keys the
-    command line set from ``RUN_DIR/.hydra/overrides.yaml`` (None when absent).
+    Each of ``RUN_DIR/.hydra``'s files is read once, by :mod:`rlzoo.bounded` (a regular file
+    opened without following a link, at most 1 MiB read, no YAML aliases, nesting and
+    interpolations bounded; libyaml's parser), and nothing is instantiated. An interpolation is
+    resolved where it can be (``total_steps: ${env.total_steps}``; OmegaConf is used only for a
+    config that has one); one that cannot be resolved here (``${now:...}``, a missing
+    environment variable) is kept as its text. Choices (``{"critic": "ensemble", "net":
+    "simbav2", ...}``: every config group of rlzoo's, also those such as ``net`` that write
+    elsewhere in the config) come from ``hydra.runtime.choices`` in ``RUN_DIR/.hydra/hydra.yaml``
+    (``{}`` when absent), the keys the command line set from ``RUN_DIR/.hydra/overrides.yaml``
+    (None when absent).
     """
-    from omegaconf import Container, DictConfig, OmegaConf
-
     path = run_dir / ".hydra" / "config.yaml"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ValueError("no .hydra/config.yaml")
     try:
-        cfg = OmegaConf.load(path)
-        if not isinstance(cfg, DictConfig):
+        text = read_text(path)
+        raw = parse_yaml(text)
+        if not isinstance(raw, dict):
             raise ValueError("not a mapping")
-        raw = OmegaConf.to_container(cfg, resolve=False)
+        flat = flatten_config(raw)
+        if "${" in text:
+            flat = _resolved(raw, flat)
     except Exception as exc:  # noqa: BLE001 - yaml/omegaconf raise many kinds
         raise ValueError(f"cannot read .hydra/config.yaml ({type(exc).__name__}: {exc})") from None
-    assert isinstance(raw, dict)
-    flat = flatten_config(raw)
+    flat = fill_added(flat, normalize_defaults())
+    return flat, read_choices(run_dir / ".hydra" / "hydra.yaml"), \
+        read_overridden(run_dir / ".hydra" / "overrides.yaml")
+
+
+def _resolved(raw: dict[str, Any], flat: dict[str, Any]) -> dict[str, Any]:
+    """``flat`` (``raw`` flattened) with each value that holds an interpolation resolved where
+    it can be, its text kept where it cannot; ``raw``'s interpolations costed first."""
+    from omegaconf import Container, OmegaConf
+
+    check_interpolations(raw)
+    cfg = OmegaConf.create(raw)
     for key, value in flat.items():
         if "${" not in json.dumps(value):
             continue
@@ -204,27 +221,43 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
             flat[key] = normalize(resolved)
         except Exception:  # noqa: BLE001, S112 - keep the interpolation's text
             continue
-    flat = fill_added(flat, normalize_defaults())
-    choices: dict[str, str] = {}
-    hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
-    if hydra_yaml.is_file():
-        try:
-            node = OmegaConf.select(OmegaConf.load(hydra_yaml), "hydra.runtime.choices")
-            recorded = OmegaConf.to_container(node, resolve=False) if node is not None else {}
-        except Exception:  # noqa: BLE001 - the labels fall back to config values
-            recorded = {}
-        if isinstance(recorded, dict):
-            choices = {
-                str(k): str(v) for k, v in recorded.items()
-                if isinstance(v, str) and "/" not in str(k)  # not Hydra's own (hydra/launcher)
-            }
-    overridden: list[str] | None = None
-    overrides_yaml = run_dir / ".hydra" / "overrides.yaml"
-    if overrides_yaml.is_file():
-        try:
-            items = OmegaConf.to_container(OmegaConf.load(overrides_yaml), resolve=False)
-        except Exception:  # noqa: BLE001 - the labels then show every differing value
-            items = None
-        if isinstance(items, list):
-            overridden = [_override_key(str(item)) for item in items]
-    return flat, choices, overridden
+    return flat
+
+
+# ``hydra.runtime.choices`` as Hydra writes it; each line is consumed one way only (linear time)
+_CHOICES = re.compile(r"^  runtime:\n(?:    .*\n)*?    choices:\n((?:      .*\n)*)", re.MULTILINE)
+
+
+def read_choices(path: Path) -> dict[str, str]:
+    """``hydra.runtime.choices`` of a run's ``hydra.yaml`` (rlzoo's groups only, not Hydra's
+    own ``hydra/...``); ``{}`` when absent or unreadable (the labels fall back to config values).
+    Hydra writes the block at a fixed indentation: that block alone is parsed when found."""
+    if not os.path.lexists(path):
+        return {}
+    try:
+        text = read_text(path)
+        block = _CHOICES.search(text)
+        if block is not None:
+            recorded = parse_yaml(textwrap.dedent(block.group(1)))
+        else:
+            recorded = parse_yaml(text)
+            for key in ("hydra", "runtime", "choices"):
+                recorded = recorded.get(key) if isinstance(recorded, dict) else None
+    except Exception:  # noqa: BLE001 - the labels fall back to config values
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {str(k): str(v) for k, v in recorded.items()
+            if isinstance(v, str) and "/" not in str(k)}  # not Hydra's own (hydra/launcher)
+
+
+def read_overridden(path: Path) -> list[str] | None:
+    """The keys the command line set (``RUN_DIR/.hydra/overrides.yaml``); None when absent or
+    unreadable (the labels then show every differing value)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        items = parse_yaml(read_text(path))
+    except Exception:  # noqa: BLE001 - the labels then show every differing value
+        return None
+    return [_override_key(str(item)) for item in items] if isinstance(items, list) else None

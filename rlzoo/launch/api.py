@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlzoo.bounded import load_json
 from rlzoo.errors import UserError
 from rlzoo.launch.claim import claim, run_dir_override, write_hydra_files
 from rlzoo.launch.execute import execute
@@ -41,7 +41,7 @@ class Run:
     def summary(self) -> dict[str, Any]:
         """``summary.json``: final eval return (mean, std), steps, wall time, updates, ... and
         ``stopped_early: true`` when a callback stopped the run."""
-        return json.loads((self.dir / "summary.json").read_text())
+        return load_json(self.dir / "summary.json")  # a regular file, at most 1 MiB read
 
     def load_policy(self, **kwargs: Any) -> Any:
         """``rlzoo.load_policy(self.dir, **kwargs)``: the trained policy as an ``nn.Module``."""

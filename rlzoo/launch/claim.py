@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.cli_check import check_overrides
 from rlzoo.errors import UserError
 from rlzoo.files import make_dir, write_atomic
+from rlzoo.run import tracking
 from rlzoo.run.rundir import (
     RunLock,
     check_run_files,
@@ -44,6 +45,7 @@ def claim(
     cfg = check_overrides(args)
     if cfg is None or any(a.startswith("-") for a in args):
         return None, None
+    tracking.wanted(cfg)  # log.wandb=true: the package, WANDB_* and the login, before any dir
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():

@@ -14,7 +14,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError
 from rlzoo.files import write_atomic
-from rlzoo.launch.members import discard_unstarted, group_dirs, rebuild_members, release_members
+from rlzoo.launch.members import (
+    discard_unstarted,
+    group_dirs,
+    rebuild_members,
+    release_members,
+    saved_config,
+)
 from rlzoo.run.build import check_env_config
 from rlzoo.run.group import run_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
@@ -57,7 +63,7 @@ def execute(
                 if lost:
                     rebuild_members(run_group(run_dir), lost)
                 for d in dirs if resume_overrides else []:  # later resumes use the new budget
-                    saved = OmegaConf.load(d / ".hydra" / "config.yaml")
+                    saved = saved_config(d)
                     for key, value in resume_overrides.items():  # type: ignore[union-attr]
                         OmegaConf.update(saved, key, value, merge=False)
                     write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(saved),

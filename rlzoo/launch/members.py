@@ -14,7 +14,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.errors import UserError
+from rlzoo.bounded import load_yaml, read_text
+from rlzoo.errors import UserError, one_line
 from rlzoo.files import make_dir, write_atomic
 from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, run_group
 from rlzoo.run.rundir import (
@@ -26,6 +27,30 @@ from rlzoo.run.rundir import (
     remove_if_created,
 )
 from rlzoo.run.settings import seed_range
+
+
+def saved_config(run_dir: Path) -> DictConfig:
+    """``run_dir/.hydra/config.yaml`` as saved, read at bounded cost
+    (:func:`rlzoo.bounded.load_yaml`: a regular file, no link followed, no aliases); a file
+    that cannot be read is one ``UserError`` line."""
+    path = run_dir / ".hydra" / "config.yaml"
+    try:
+        config = load_yaml(path)
+    except Exception as err:  # noqa: BLE001 - BoundError, OSError, yaml's errors
+        raise UserError(f"cannot read {path} ({one_line(err, 160)}); restore the run's "
+                        ".hydra files from a copy of it") from None
+    if not isinstance(config, DictConfig):
+        raise UserError(f"{path} is not a mapping; restore the run's .hydra files")
+    return config
+
+
+def read_saved(path: Path) -> str:
+    """A ``.hydra`` file's text (:func:`rlzoo.bounded.read_text`), or one ``UserError`` line."""
+    try:
+        return read_text(path)
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read {path} ({one_line(err, 160)}); restore the run's "
+                        ".hydra files from a copy of it") from None
 
 
 def discard_unstarted(run_dir: Path) -> None:
@@ -110,12 +135,12 @@ def write_member_config(group: SeedGroup, k: int) -> None:
     """Member ``k``'s ``.hydra`` files: the home's, with ``seed`` set to its seed."""
     saved, d = group.home / ".hydra", group.dirs[k]
     make_dir(d / ".hydra", root=d)  # never through a link
-    config = OmegaConf.load(saved / "config.yaml")
+    config = saved_config(group.home)
     OmegaConf.update(config, "seed", group.seeds[k], merge=False)
     write_atomic(d / ".hydra" / "config.yaml", OmegaConf.to_yaml(config), root=d)
     for name in ("hydra.yaml", "overrides.yaml"):
         if (saved / name).is_file():
-            write_atomic(d / ".hydra" / name, (saved / name).read_text(), root=d)
+            write_atomic(d / ".hydra" / name, read_saved(saved / name), root=d)
 
 
 def claim_member_dir(path: Path) -> Path:

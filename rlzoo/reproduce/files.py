@@ -10,13 +10,13 @@ repository's ``results/`` and ``docs/results.md``) and the published seeds
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 from pathlib import Path
 from typing import Any
 
+from rlzoo.bounded import MAX_CONFIG_BYTES, load_json
 from rlzoo.files import write_atomic
 
 
@@ -39,6 +39,7 @@ PUBLISHED_SUFFIX = "-published.png"  # RESULTS/<suite>/report/<figure stem>-publ
 PROFILE_GLOB = "profile-*.png"  # RESULTS/<suite>/report/: the performance profiles (profile_figure)
 CELL_LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
+RECORDS_LIMIT = 16 * 2**20  # bytes read of a provenance.json (launch records: a few KiB each)
 
 
 def profile_figure(steps: int, tasks: list[str] | None = None) -> str:
@@ -54,10 +55,12 @@ def is_diagnostic(tag: str) -> bool:
     return any(tag == t or tag.startswith(t + "/") for t in DIAGNOSTIC_TAGS)
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
-    """``path`` as a JSON object, or None when missing or unreadable."""
+def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any] | None:
+    """``path`` as a JSON object, or None when missing or unreadable: read as every run-dir
+    file is (:func:`rlzoo.bounded.load_json`: a regular file, no link followed, at most
+    ``limit`` bytes read; a FIFO or a link to ``/dev/zero`` is unreadable, not waited on)."""
     try:
-        data = json.loads(path.read_text())
+        data = load_json(path, limit)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from rlzoo.bounded import read_tail
 from rlzoo.reproduce.files import CHECKOUT
 
 
@@ -57,9 +58,9 @@ def child_env(threads: int | None = None) -> dict[str, str]:
 
 def log_tail(path: Path, lines: int = 1) -> str:
     """The last non-empty line(s) of a log file (for a one-line failure report)."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
+    try:  # its last 64 KiB, from a regular file, no link followed
+        text = read_tail(path, 1 << 16).decode(errors="replace")
+    except (OSError, ValueError):
         return "(no output)"
     kept = [line.strip() for line in text.splitlines() if line.strip()]
     return " | ".join(kept[-lines:]) if kept else "(no output)"

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlzoo.reproduce.files import CHECKOUT, repo_relative, write_text_atomic
+from rlzoo.bounded import load_json
+from rlzoo.reproduce.files import CHECKOUT, RECORDS_LIMIT, repo_relative, write_text_atomic
 
 
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:
@@ -76,7 +77,7 @@ def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]
 def append_record(path: Path, record: dict[str, Any]) -> None:
     """Add ``record`` to the JSON list in ``path`` (a cell's launches, oldest first)."""
     try:
-        records = json.loads(path.read_text())
+        records = load_json(path, RECORDS_LIMIT)  # bounded: a regular file, no link followed
     except (OSError, ValueError):
         records = []
     records = records if isinstance(records, list) else []

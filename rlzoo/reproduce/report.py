@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 from rlzoo.analysis import compare, find_runs
 from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 from rlzoo.analysis.messages import CompareError
+from rlzoo.bounded import read_bytes, read_text
 from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
     CHECKOUT,
     PROFILE_GLOB,
     PROVENANCE_FILE,
     PUBLISHED_SUFFIX,
+    RECORDS_LIMIT,
     REPORT_DIR,
     STATUS_FILE,
     TRAIN_CSV,
@@ -58,13 +60,15 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     ``provenance.json`` (the run's own, else ``provenance``: its cell's launches). Nothing else:
     no losses, no checkpoints, no events, no weights. Returns False (nothing written) when
     ``dest`` already holds this summary.json and provenance, and train.csv if the run has one."""
-    summary = (run_dir / "summary.json").read_bytes()
+    summary = read_bytes(run_dir / "summary.json")  # bounded: a regular file, no link followed
     source = run_dir / PROVENANCE_FILE
     source = source if source.is_file() else provenance
-    record = source.read_bytes() if source is not None and source.is_file() else None
+    record = read_bytes(source, RECORDS_LIMIT) if source is not None and source.is_file() \
+        else None
     old_record = dest / PROVENANCE_FILE
-    same = ((dest / "summary.json").is_file() and (dest / "summary.json").read_bytes() == summary
-            and (old_record.read_bytes() if old_record.is_file() else None) == record)
+    same = ((dest / "summary.json").is_file() and read_bytes(dest / "summary.json") == summary
+            and (read_bytes(old_record, RECORDS_LIMIT) if old_record.is_file() else None)
+            == record)
     if same and (dest / TRAIN_CSV).is_file():
         return False  # without reading the run's events again
     scalars = load_scalars(run_dir)
@@ -76,7 +80,7 @@ def export_run(run_dir: Path, dest: Path, provenance: Path | None = None) -> boo
     (tmp / ".hydra").mkdir(parents=True)
     for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
         if (run_dir / ".hydra" / name).is_file():
-            text = (run_dir / ".hydra" / name).read_text()
+            text = read_text(run_dir / ".hydra" / name)  # bounded: 1 MiB, no link followed
             (tmp / ".hydra" / name).write_text(repo_relative(text))
     write_scalars_csv(tmp / SCALARS_CSV, {tag: points for tag, points in scalars.items()
                                           if tag.startswith("eval/")})

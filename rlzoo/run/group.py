@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlzoo.bounded import load_yaml
+from rlzoo.bounded import load_json, load_yaml
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.rundir import write_atomic
 from rlzoo.run.settings import MAX_SEED, MAX_SEEDS
@@ -149,14 +149,9 @@ def parse_group(record: object, run_dir: Path) -> SeedGroup:
 
 
 def read_record(path: Path) -> object:
-    """The JSON in ``path`` (``OSError`` or ``ValueError`` when it cannot be read)."""
-    if not path.is_file():
-        raise ValueError("it is not a regular file")
-    with open(path, "rb") as f:
-        text = f.read((1 << 20) + 1)
-    if len(text) > 1 << 20:
-        raise ValueError("it is larger than 1 MiB")
-    return json.loads(text)
+    """The JSON in ``path`` (``OSError`` or ``ValueError`` when it cannot be read), read by
+    :func:`rlzoo.bounded.load_json`: a regular file, no link followed, at most 1 MiB read."""
+    return load_json(path)
 
 
 def read_group(run_dir: Path) -> SeedGroup | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from rlzoo.errors import UserError
-from rlzoo.files import check_inside, open_regular
+from rlzoo.files import check_inside, check_open, open_regular
 from rlzoo.run.progress import Rates, duration
 from rlzoo.run.rundir import check_run_dir
 
@@ -134,7 +135,10 @@ class Logger:
         threading.excepthook = _quiet_event_writer
         self.run_dir = Path(run_dir)
         self._last_check = time.monotonic()
-        self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
+        # a name nobody could have planted a link at: TensorBoard's writer opens its event
+        # file by name at each write (rlzoo.files' rule, for a library that writes in place)
+        self.writer = SummaryWriter(str(run_dir), purge_step=purge_step,
+                                    filename_suffix=f".{secrets.token_hex(8)}")
         show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text
         self.bar = tqdm(
             total=total_steps, initial=initial_step, disable=not show, unit="step",
@@ -170,6 +174,9 @@ class Logger:
             h for h in logging.getLogger().handlers
             if isinstance(h, logging.FileHandler) and Path(h.baseFilename).resolve() == target
         ]
+        for handler in files:  # Hydra's: opened by name; its descriptor checked as ours are
+            if handler.stream is not None:
+                check_open(run_dir / "train.log", handler.stream.fileno())
         if not files:
             own = _RunLog(target)
             own.setFormatter(logging.Formatter(FILE_FORMAT))

@@ -9,9 +9,10 @@
   included) stop with one line.
   The lock file is removed when the run ends (finished, stopped or failed), by the process
   that holds it and only while it still names the file it locked.
-* :func:`check_run_files` refuses, in one line, a symbolic link or special file (FIFO, device)
-  where a run keeps its own files and folders, before a launch writes anything; every writer
-  goes through ``rlzoo.files`` (``O_NOFOLLOW``, ``lstat``), which refuses them again.
+* :func:`check_run_files` refuses, in one line, a symbolic link, a special file (FIFO, device)
+  or a hard-linked file where a run keeps its own files and folders, before a launch writes
+  anything; every writer goes through ``rlzoo.files`` (``O_NOFOLLOW``, ``lstat``, ``fstat``),
+  which refuses them again.
 * :func:`write_atomic` (``rlzoo.files``) replaces a small text file (config, summary) through a
   temporary file unique to this process, so a reader sees the old or the new file, never a mix.
 """
@@ -25,7 +26,7 @@ import shutil
 from pathlib import Path
 
 from rlzoo.errors import UserError
-from rlzoo.files import check_inside, open_regular
+from rlzoo.files import check_all_below, check_inside, open_regular
 from rlzoo.files import write_atomic as write_atomic  # the small files' writer, re-exported
 
 LOCK_NAME = ".rlzoo.lock"
@@ -35,20 +36,32 @@ _held: dict[Path, RunLock] = {}  # locks this process holds, by resolved run dir
 # when the run never starts)
 _created: dict[Path, Path] = {}
 # What rlzoo keeps in a run dir (``group.json``: ``rlzoo.run.group.GROUP_FILE``): each is its
-# own file or folder or absent, never a link or a special file (:func:`check_run_files`).
-RUN_FOLDERS = (".hydra", "checkpoints", "videos")
+# own file or folder or absent, never a link, a special file or a file with another name (a
+# hard link) (:func:`check_run_files`); the folders' contents too, and the files below.
+RUN_FOLDERS = (".hydra", "checkpoints", "videos", "wandb")
 RUN_FILES = (LOCK_NAME, "train.log", "summary.json", "policy.pt", "group.json",
              ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+RUN_FILE_PREFIXES = ("events.out.tfevents.", "eval_")  # TensorBoard's event files, evaluations
 
 
-def check_run_files(run_dir: Path) -> None:
+def check_run_files(run_dir: Path, deep: bool = True) -> None:
     """Raise one ``UserError`` line if any of :data:`RUN_FOLDERS` / :data:`RUN_FILES` in
-    ``run_dir`` is a symbolic link or not of its kind (a FIFO, a device, a folder named like a
-    file); writes nothing. ``run_dir`` itself may be a link the user made."""
+    ``run_dir`` is a symbolic link, not of its kind (a FIFO, a device, a folder named like a
+    file) or a file with more than one link (``rlzoo.files``' rule); ``deep`` (a launch's
+    check): also every entry below those folders and the event files and evaluation records
+    beside them (the copy of a run dir made with ``cp -al`` is refused here). Writes nothing.
+    ``run_dir`` itself may be a link the user made."""
     for name in RUN_FOLDERS:
-        check_inside(run_dir, run_dir / name, "folder")
+        if deep:
+            check_all_below(run_dir, run_dir / name)
+        else:
+            check_inside(run_dir, run_dir / name, "folder")
     for name in RUN_FILES:
         check_inside(run_dir, run_dir / name, "file")
+    if deep:
+        for entry in os.scandir(run_dir):
+            if entry.name.startswith(RUN_FILE_PREFIXES):
+                check_inside(run_dir, run_dir / entry.name, "file")
 
 
 def _numbered(path: Path, k: int) -> Path:
@@ -103,7 +116,7 @@ def check_run_dir(run_dir: Path, step: int) -> None:
     into it again (a checkpoint would silently recreate a dir without its config), and
     :func:`check_run_files`' line if a link or special file took the place of one of its own."""
     if run_dir.is_dir():
-        check_run_files(run_dir)
+        check_run_files(run_dir, deep=False)
     else:
         raise RunDirGone(
             f"the run dir {run_dir} was deleted or moved while training (at step {step}); "
@@ -158,7 +171,10 @@ class RunLock:
         for _ in range(100):  # a holder that finished removed the file we opened: open anew
             try:
                 run_dir.mkdir(parents=True, exist_ok=True)
-                fd = open_regular(path, os.O_RDWR | os.O_CREAT)  # never a link: refused
+                # never a link, a special file or a file with another name: refused
+                fd = open_regular(path, os.O_RDWR | os.O_CREAT)
+            except FileNotFoundError:  # its holder removed it as we opened it: open anew
+                continue
             except OSError as err:
                 raise UserError(f"cannot lock {run_dir} ({err.strerror or err})") from None
             try:

@@ -24,7 +24,9 @@ LOOP_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rol
 # Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
 # and low enough that a typo fails at once instead of hanging or exhausting memory).
 MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
-MAX_NUM_ENVS = 1024  # training envs in one process
+MAX_NUM_ENVS = 1024  # training envs in one process, an env object each (gymnasium, PettingZoo)
+MAX_BATCHED_ENVS = 65_536  # env.backend=batched or warp: every env in one set of tensors
+BATCHED_BACKENDS = ("batched", "warp")
 MAX_EVAL_EPISODES = 1000  # one eval env per episode
 MAX_UTD = 1000.0  # gradient updates per env step
 MAX_THREADS = 1024  # torch_threads
@@ -101,7 +103,7 @@ def read_normalize(cfg: DictConfig, envs: int | None = None) -> Normalize:
     envs (None: ``cfg``'s ``num_envs``, read as ``read_settings`` reads it); one ``UserError``
     line for a switch that is not a boolean or a number that is not finite and > 0."""
     if envs is None:
-        envs = int_key(cfg, "num_envs", 1, MAX_NUM_ENVS) if "num_envs" in cfg else 1
+        envs = num_envs_key(cfg) if "num_envs" in cfg else 1
     section = cfg.get("normalize")
     if not section:
         return Normalize(False, False, None, None, envs)
@@ -151,6 +153,22 @@ def int_key(cfg: DictConfig, key: str, minimum: int, maximum: int | None = None)
     if maximum is not None and value > maximum:
         raise UserError(f"{key} must be <= {maximum}, got {value}; choose a value in "
                         f"[{minimum}, {maximum}]")
+    return value
+
+
+def num_envs_key(cfg: DictConfig) -> int:
+    """``num_envs``: at most :data:`MAX_NUM_ENVS` for the backends with an env object each, at
+    most :data:`MAX_BATCHED_ENVS` for those that step every env as one tensor (``env.backend=
+    batched``, ``warp``); one ``UserError`` line beyond."""
+    backend = OmegaConf.select(cfg, "env.backend", default=None)
+    if backend in BATCHED_BACKENDS:
+        return int_key(cfg, "num_envs", 1, MAX_BATCHED_ENVS)
+    value = int_key(cfg, "num_envs", 1)
+    if value > MAX_NUM_ENVS:
+        raise UserError(f"num_envs must be <= {MAX_NUM_ENVS:,} with env.backend="
+                        f"{backend or 'gymnasium'} (an env object each), got {value}; "
+                        f"env.backend=batched (MPE) or warp (MuJoCo) steps up to "
+                        f"{MAX_BATCHED_ENVS:,} envs as tensors")
     return value
 
 
@@ -265,7 +283,7 @@ def read_settings(cfg: DictConfig) -> Settings:
     if threads != "auto":
         threads = int_key(cfg, "torch_threads", 0, MAX_THREADS)
     seed, seeds = seed_range(cfg)
-    num_envs = int_key(cfg, "num_envs", 1, MAX_NUM_ENVS)
+    num_envs = num_envs_key(cfg)
     settings = Settings(
         seed=seed,
         device=resolve_device(str(cfg.device)),

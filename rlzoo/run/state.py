@@ -3,13 +3,14 @@ back, and the small ``policy.pt`` that ``rlzoo.load_policy`` rebuilds a policy f
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from rlzoo.bounded import load_json
 
 POLICY_FILE = "policy.pt"  # beside checkpoints/, rewritten at every checkpoint and at the end
 POLICY_FORMAT = 1
@@ -81,7 +82,7 @@ def summary_step(run_dir: Path) -> int | None:
     """``total_steps`` of ``run_dir/summary.json``, or ``None`` when it is absent or unreadable
     (a summary left by an earlier, shorter leg of a resumed run is stale, not final)."""
     try:
-        step = json.loads((run_dir / "summary.json").read_text()).get("total_steps")
+        step = load_json(run_dir / "summary.json").get("total_steps")  # bounded, no link
     except (OSError, ValueError, AttributeError):
         return None
     return step if isinstance(step, int) else None

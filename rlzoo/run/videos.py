@@ -4,9 +4,10 @@ SB3's video callbacks make them.
 After each evaluation at (or first past) a multiple of N env steps, one deterministic episode of
 the first seed's policy is filmed on a render env of its own, made for it and closed after it
 (seeded ``seed + 10_000``, episode 0 of that evaluation), into
-``<run dir>/videos/eval_step_<step>.mp4`` (H.264, ``rlzoo/video.py``; never through a link:
-``rlzoo.files``) and into TensorBoard as a GIF under ``eval/video`` (Images tab; a preview of at
-most ``PREVIEW_SIDE`` pixels a side and ``PREVIEW_FRAMES`` frames). A seed group films its
+``<run dir>/videos/eval_step_<step>.mp4`` (H.264, ``rlzoo/video.py``; written in a private
+folder and renamed into place, never through a link: ``rlzoo.files``) and into TensorBoard as
+a GIF under ``eval/video`` (Images tab; a preview of at most ``PREVIEW_SIDE`` pixels a side and
+``PREVIEW_FRAMES`` frames). A seed group films its
 first seed only, into the first seed's run dir. Filming changes nothing of the run: the global
 random generators are saved before and put back after, and no training or eval env is touched,
 so the checkpoints and eval returns are those of the same run without it.
@@ -29,7 +30,7 @@ from omegaconf import DictConfig
 from rlzoo.algos.seeds import generators_forked
 from rlzoo.envs.base import run_episodes
 from rlzoo.errors import UserError, one_line
-from rlzoo.files import check_inside, make_dir
+from rlzoo.files import check_inside, library_file, make_dir
 from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.run.state import global_rng_state, restore_global_rng
 from rlzoo.video import (
@@ -128,7 +129,7 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
     own, into ``<run dir>/videos/eval_step_<step>.mp4`` and TensorBoard; returns the MP4."""
     folder = make_dir(m.run_dir / "videos", root=m.run_dir)  # never through a link
     path = folder / f"eval_step_{step}.mp4"
-    check_inside(m.run_dir, path)
+    check_inside(m.run_dir, path)  # a link or a hard-linked file there: refused before filming
     env = make_env(m.cfg, 1, m.seed + EVAL_SEED_OFFSET, render_mode="rgb_array")
     name, seeds = env_label(m.cfg), axis.seeds
 
@@ -140,7 +141,8 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
         obs = env.reset(seed=m.seed + EVAL_SEED_OFFSET)[0]
         fps = render_fps(env.render_env(0))
         preview = GifPreview(PREVIEW_SIDE, PREVIEW_FRAMES)
-        with VideoWriter(path, fps) as writer:
+        # ffmpeg writes into a fresh private folder; rlzoo renames its file into place
+        with library_file(path, m.run_dir) as written, VideoWriter(written, fps) as writer:
             def film(_: int, __: int) -> None:
                 frame = render_frame(env.render_env(0), name)
                 writer.append(frame)
