@@ -182,7 +182,9 @@ def stopped_before_training(stop: LaunchStopped, resuming: bool) -> None:
     started: the run dirs it made are removed, so nothing is left that a later run could take
     for its own; a resume that had not continued yet left its run as it was."""
     made = discard_created()
-    if resuming:
+    if LAUNCH.finished:  # a multirun (-m): the signal came after a job, the next one did not start
+        what = "after a job of the multirun finished; the next one did not start"
+    elif resuming:
         what = ("before the run continued; nothing was changed: continue it with the same "
                 "command")
     else:

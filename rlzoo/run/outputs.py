@@ -63,6 +63,16 @@ def outputs_behind(members: list[Member]) -> tuple[list[Member], list[Member]]:
     return policies, summaries
 
 
+def drop_stale_summaries(members: list[Member]) -> None:
+    """Remove each member's ``summary.json`` of an earlier leg (at a step before the member's):
+    once a resumed run has checkpointed beyond it, it no longer says how the run ended, and an
+    error before the new one is written must not leave it claiming a finished run."""
+    for m in members:
+        step = summary_step(m.run_dir)
+        if step is not None and step < m.step:
+            (m.run_dir / "summary.json").unlink(missing_ok=True)
+
+
 def hparams(cfg: DictConfig) -> dict[str, Any]:
     """``cfg`` flattened to ``{dotted.key: value}`` (lists as strings, private keys left out),
     for TensorBoard's HPARAMS."""
