@@ -6,10 +6,9 @@ that names them resumes with ``trust=[tests]``). Each is Pendulum (observation `
 (``env_workers``: a process named ``rlzoo-env-*``), so the same run with ``env_workers=0`` is
 healthy:
 
-* ``FailsInit-v0``, ``FailsInitWorker-v0``: ``__init__`` raises ``RuntimeError("no simulator
-  licence on this host")``.
-* ``ShortObs-v0``, ``ShortObsWorker-v0``: observations of shape ``(1,)`` from step 5 on (and at
-  every reset for ``ShortObsReset-v0``), as numpy would broadcast into all three features.
+* ``FailsInit-v0``: ``__init__`` raises ``RuntimeError("no simulator licence on this host")``.
+* ``ShortObs-v0``: observations of shape ``(1,)`` from step 5 on (and at every reset for
+  ``ShortObsReset-v0``), which numpy would broadcast into all three features.
 * ``LongObs-v0``: observations of shape ``(4,)`` from step 5.
 * ``WideReward-v0``, ``ShortReward-v0``: rewards of shape ``(2,)`` and ``(1,)`` from step 5.
 * ``WideFlags-v0``: ``terminated`` of shape ``(2,)`` from step 5.
@@ -69,19 +68,19 @@ class Faulty(PendulumEnv):
         return obs, reward, terminated, truncated, info
 
 
-FAULTS = {
-    "FailsInit-v0": {"fault": "init"},
-    "FailsInitWorker-v0": {"fault": "init", "worker_only": True},
-    "ShortObs-v0": {"fault": "obs1"},
-    "ShortObsWorker-v0": {"fault": "obs1", "worker_only": True},
-    "ShortObsReset-v0": {"fault": "obs1-reset"},
-    "LongObs-v0": {"fault": "obs4"},
-    "WideReward-v0": {"fault": "reward2"},
-    "ShortReward-v0": {"fault": "reward1"},
-    "WideFlags-v0": {"fault": "flags2"},
-    "FailsEval-v0": {"fault": "eval"},
+FAULTS = {  # each also as <Name>Worker-v0, broken only inside an env worker
+    "FailsInit": "init",
+    "ShortObs": "obs1",
+    "ShortObsReset": "obs1-reset",
+    "LongObs": "obs4",
+    "WideReward": "reward2",
+    "ShortReward": "reward1",
+    "WideFlags": "flags2",
+    "FailsEval": "eval",
 }
 
-for _name, _kwargs in FAULTS.items():
-    if _name not in gym.registry:
-        gym.register(_name, entry_point=Faulty, kwargs=_kwargs, max_episode_steps=200)
+for _name, _fault in FAULTS.items():
+    for _id, _worker_only in ((f"{_name}-v0", False), (f"{_name}Worker-v0", True)):
+        if _id not in gym.registry:
+            gym.register(_id, entry_point=Faulty, max_episode_steps=200,
+                         kwargs={"fault": _fault, "worker_only": _worker_only})

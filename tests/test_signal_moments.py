@@ -8,7 +8,9 @@ chosen call (an at-fork hook of the env workers' forks included), not by a timer
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from conftest import TINY, read_summary, run_cli
 
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.run.signals import LaunchSignals, LaunchStopped, StopSignals
 
 RUN = ["algo=sac", "env=Pendulum", *TINY, "num_envs=3", "env_workers=2", "total_steps=300",
        "algo.learning_starts=100", "algo.batch_size=32", "eval.every=150", "eval.episodes=1",
@@ -164,3 +167,43 @@ def test_a_signal_while_a_resume_starts_its_workers_changes_nothing(tmp_path: Pa
     assert {k: v for k, v in after.items() if k != ".rlzoo.lock"} == \
         {k: v for k, v in before.items() if k != ".rlzoo.lock"}
     assert_gone(children)
+
+
+class DropsExceptions:
+    """Signals this process from ``__del__``, where Python prints and drops any exception: the
+    handler's ``LaunchStopped`` is raised there and lost, as inside an at-fork hook."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        total = 0
+        for i in range(100):  # the handler runs at a bytecode boundary, in here
+            total += i
+
+
+def test_a_launch_stop_that_a_library_dropped_stops_the_launch_before_training(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    dropped: list[type] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(
+        unraisable.exc_type))  # where Python puts the exceptions it drops
+    with LaunchSignals() as launch:
+        launch.arm()
+        DropsExceptions()  # made and collected at once: its __del__ runs here
+        assert launch.signum == signal.SIGTERM and dropped == [LaunchStopped]
+        os.kill(os.getpid(), signal.SIGTERM)  # a second signal is still ignored
+        with pytest.raises(LaunchStopped):
+            with StopSignals():
+                pytest.fail("training began after a signal")
+
+
+def test_a_signal_outside_the_loop_once_it_ran_is_only_remembered() -> None:
+    """After the loop took the signals over, one that comes as the run ends (the loop gave them
+    back) no longer stops a launch that is over; a next job of the process does not start."""
+    with LaunchSignals() as launch:
+        launch.arm()
+        with StopSignals():
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert launch.signum == signal.SIGTERM
+        launch.done()
+        with pytest.raises(LaunchStopped):
+            launch.arm()

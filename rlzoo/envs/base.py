@@ -36,6 +36,11 @@ __all__ = ["EnvError", "Episodes", "SeedEnvs", "StepResult", "VecEnv", "check_sh
            "run_episodes"]
 
 
+# the types of a single value an env usually returns as its reward or flag (the fast check)
+_SCALARS = frozenset({bool, int, float, np.bool_, np.float16, np.float32, np.float64, np.int32,
+                      np.int64})
+
+
 class EnvError(UserError):
     """An env broke the contract (an array of the wrong shape) or its worker process failed:
     one line; the loop adds where the run can continue from."""
@@ -169,6 +174,7 @@ class VecEnv:
         reward = np.zeros((E, N) if self.multi_agent else E, dtype=np.float32)
         terminated, truncated = np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
         reset_step = np.zeros(E, dtype=bool)
+        obs_shape, state_shape, reward_shape = self.obs_shape, state.shape[1:], reward.shape[1:]
         for e in range(E):
             if active is not None and not active[e]:
                 continue
@@ -177,11 +183,13 @@ class VecEnv:
                 reset_step[e], self._needs_reset[e] = True, False
                 continue
             o, st, r, term, trunc = self._step_one(e, action[e])
-            obs[e], state[e] = self._checked(e, "step", o, st)
-            check_shape(self.label, e, "step", "a reward", r, reward.shape[1:])
-            check_shape(self.label, e, "step", "a terminated flag", term, ())
-            check_shape(self.label, e, "step", "a truncated flag", trunc, ())
-            reward[e], term, trunc = r, bool(term), bool(trunc)
+            if not (type(o) is np.ndarray and o.shape == obs_shape  # the usual types, checked
+                    and type(st) is np.ndarray and st.shape == state_shape  # fast
+                    and (type(r) in _SCALARS if not reward_shape else
+                         type(r) is np.ndarray and r.shape == reward_shape)
+                    and type(term) in _SCALARS and type(trunc) in _SCALARS):
+                self._check_step(e, o, st, r, term, trunc)  # any other: each shape checked
+            obs[e], state[e], reward[e], term, trunc = o, st, r, bool(term), bool(trunc)
             terminated[e], truncated[e] = term, trunc and not term
             self._needs_reset[e] = term or trunc
         if not self.multi_agent:
@@ -212,6 +220,17 @@ class VecEnv:
         check_shape(self.label, e, call, "an observation", obs, self.obs_shape)
         check_shape(self.label, e, call, "a global state", state, (self.state_dim,))
         return obs, state
+
+    def _check_step(self, e: int, obs: Any, state: Any, reward: Any, terminated: Any,
+                    truncated: Any) -> None:
+        """Refuse what ``_step_one`` returned for env ``e`` unless each has its shape: the
+        observation and state as :meth:`_checked`, the reward one number (``[N]`` for several
+        agents), each flag a single truth value."""
+        self._checked(e, "step", obs, state)
+        check_shape(self.label, e, "step", "a reward", reward,
+                    (self.n_agents,) if self.multi_agent else ())
+        check_shape(self.label, e, "step", "a terminated flag", terminated, ())
+        check_shape(self.label, e, "step", "a truncated flag", truncated, ())
 
     def _check_action(self, action: np.ndarray) -> np.ndarray:
         """``[E, *act_shape]`` actions as the adapter steps them (clipped to ``[-1, 1]``)."""

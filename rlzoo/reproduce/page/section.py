@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlzoo.errors import shell_quote
 from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
 from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from rlzoo.reproduce.page.findings import finding_lines
@@ -178,9 +179,9 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     lines += [f"Command: `python scripts/reproduce.py {suite.name}` ({suite.seeds} seeds; "
               f"{suite.why}). Evaluation: {suite.eval_episodes} deterministic episodes every "
               f"{suite.eval_every:,} env steps. Raw results: {raw}; from the repository's root, "
-              f"`python -m rlzoo.compare {here} --out report/` regenerates the final-return "
-              f"tables and learning curves, and `python scripts/reproduce.py {suite.name} "
-              "--report-only` (which trains nothing) this whole page.", ""]
+              f"`python -m rlzoo.compare {shell_quote(here)} --out report/` regenerates the "
+              "final-return tables and learning curves, and `python scripts/reproduce.py "
+              f"{suite.name} --report-only` (which trains nothing) this whole page.", ""]
     if suite.overrides:
         lines += [f"Every rlzoo row of this suite also gets `{' '.join(suite.overrides)}`.", ""]
     lines += row_notes(suite, set() if shown is None else shown)
