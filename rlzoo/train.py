@@ -14,8 +14,11 @@ Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writin
 (``resume=``); 2 for a user mistake or a run that cannot write its outputs (one ``rlzoo: error:``
 line: e.g. a full disk, the run dir deleted while training); 3 when training, the env or the
 weights produced NaN/inf; 128 + the signal when SIGTERM/SIGINT came before training started
-(one line; the dirs the launch made are removed) or before a resumed run continued (nothing
-was changed). ``train.log`` ends with how the run stopped.
+(one line; the dirs the launch made are removed; env workers starting included) or before a
+resumed run continued (nothing was changed), or between the jobs of a multirun (the next does
+not start). A signal once training began stops the run with a checkpoint (0), or, as it ends,
+lets it finish; an error after training (the final evaluation, summary.json) is never 0.
+``train.log`` ends with how the run stopped.
 
 ``resume=HOME rebuild_members=true`` continues a seed group one of whose member dirs was
 deleted, making that dir again from the group's checkpoint (``docs/seeds.md``).

@@ -13,13 +13,15 @@ MOMENT is one of:
   looked up there, e.g. ``rlzoo.run.loop:Trainer.save``; in a worker process (a name starting
   ``rlzoo-env``) the signal goes to the training process.
 
-``--signals=N`` sends the signal N times in a row (a second Ctrl-C). Only the first call of the
-moment sends. ``--pids=FILE`` appends the pid of every process forked from this one to FILE (the
-env workers), so a test can check that none outlives the run.
+``--fail-at=MODULE:QUALNAME`` instead makes that call raise ``OSError(ENOSPC)`` (a disk that
+filled up there). ``--signals=N`` sends the signal N times in a row (a second Ctrl-C). Only the
+first call of the moment sends. ``--pids=FILE`` appends the pid of every process forked from
+this one to FILE (the env workers), so a test can check that none outlives the run.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import multiprocessing
@@ -73,6 +75,19 @@ def _record_children(path: str) -> None:
     os.register_at_fork(after_in_child=child)
 
 
+def _fail(spec: str) -> None:
+    module_name, qualname = spec.split(":")
+    owner: Any = importlib.import_module(module_name)
+    *path, name = qualname.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    setattr(owner, name, failing)
+
+
 def _wrap(spec: str, sig: int, count: int) -> None:
     module_name, qualname, *when = spec.split(":")
     owner: Any = importlib.import_module(module_name)
@@ -100,10 +115,12 @@ def main() -> None:
     rest = [a for a in args if not a.startswith("--")]
     sig = getattr(signal, "SIG" + options.get("--signal", "TERM"))
     count = int(options.get("--signals", "1"))
-    at = options["--at"]
+    at = options.get("--at", "")
     if "--pids" in options:
         _record_children(options["--pids"])
-    if at.startswith("fork:"):
+    if "--fail-at" in options:
+        _fail(options["--fail-at"])
+    elif at.startswith("fork:"):
         _, where, n = at.split(":")
         _fork_hook(where, int(n), sig, count)
     else:

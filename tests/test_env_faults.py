@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 from conftest import TINY, assert_user_error, read_summary, run_cli
 
+import rlzoo
 import tests.faulty_envs  # noqa: F401 - registers the faulty envs
 from rlzoo.envs.base import EnvError
 from rlzoo.envs.gym import SingleAgentVecEnv
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.envs.workers import EnvWorkerError, WorkerVecEnv
+from rlzoo.errors import UserError
 from rlzoo.run.checkpoint import list_checkpoints
 
 SHAPES = [  # env id, the one line's fragment
@@ -203,3 +205,33 @@ def test_an_error_at_the_final_evaluation_exits_non_zero_without_a_stale_summary
     summary = read_summary(run_dir)
     assert summary["total_steps"] == 400
     assert summary["final_eval_return"] != first["final_eval_return"]
+
+
+def test_an_error_writing_the_summary_is_raised_and_leaves_no_summary(tmp_path: Path) -> None:
+    """summary.json is written last, after HPARAMS and the loggers' close: a run that cannot
+    write it raises (the command line exits 2) and nothing says the run ended well."""
+    run_dir = tmp_path / "run"
+
+    def block_the_summary(checkpoint: Any) -> None:
+        if checkpoint.step == 300:  # the last checkpoint: a directory where summary.json goes
+            (checkpoint.run_dir / "summary.json").mkdir()
+
+    with pytest.raises(UserError, match="summary.json"):
+        rlzoo.train("algo=sac", "env=Pendulum", *TINY, "total_steps=300",
+                    "algo.learning_starts=100", "eval.episodes=1", "log.progress=false",
+                    run_dir=run_dir, on_checkpoint=block_the_summary)
+    assert (run_dir / "summary.json").is_dir() and (run_dir / "policy.pt").is_file()
+
+
+def test_an_error_after_the_final_evaluation_exits_non_zero_without_a_summary(
+        tmp_path: Path) -> None:
+    """The disk fills up while the run writes its HPARAMS (after its final evaluation and
+    checkpoint): the command exits non-zero and no summary.json says the run ended well."""
+    run_dir = tmp_path / "run"
+    proc = run_cli(["--fail-at=rlzoo.run.loop:hparams", "algo=sac", "env=Pendulum", *TINY,
+                    "total_steps=300", "algo.learning_starts=100", "eval.episodes=1",
+                    "log.progress=false", f"hydra.run.dir={run_dir}"],
+                   module="tests.signal_moments")
+    assert proc.returncode != 0 and "No space left on device" in proc.stderr
+    assert list_checkpoints(run_dir / "checkpoints") and not (run_dir / "summary.json").exists()
+    assert "final eval return" not in proc.stdout

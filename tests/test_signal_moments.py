@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import TINY, read_summary, run_cli
+from conftest import TINY, assert_gone, read_summary, run_cli
 
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.signals import LaunchSignals, LaunchStopped, StopSignals
@@ -58,22 +57,6 @@ def signalled(tmp_path: Path, at: str, sig: str = "TERM", count: int = 1,
                    timeout=240)
     children = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     return proc, children
-
-
-def assert_gone(pids: list[int]) -> None:
-    """No process of ``pids`` is alive (zombies waiting for a dead parent count as gone)."""
-    deadline = time.time() + 10
-    while time.time() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.1)
-    assert not [p for p in pids if alive(p)]
-
-
-def alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "State:\tZ" not in status
 
 
 def assert_only_rlzoo_lines(stderr: str) -> None:
@@ -207,3 +190,18 @@ def test_a_signal_outside_the_loop_once_it_ran_is_only_remembered() -> None:
         launch.done()
         with pytest.raises(LaunchStopped):
             launch.arm()
+
+
+def test_a_signal_after_a_multirun_job_finished_starts_no_next_job(tmp_path: Path) -> None:
+    """``-m seed=0,1``: SIGTERM as job 0 ends (the loop has given the signals back) lets job 0
+    finish and keeps it; job 1 does not start, and the process exits with the signal's status."""
+    proc = run_cli(["--at=rlzoo.run.signals:StopSignals.__exit__:after", "-m", "seed=0,1",
+                    "algo=sac", "env=Pendulum", *TINY, "total_steps=150",
+                    "algo.learning_starts=50", "eval.episodes=1", "log.progress=false",
+                    f"hydra.sweep.dir={tmp_path}"], module="tests.signal_moments", timeout=240)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "rlzoo: stopped by SIGTERM after a job of the multirun finished; the next one did not "
+        "start")
+    assert read_summary(tmp_path / "Pendulum" / "sac" / "0-s0")["total_steps"] == 150
+    assert not (tmp_path / "Pendulum" / "sac" / "1-s1" / "checkpoints").exists()

@@ -9,8 +9,8 @@ arrays go through shared memory: actions ``[E, *act_shape]`` and observations ``
 float32, rewards, flags, global state and per-agent rewards as the VecEnv contract types them
 (an env that returns another dtype sends those arrays by pipe instead, unchanged). One small
 message each way per worker and vector step says "step" and "done"; both ends poll the pipe
-without sleeping for up to ``SPIN_S`` (yielding the core to any process that waits for it) before
-they sleep on it, so a fast answer costs no wake-up by the scheduler.
+without sleeping for up to ``worker_side.SPIN_S`` (yielding the core to any process that waits
+for it) before they sleep on it, so a fast answer costs no wake-up by the scheduler.
 :meth:`step_async` hands the workers their actions and steps the training process's own slice;
 :meth:`step_wait` collects the workers' part, so several such envs (a seed group's) step at
 once. A run with workers is bit-identical to the same run stepped in turn: each env runs the

@@ -63,6 +63,7 @@ from rlzoo.run.outputs import (
     hparams,
     log_scalars,
     outputs_behind,
+    summary_record,
     write_policies,
     write_summary,
 )
@@ -214,16 +215,17 @@ class Trainer(Stopping):
     def finish(self, resume: bool, start: float) -> list[dict[str, Any]]:
         """The end of a run (a signal now only lets it complete): the last evaluation if the
         checkpoint resumed at the end had none, the outputs a crash left behind, every
-        member's summary and HPARAMS; closes the loggers and envs. Returns the summaries."""
+        member's HPARAMS; closes the loggers and envs; writes every member's summary.json last.
+        Returns the summaries."""
         if self.members[0].last_eval is None:  # resumed at the end from a checkpoint without one
             self.evaluate_and_log()
         if resume:  # a crash after the last checkpoint may have left policy.pt behind it
             write_policies(outputs_behind(self.members)[0], self.members, self.algo, self.axis,
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
-        summaries = [write_summary(m, self.members, self.cfg, self.clock.wall_time,
-                                   self.algo.updates, self.stop_requested, self.warnings,
-                                   {"torch_threads": threads_record(self.threads, self.settings)})
+        summaries = [summary_record(m, self.members, self.cfg, self.clock.wall_time,
+                                    self.algo.updates, self.stop_requested, self.warnings,
+                                    {"torch_threads": threads_record(self.threads, self.settings)})
                      for m in self.members]
         for member, summary in zip(self.members, summaries):
             assert member.logger is not None
@@ -231,6 +233,8 @@ class Trainer(Stopping):
                                   {"hparam/final_eval_return": summary["final_eval_return"]})
         self.close_loggers()
         self.close_envs()
+        for member, summary in zip(self.members, summaries):  # last: an error before it
+            write_summary(member, summary)  # leaves no summary.json saying the run ended well
         return summaries
 
     def log(self, metrics: dict[str, torch.Tensor],
