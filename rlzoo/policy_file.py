@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlzoo.algos.base import EnvSpec
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import UserError, one_line, shell_quote
 from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import read_group
@@ -109,7 +109,8 @@ def no_policy(run_dir: Path) -> str:
                 "and at its end; load it again once the first checkpoint is written")
     if list_checkpoints(home / "checkpoints"):
         return (f"{run_dir} has no {POLICY_FILE} (runs made before this rlzoo version have "
-                f"none); evaluate its checkpoints with python -m rlzoo.evaluate {run_dir}")
+                f"none); evaluate its checkpoints with python -m rlzoo.evaluate "
+                f"{shell_quote(run_dir)}")
     return (f"{run_dir} has no {POLICY_FILE} and its run has no checkpoint: it stopped before "
             "its first checkpoint, so there is no trained policy; train it again")
 

@@ -89,11 +89,13 @@ class SingleAgentVecEnv(VecEnv):
     def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         return self.envs[e].reset(seed=seed)[0], _NO_STATE
 
-    def _step_one(
-        self, e: int, action: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, float, bool, bool]:
+    @property
+    def label(self) -> str:
+        return self.env_id
+
+    def _step_one(self, e: int, action: np.ndarray) -> tuple[Any, np.ndarray, Any, Any, Any]:
         obs, reward, terminated, truncated, _ = self.envs[e].step(action)
-        return obs, _NO_STATE, reward, bool(terminated), bool(truncated)
+        return obs, _NO_STATE, reward, terminated, truncated  # checked by VecEnv.step
 
     def get_state(self) -> dict[str, Any]:
         """Every env's simulation, RNG and wrapper state plus the pending resets (plain data)."""

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.envs.base import EnvError
 from rlzoo.errors import UserError
 from rlzoo.files import write_atomic
 from rlzoo.launch.members import (
@@ -73,11 +74,16 @@ def execute(
             trainer.close_envs()
             raise
         except LaunchStopped:  # before the training loop: a fresh run keeps nothing
+            trainer.close_loggers()
             trainer.close_envs()
             if not resume:
                 release_members(dirs[1:], discard=True)
                 discard_unstarted(run_dir)
             raise
+        except EnvError as err:  # an env's fault: where the run can continue from, one line
+            stopped = trainer.env_stopped(err)
+            trainer.record(f"error: {stopped}")
+            raise stopped from None
         except (UserError, NonFiniteError) as err:  # train.log says how the run stopped
             trainer.record(f"error: {err}")
             raise

@@ -29,7 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import UserError, one_line, resume_command
 from rlzoo.run.checkpoint import (
     CheckpointError,
     list_checkpoints,
@@ -357,8 +357,8 @@ def check_budget(total_steps: int, step: int, restored: Path | None, run_dir: Pa
     if total_steps == step and outputs_current:
         raise AlreadyFinished(
             f"{run_dir} already finished at step {step} (total_steps={step}); nothing "
-            f"was changed. To train further: python -m rlzoo.train resume={run_dir} "
-            f"total_steps=N with N > {step}"
+            f"was changed. To train further: {resume_command(run_dir)} total_steps=N with "
+            f"N > {step}"
         )
 
 
