@@ -61,8 +61,9 @@ from rlzoo.run.evaluation import evaluate, log_evaluation
 from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
 from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
+from rlzoo.run.restore import check_budget, last_good_note, restore_latest
 from rlzoo.run.rundir import RunDirGone, check_run_dir
-from rlzoo.run.saved_state import Clock, check_budget, checked_state, last_good_note, restore_latest
+from rlzoo.run.saved_state import Clock, checked_state
 from rlzoo.run.settings import read_settings, schedule_warnings
 from rlzoo.run.signals import Interrupted, NonFiniteError, StopSignals
 from rlzoo.run.videos import Filming
@@ -115,6 +116,7 @@ class Trainer:
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
+        self.skip: tuple[Path, ...] = ()  # checkpoints restore() must not load (tried before)
         self.good: Path | None = None  # the checkpoint restored or written last
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
@@ -381,9 +383,8 @@ class Trainer:
             for member in self.members:
                 member.reset_envs(self.horizon)
 
-        s = self.settings
         path, self.clock = restore_latest(self.checkpoint_dir, self.cfg, self.algo, self.members,
-                                          s.device, s.utd * s.num_envs + 1.0, reset)
+                                          self.settings, reset, self.skip)
         self.collector.gather()
         self.restored = self.good = path
         return path
@@ -395,5 +396,5 @@ class Trainer:
                      outputs_behind(self.members) == ([], []))
 
     def last_good_checkpoint_note(self) -> str:
-        """Where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``)."""
-        return last_good_note(self.checkpoint_dir, self.good)
+        """Where a stopped run can go back to (``rlzoo.run.restore.last_good_note``)."""
+        return last_good_note(self.checkpoint_dir, self.good, self.restored, self.skip)
