@@ -16,9 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY, assert_user_error, run_cli
+from test_hostile_checkpoints import _set
 from test_resume_split import STATE_KEYS, assert_identical
 
 from rlzoo.run.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint
@@ -114,15 +116,6 @@ def _member(*keys: Any, change: Callable[[Any], Any]) -> Edit:
     return edit
 
 
-def _set(*keys: Any, value: Any) -> Edit:
-    def edit(state: dict[str, Any]) -> None:
-        node = state
-        for key in keys[:-1]:
-            node = node[key]
-        node[keys[-1]] = value
-    return edit
-
-
 def _steps(value: float) -> Edit:
     def edit(state: dict[str, Any]) -> None:
         for entries in _opt(state)["state"].values():
@@ -197,6 +190,14 @@ REFUSED: dict[str, tuple[Edit, str]] = {
     "rng-python-float-word": (_python_rng, "rng.python[1][624] is float"),
     "buffer-generator-int64": (_member("buffer", "generator", change=lambda t: t.long()),
                                "generator"),
+    # the envs' own state, checked by the envs as it goes back
+    "env-ended-float": (_member("env", "ended", change=lambda t: t.float()),
+                        "saved env state 'ended' is not 1 bools"),
+    "env-state-three": (_member("env", "envs", 0, "attributes", "state",
+                                change=lambda t: torch.cat([t, t[:1]])),
+                        "saved env attribute 'state' (f array [3])"),
+    "env-attribute-float": (_member("env", "envs", 0, "attributes", "max_speed",
+                                    change=lambda n: 8.5), "saved env attribute 'max_speed'"),
     # counters: integers in their range, consistent with each other
     "updates-negative": (_set("algo", "updates", value=-5), "algo.updates=int -5"),
     "updates-1e18": (_set("algo", "updates", value=10**18), "algo.updates=int 1000000000000000000"),
@@ -210,13 +211,29 @@ REFUSED: dict[str, tuple[Edit, str]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(REFUSED))
+GROUP_CASES: dict[str, tuple[Edit, str]] = {
+    "exp_avg-fewer-elements": (_moment("exp_avg", lambda t: torch.zeros(1, 7)),
+                               "exp_avg has shape [1, 7] where this run holds [2, 2, 4, 32]"),
+    "exp_avg-transposed": (_moment("exp_avg", _transposed), "exp_avg has strides"),
+    "exp_avg-one-seed": (_moment("exp_avg", lambda t: t[:1].clone()), "has shape [1, 2, 4, 32]"),
+    "weight-half": (_module("critic.net.layers.0.weight", lambda t: t.half()),
+                    "is a float16 tensor"),
+    "updates-negative": (_set("algo", "updates", value=-5), "algo.updates=int -5"),
+    "adam-step-1e30": (_steps(1e30), "not integers in [0, 200]"),
+    "draws-short": (_member("draws", change=lambda t: t[:10].clone()), "members.0.draws"),
+}
+
+
+@pytest.mark.parametrize(("runs", "case"), [("single", case) for case in REFUSED]
+                         + [("group", case) for case in GROUP_CASES])
 def test_a_checkpoint_that_does_not_fit_is_skipped_for_the_previous_one(
-        single: Path, tmp_path: Path, case: str) -> None:
+        request: pytest.FixtureRequest, tmp_path: Path, runs: str, case: str) -> None:
     """The tampered newest checkpoint (300) is skipped with one line naming the entry; the run
-    resumes from 200 and its new 300 is the straight run's, bit for bit; nothing good is pruned."""
-    edit, fragment = REFUSED[case]
-    run_dir = copy_run(single, tmp_path)
+    resumes from 200 and its new 300 is the straight run's, bit for bit; nothing good is pruned.
+    ``runs``: a single run's checkpoints, or a seeds=2 group's."""
+    edit, fragment = (REFUSED if runs == "single" else GROUP_CASES)[case]
+    original = request.getfixturevalue(runs)
+    run_dir = copy_run(original, tmp_path)
     newest = tamper(run_dir, 300, edit)
     proc = resume(run_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -227,7 +244,7 @@ def test_a_checkpoint_that_does_not_fit_is_skipped_for_the_previous_one(
     assert "from step_0000000200.pt at step 200" in proc.stderr
     assert [p.name for p in list_checkpoints(run_dir / "checkpoints")] == [
         "step_0000000100.pt", "step_0000000200.pt", "step_0000000300.pt"]
-    assert_same_as(single, run_dir)
+    assert_same_as(original, run_dir)
 
 
 def test_a_lone_checkpoint_that_does_not_fit_is_one_line_and_nothing_is_written(
@@ -264,19 +281,21 @@ SETTINGS = {  # saved optimizer settings: none may take effect
 }
 
 
-@pytest.mark.parametrize("case", list(SETTINGS))
+@pytest.mark.parametrize(("runs", "case"), [("single", case) for case in SETTINGS]
+                         + [("group", case) for case in ("lr-0", "maximize", "betas-1.5")])
 def test_the_optimizer_settings_come_from_the_config_never_from_the_file(
-        single: Path, tmp_path: Path, case: str) -> None:
+        request: pytest.FixtureRequest, tmp_path: Path, runs: str, case: str) -> None:
     """Step 200's settings tampered (and 300 gone): the run resumes from 200 without a word and
     its 300 is the straight run's bit for bit, so the saved settings were not used."""
-    run_dir = copy_run(single, tmp_path)
+    original = request.getfixturevalue(runs)
+    run_dir = copy_run(original, tmp_path)
     checkpoint_path(run_dir / "checkpoints", 300).unlink()
     tamper(run_dir, 200, SETTINGS[case])
     proc = resume(run_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "from step_0000000200.pt at step 200" in proc.stderr
     assert not skipped_lines(proc.stderr), proc.stderr[-3000:]
-    assert_same_as(single, run_dir)
+    assert_same_as(original, run_dir)
 
 
 def _blows_up(state: dict[str, Any]) -> None:
@@ -287,12 +306,14 @@ def _blows_up(state: dict[str, Any]) -> None:
             state["algo"]["modules"][key] = torch.full_like(value, 1e30)
 
 
+@pytest.mark.parametrize("runs", ["single", "group"])
 def test_a_checkpoint_that_blows_up_after_resuming_is_named_and_the_one_before_is_used(
-        single: Path, tmp_path: Path) -> None:
+        request: pytest.FixtureRequest, tmp_path: Path, runs: str) -> None:
     """200 (300 gone) holds finite weights that overflow at the first update: the NaN/inf line
     names 200 as the checkpoint the run resumed from, not as a good one, and the run goes back
     to 100 on its own and ends as the straight run."""
-    run_dir = copy_run(single, tmp_path)
+    original = request.getfixturevalue(runs)
+    run_dir = copy_run(original, tmp_path)
     checkpoint_path(run_dir / "checkpoints", 300).unlink()
     poisoned = tamper(run_dir, 200, _blows_up)
     proc = resume(run_dir)
@@ -304,7 +325,7 @@ def test_a_checkpoint_that_blows_up_after_resuming_is_named_and_the_one_before_i
     assert "going back to" in line and "step_0000000100.pt" in line, line
     assert "the last good checkpoint" not in line
     assert "from step_0000000100.pt at step 100" in proc.stderr
-    assert_same_as(single, run_dir)
+    assert_same_as(original, run_dir)
     assert "resumed from" in (run_dir / "train.log").read_text()
 
 
@@ -322,57 +343,6 @@ def test_without_a_checkpoint_before_it_the_error_names_the_one_resumed_from(
     assert "no checkpoint before it is left" in errors[0]
     assert "the last good checkpoint" not in errors[0]
     assert [p.name for p in list_checkpoints(run_dir / "checkpoints")] == [poisoned.name]
-
-
-GROUP_CASES: dict[str, tuple[Edit, str]] = {
-    "exp_avg-fewer-elements": (_moment("exp_avg", lambda t: torch.zeros(1, 7)),
-                               "exp_avg has shape [1, 7] where this run holds [2, 2, 4, 32]"),
-    "exp_avg-transposed": (_moment("exp_avg", _transposed), "exp_avg has strides"),
-    "exp_avg-one-seed": (_moment("exp_avg", lambda t: t[:1].clone()), "has shape [1, 2, 4, 32]"),
-    "weight-half": (_module("critic.net.layers.0.weight", lambda t: t.half()),
-                    "is a float16 tensor"),
-    "updates-negative": (_set("algo", "updates", value=-5), "algo.updates=int -5"),
-    "adam-step-1e30": (_steps(1e30), "not integers in [0, 200]"),
-    "draws-short": (_member("draws", change=lambda t: t[:10].clone()), "members.0.draws"),
-}
-
-
-@pytest.mark.parametrize("case", list(GROUP_CASES))
-def test_a_group_checkpoint_that_does_not_fit_is_skipped_for_the_previous_one(
-        group: Path, tmp_path: Path, case: str) -> None:
-    edit, fragment = GROUP_CASES[case]
-    run_dir = copy_run(group, tmp_path)
-    newest = tamper(run_dir, 300, edit)
-    proc = resume(run_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    skipped = skipped_lines(proc.stderr)
-    assert len(skipped) == 1 and newest.name in skipped[0] and fragment in skipped[0], skipped
-    assert "from step_0000000200.pt at step 200" in proc.stderr
-    assert_same_as(group, run_dir)
-
-
-@pytest.mark.parametrize("case", ["lr-0", "maximize", "betas-1.5"])
-def test_a_groups_optimizer_settings_come_from_the_config(
-        group: Path, tmp_path: Path, case: str) -> None:
-    run_dir = copy_run(group, tmp_path)
-    checkpoint_path(run_dir / "checkpoints", 300).unlink()
-    tamper(run_dir, 200, SETTINGS[case])
-    proc = resume(run_dir)
-    assert proc.returncode == 0 and not skipped_lines(proc.stderr), proc.stderr[-3000:]
-    assert_same_as(group, run_dir)
-
-
-def test_a_group_checkpoint_that_blows_up_after_resuming_goes_back_one(
-        group: Path, tmp_path: Path) -> None:
-    run_dir = copy_run(group, tmp_path)
-    checkpoint_path(run_dir / "checkpoints", 300).unlink()
-    poisoned = tamper(run_dir, 200, _blows_up)
-    proc = resume(run_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stderr.splitlines() if "NaN or inf" in x)
-    assert f"resumed from {poisoned}" in line and "step_0000000100.pt" in line, line
-    assert "from step_0000000100.pt at step 100" in proc.stderr
-    assert_same_as(group, run_dir)
 
 
 # ----------------------------------------------------------------------------- readers
@@ -412,4 +382,50 @@ def test_load_policy_refuses_weights_that_do_not_fit(
                               "transposed": _transposed(weight)}[change]
     torch.save(record, run_dir / "policy.pt")
     with pytest.raises(UserError, match=f"the weights in .* do not fit .*weights.{key}"):
+        rlzoo.load_policy(run_dir)
+
+
+def test_a_mujoco_state_of_another_shape_or_dtype_is_refused_before_it_is_set() -> None:
+    """MuJoCo's integration state and derived positions go back only as this model's float64
+    arrays of their shapes: a cast, a short array or one numpy would broadcast is refused and
+    the env is left as it was."""
+    import gymnasium as gym
+
+    from rlzoo.envs.snapshot import get_mujoco_state, set_mujoco_state
+
+    env = gym.make("Hopper-v5")
+    env.reset(seed=0)
+    base = env.unwrapped
+    saved = get_mujoco_state(base.model, base.data)
+    env.step(env.action_space.sample())
+    moved = get_mujoco_state(base.model, base.data)
+    for key, change in [("physics", lambda a: a.astype(np.float32)),
+                        ("physics", lambda a: a[:-1]),
+                        ("xpos", lambda a: a[:1, :1].copy()),  # would broadcast
+                        ("xipos", lambda a: a.T.copy())]:
+        bad = {**saved, key: change(saved[key])}
+        with pytest.raises(ValueError, match=f"saved MuJoCo state {key} is"):
+            set_mujoco_state(base.model, base.data, bad)
+        now = get_mujoco_state(base.model, base.data)
+        assert all(np.array_equal(now[k], moved[k]) for k in now)
+    set_mujoco_state(base.model, base.data, saved)
+    assert np.array_equal(get_mujoco_state(base.model, base.data)["physics"], saved["physics"])
+    env.close()
+
+
+@pytest.mark.parametrize("step", [-5, True, 10**18, 300.0])
+def test_readers_refuse_an_env_step_out_of_its_range(
+        single: Path, tmp_path: Path, step: Any) -> None:
+    import rlzoo
+    from rlzoo.errors import UserError
+
+    run_dir = copy_run(single, tmp_path)
+    newest = tamper(run_dir, 300, _set("counters", "step", value=step))
+    proc = run_cli([str(run_dir), "--episodes", "1", "--checkpoint", str(newest)],
+                   module="rlzoo.evaluate")
+    assert_user_error(proc, "counters.step=")
+    record = load_checkpoint(run_dir / "policy.pt")
+    record["step"] = step
+    torch.save(record, run_dir / "policy.pt")
+    with pytest.raises(UserError, match="entries of the wrong type"):
         rlzoo.load_policy(run_dir)
