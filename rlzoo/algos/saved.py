@@ -24,9 +24,11 @@ PARTS = ("modules", "optimizers", "updates")
 
 def check_weights(algo: nn.Module, weights: Any, where: str = "algo.modules") -> None:
     """Refuse module weights (``nn.Module.state_dict``'s) unless they have exactly the keys of
-    ``algo``'s and every tensor its tensor's shape, dtype and device kind, contiguous
-    (``rlzoo.state_match.match_state``): a half, long or bool weight is refused, never cast."""
-    match_state(weights, nn.Module.state_dict(algo), where)
+    ``algo``'s and every tensor its tensor's shape and dtype, contiguous
+    (``rlzoo.state_match.match_state``): a half, long or bool weight is refused, never cast.
+    Any device: loading copies them onto ``algo``'s (a resume maps a checkpoint onto the run's
+    device; the evaluator and ``load_policy`` read it onto the CPU)."""
+    match_state(weights, nn.Module.state_dict(algo), where, loaded_on="*")
 
 
 def check_algorithm_state(algo: Any, state: Any, where: str = "algo") -> int:
