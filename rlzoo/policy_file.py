@@ -128,7 +128,9 @@ def read_policy_record(path: Path) -> dict[str, Any]:
         raise UserError(f"{path} has format {fmt!r}, which this rlzoo does not know (it reads "
                         f"format {POLICY_FORMAT}); load it with the rlzoo version that wrote it")
     missing = [k for k in RECORD_KEYS if k not in record]
-    bad_types = not (isinstance(record.get("step"), int) and isinstance(record.get("config"), dict)
+    step = record.get("step")  # an env step: an integer (no bool) in [0, 2**53]
+    bad_types = not (type(step) is int and 0 <= step <= 2**53
+                     and isinstance(record.get("config"), dict)
                      and isinstance(record.get("spec"), dict)
                      and isinstance(record.get("weights"), dict))
     if missing or bad_types:

@@ -106,9 +106,13 @@ class SingleAgentVecEnv(VecEnv):
         """Continue exactly where ``get_state`` was taken (after this object's ``reset``), also
         after a checkpoint round trip (arrays come back as numpy, see ``restore_arrays``)."""
         state = restore_arrays(state)
+        ended = state["ended"]
+        if not isinstance(ended, np.ndarray) or ended.dtype != bool \
+                or ended.shape != self._needs_reset.shape:
+            raise ValueError(f"saved env state 'ended' is not {len(self.envs)} bools")
         for env, saved in zip(self.envs, state["envs"], strict=True):
             set_env_state(env, saved)
-        self._needs_reset = np.asarray(state["ended"], dtype=bool).copy()
+        self._needs_reset = ended.copy()
         self._seeded = True
 
     def render_env(self, e: int = 0) -> gym.Env:

@@ -67,8 +67,9 @@ from rlzoo.run.outputs import (
     write_policies,
     write_summary,
 )
+from rlzoo.run.restore import check_budget, restore_latest
 from rlzoo.run.rundir import check_run_dir
-from rlzoo.run.saved_state import Clock, check_budget, checked_state, restore_latest
+from rlzoo.run.saved_state import Clock, checked_state
 from rlzoo.run.settings import read_settings, schedule_warnings
 from rlzoo.run.signals import Interrupted, StopSignals
 from rlzoo.run.stopping import Stopping
@@ -122,6 +123,7 @@ class Trainer(Stopping):
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
+        self.skip: tuple[Path, ...] = ()  # checkpoints restore() must not load (tried before)
         self.good: Path | None = None  # the checkpoint restored or written last
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
@@ -355,9 +357,8 @@ class Trainer(Stopping):
             for member in self.members:
                 member.reset_envs(self.horizon)
 
-        s = self.settings
         path, self.clock = restore_latest(self.checkpoint_dir, self.cfg, self.algo, self.members,
-                                          s.device, s.utd * s.num_envs + 1.0, reset)
+                                          self.settings, reset, self.skip)
         self.collector.gather()
         self.restored = self.good = path
         return path

@@ -20,8 +20,9 @@ from rlzoo.run import tracking
 from rlzoo.run.checkpoint import CheckpointError, checkpoint_path, list_checkpoints
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
+from rlzoo.run.restore import last_good_note
 from rlzoo.run.rundir import RunDirGone
-from rlzoo.run.saved_state import Clock, last_good_note
+from rlzoo.run.saved_state import Clock
 from rlzoo.run.signals import NonFiniteError, continue_note, stop_line
 
 
@@ -99,5 +100,5 @@ class Stopping:
         self.wandb = None
 
     def last_good_checkpoint_note(self) -> str:
-        """Where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``)."""
-        return last_good_note(self.checkpoint_dir, self.good)
+        """Where a stopped run can go back to (``rlzoo.run.restore.last_good_note``)."""
+        return last_good_note(self.checkpoint_dir, self.good, self.restored, self.skip)
