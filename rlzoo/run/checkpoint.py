@@ -228,8 +228,17 @@ def list_checkpoints(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in directory.iterdir()
-             if (m := PATTERN.match(p.name)) and stat.S_ISREG(p.lstat().st_mode)]
+             if (m := PATTERN.match(p.name)) and _regular(p)]
     return [p for _, p in sorted(found)]
+
+
+def _regular(path: Path) -> bool:
+    """``path`` is a regular file (not a link); False when it vanished since it was listed (a
+    run pruning its checkpoints while another process lists them)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def prune_checkpoints(directory: Path, keep: int, newest: Path | None = None) -> None:
