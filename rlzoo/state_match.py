@@ -120,7 +120,10 @@ def _as_stored(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.dtype != object:
         with warnings.catch_warnings():  # a read-only array
             warnings.simplefilter("ignore")
-            return torch.from_numpy(value)
+            try:
+                return torch.from_numpy(value)
+            except TypeError:  # strings, datetimes: no tensor, so described as they are
+                return value
     return value.item() if isinstance(value, np.generic) else value
 
 

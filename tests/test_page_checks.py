@@ -98,7 +98,7 @@ CASES = {
     "no returns": ("eval.csv", lambda t: "step,eval/return\n", "eval.csv: no eval/return value"),
     "train.csv inf": ("train.csv", lambda t: t.replace("10000,0.1", "10000,inf"),
                       "train.csv line 3: stats/alpha is inf"),
-    "eval.csv a folder": ("eval.csv", None, "eval.csv: cannot read it"),
+    "eval.csv a folder": ("eval.csv", None, "eval.csv: it is not a regular file"),
     "NUL byte": ("eval.csv", lambda t: t.replace("10000,", "10000\0,", 1),
                  "eval.csv line 3: step '10000\\x00"),
     "train.csv repeated": ("train.csv", lambda t: t + t.splitlines(keepends=True)[-1],

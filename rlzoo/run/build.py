@@ -126,11 +126,20 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         raise env_failed(cfg, err) from None
 
 
-def env_failed(cfg: DictConfig, err: Exception) -> UserError:
+class EnvFailed(UserError):
+    """An env whose own constructor raised ``cause`` (kept for callers that explain it better,
+    e.g. a GL back end that fails at ``import mujoco`` when filming)."""
+
+    def __init__(self, message: str, cause: Exception) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
     """The one line for an env whose own constructor raised ``err`` (in this process or in an
     env worker, which sends this line to the trainer): its cause, without the traceback."""
-    return UserError(f"cannot make env={cfg.env.name}: its constructor raised "
-                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)")
+    return EnvFailed(f"cannot make env={cfg.env.name}: its constructor raised "
+                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)", err)
 
 
 def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:

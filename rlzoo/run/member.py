@@ -123,7 +123,7 @@ class Member:
         for key in ("episode_length", "chunk", "chunk_pos"):  # older checkpoints: as reset
             if key not in saved and (key != "chunk_pos" or "chunk" not in loop):
                 saved[key] = torch.from_numpy(np.asarray(live[key])).to(ret.device) \
-                    if torch.is_tensor(ret) else None
+                    if torch.is_tensor(ret) else np.asarray(live[key])
         pending = saved.pop("normalize_pending", None)
         live.pop("normalize_pending", None)
         match_state(saved, live, where, loaded_on="*")
