@@ -139,7 +139,8 @@ def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
     """The one line for an env whose own constructor raised ``err`` (in this process or in an
     env worker, which sends this line to the trainer): its cause, without the traceback."""
     return EnvFailed(f"cannot make env={cfg.env.name}: its constructor raised "
-                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)", err)
+                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)",
+                     err)
 
 
 def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
