@@ -178,7 +178,7 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
     try:
         kept = compare(runs, report_dir)
         for path in report_dir.glob("*.json"):  # no path of this machine
-            write_text_atomic(path, repo_relative(path.read_text()))
+            write_text_atomic(path, repo_relative(read_text(path, RECORDS_LIMIT)))
         for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):
             path.unlink()
         for env, by_label in kept.get("curves", {}).items():
