@@ -193,6 +193,8 @@ class Trainer(Stopping):
             path = self.restored or self.restore()
             for directory in (self.checkpoint_dir, *(m.run_dir for m in self.members)):
                 remove_stale_temps(directory)  # of writers that died (SIGKILL, power loss)
+            for m in self.members:  # ffmpeg's private folders of a video being filmed then
+                remove_stale_temps(m.run_dir / "videos", folders=True)
         else:
             self.collector.reset()
         self.wandb = self.wandb and tracking.start(self.cfg, self.members[0].run_dir)
