@@ -7,7 +7,6 @@ run made from Python gets, as Hydra's command line writes them.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
