@@ -29,6 +29,7 @@ from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_family_env
 from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
+from rlzoo.files import refusal
 from rlzoo.run.added_keys import with_added_keys
 from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import LOOP_KEYS, Normalize, Settings, resolve_device
@@ -58,6 +59,8 @@ def read_run_config(
             "(runs/<env>/<algo>/<timestamp>-s<seed>)"
         )
     path = run_dir / ".hydra" / "config.yaml"
+    if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+        raise refusal(path, os.lstat(path).st_mode, reading=True)  # a FIFO, a link: not read
     if not path.is_file():
         raise UserError(
             f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
@@ -74,8 +77,6 @@ def read_run_config(
         ) from None
     check_targets(cfg, trust, source=str(path))
     return cfg
-
-
 
 
 # --------------------------------------------------------------------------- the env
@@ -286,6 +287,11 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device,
                 f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
                 "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
             ) from None
+        if isinstance(cause, OSError):  # torch imports what needs a temporary file (dynamo)
+            raise UserError(
+                f"cannot build algo={cfg.algo.name}: {type(cause).__name__}: "
+                f"{one_line(cause, 160)}; free space in the temporary directory or point "
+                "TMPDIR elsewhere (a full disk, or a file size limit)") from None
         # the user's own constructor raised: name its line (any exception: it is their code)
         where = user_frame(err, user_modules(cfg))
         if where is not None:
