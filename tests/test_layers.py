@@ -34,7 +34,7 @@ LAYER_OF = {
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
     "threads": "threads", "reproduce": "reproduce", "bounded": "bounded", "readers": "bounded",
-    "files": "files", "rundirs": "rundirs",
+    "files": "files", "rundirs": "rundirs", "floors": "rundirs",
 }
 # what a user calls (rundirs: the run-dir API for tools, the results tool's way into rlzoo)
 ENTRY = ("train", "launch", "cli_check", "evaluate", "policy", "rundirs")
@@ -68,7 +68,7 @@ TOOL = "reproduce"
 # ... and reaches rlzoo only through its public API (docs/architecture.md), imported at the top of
 # its modules: these modules, or a module of these packages.
 TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.bounded",
-            "rlzoo.analysis")
+            "rlzoo.analysis", "rlzoo.floors")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
 OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells")}
