@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,8 @@ def run_floors(runs: Sequence[tuple[Path, int]], cache: Path | None = None,
                 cached[key] = episode_floors(cfg, seed, episodes)
                 changed = True
         except UserError as err:
-            print(f"rlzoo: note: {run_dir}: no floors ({' '.join(str(err).split())})")
+            print(f"rlzoo: note: {run_dir}: no floors ({' '.join(str(err).split())})",
+                  file=sys.stderr)
             continue
         found[str(run_dir)] = cached[key]
     if changed and cache is not None:

@@ -75,7 +75,7 @@ def test_cache_is_read_not_recomputed(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_a_run_without_config_has_no_floors(tmp_path: Path, capsys) -> None:
     (tmp_path / "run").mkdir()
     assert run_floors([(tmp_path / "run", 0)]) == {}
-    assert "no floors" in capsys.readouterr().out
+    assert "no floors" in capsys.readouterr().err
 
 
 def test_the_page_pairs_each_seed_with_its_own_episodes(tmp_path: Path) -> None:
