@@ -20,7 +20,8 @@ import numpy as np
 
 FORMATS = ("png", "pdf", "svg")
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-          "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#808000", "#ff1493", "#00ced1")
+          "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#808000", "#ff1493", "#00ced1",
+          "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
 SMALL_N = 5
 """Fewer runs than this are a small sample: marked ``n = k`` in every cell that shows a statistic
 of them (and every figure legend gives ``n``)."""

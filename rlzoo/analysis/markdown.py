@@ -112,7 +112,10 @@ def markdown(report: dict[str, Any], n_runs: int) -> str:
         "bootstrap interval is too narrow (it cannot see values the seeds did not reach) — "
         f"read it as a lower bound on the uncertainty: a cell computed from fewer than {SMALL_N} "
         "runs says `n = k`, and an interval of zero width says so. Raw returns of different "
-        "envs are on different scales: they are aggregated only normalized, below.",
+        "envs are on different scales: "
+        + ("they are aggregated only normalized, below."
+           if report.get("aggregate") or report.get("aggregate_missing")
+           else "no aggregate over envs is given."),
         "",
     ]
     if report.get("floors"):
@@ -151,11 +154,20 @@ def _curves_section(report: dict[str, Any]) -> list[str]:
         "steps within the range every run of the group covers (a curve ends at its shortest "
         "run's last evaluation), each run contributing its last value at or before that step"
         f"; at most {m['curve_max_points']} points per curve. Legends give each curve's number "
-        "of runs (`n = k`); published curves (`--published`) are hollow markers at their seeds' "
-        "IQM, floors (`--floors`) horizontal lines at the mean over the env's seeds.",
+        "of runs (`n = k`)" + "".join(_reference_lines(report)) + ".",
         "",
     ]
     return lines
+
+
+def _reference_lines(report: dict[str, Any]) -> list[str]:
+    """How the figures draw the reference lines this report holds (none: nothing said)."""
+    said = []
+    if any(report.get("published", {}).values()):
+        said.append("; published curves (`--published`) are hollow markers at their seeds' IQM")
+    if report.get("floors"):
+        said.append("; floors (`--floors`) are horizontal lines at the mean over the env's seeds")
+    return said
 
 
 def _floor_cells(r: dict[str, Any]) -> str:
