@@ -196,6 +196,11 @@ class PPO(Algorithm):
         drawn outside ``compute``, so each seed of a group draws its own)."""
         return self.draw(lambda: torch.randperm(rows, device=device))
 
+    def optimizer_steps(self, updates: int) -> int:
+        """``epochs x num_minibatches`` optimizer steps per update (a resumed checkpoint's Adam
+        step counts are held to it)."""
+        return updates * self.epochs * self.num_minibatches
+
     def update(self, rollout: Rollout) -> dict[str, torch.Tensor]:  # type: ignore[override]
         """``epochs x num_minibatches`` gradient steps on one fresh rollout; mean metrics.
 

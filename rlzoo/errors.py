@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 
@@ -11,6 +13,59 @@ def one_line(message: object, limit: int = 200) -> str:
     """``message`` on one line (whitespace runs become one space), cut to ``limit`` characters."""
     line = " ".join(str(message).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` prints as itself on one line, and stays itself when a message is made
+    one line (:func:`one_line`, :func:`exit_with`): printable, no whitespace but single spaces
+    between other characters."""
+    return text.isprintable() and " ".join(text.split()) == text
+
+
+def _escape(char: str, shell: bool) -> str:
+    """``char`` as backslash escapes: for bash's ``$'...'`` its file-name bytes (UTF-8, or the
+    byte of a non-UTF-8 name that Python keeps as a surrogate), each ``\\xHH``; for a Python
+    literal its code point."""
+    if shell:
+        return "".join(f"\\x{b:02x}" for b in os.fsencode(char))
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def shell_quote(text: str | Path) -> str:
+    """``text`` as one bash word that pastes back as exactly ``text`` and runs nothing (quotes,
+    ``;``, ``$(...)``, backticks, ``!`` included), and that no whitespace folding of the line
+    around it can change: :func:`shlex.quote` when ``text`` is printable with single spaces only,
+    else ANSI-C quoting (``$'a\\nb'``) with every other whitespace, control character and
+    ``!`` written as an escape."""
+    text = str(text)
+    if _plain(text):
+        return shlex.quote(text)
+    body = "".join(
+        "\\" + c if c in "\\'" else c if c.isprintable() and not c.isspace() and c != "!"
+        else _escape(c, shell=True) for c in text)
+    return f"$'{body}'"
+
+
+def python_str(text: str | Path) -> str:
+    """``text`` as a Python string literal that no whitespace folding of the line around it can
+    change (``repr``, with whitespace other than single spaces escaped)."""
+    text = str(text)
+    if _plain(text):
+        return repr(text)
+    body = "".join("\\" + c if c in "\\'" else c if c.isprintable() and not c.isspace()
+                   else _escape(c, shell=False) for c in text)
+    return f"'{body}'"
+
+
+def resume_command(run_dir: str | Path, *options: str) -> str:
+    """The command that continues ``run_dir``, ready to paste into a shell:
+    ``python -m rlzoo.train resume=RUN_DIR [OPTIONS...]``, every word quoted
+    (:func:`shell_quote`)."""
+    words = [f"resume={run_dir}", *options]
+    return "python -m rlzoo.train " + " ".join(shell_quote(w) for w in words)
 
 
 class UserError(Exception):

@@ -104,7 +104,10 @@ def load_algo_state(path: Path, cfg: DictConfig | None = None, seeds: tuple[int,
         state = load_checkpoint(path, map_location="cpu", mmap=True)
         if cfg is not None:
             check_fits(state, path, cfg, seeds, index)
-        algo_state, step = state["algo"], int(state.get("counters", {}).get("step", -1))
+        algo_state, step = state["algo"], state.get("counters", {}).get("step")
+        if type(step) is not int or not 0 <= step <= 2**53:
+            raise ValueError(f"its env step counters.step={step!r} is not an integer in "
+                             "[0, 2**53]")
         if not has_seed_axis(state):  # a single run's before format 3: given its axis of 1
             algo_state = with_seed_axis(algo_state)
     except UserError:

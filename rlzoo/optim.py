@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -15,6 +16,36 @@ def check_lr(lr: float) -> float:
     if lr <= 0:
         raise ValueError(f"learning rates must be > 0, got {lr}")
     return lr
+
+
+def initial_state(opt: torch.optim.Optimizer) -> dict[int, dict[str, Any]]:
+    """The per-parameter state ``opt``'s first step creates, by parameter index as its
+    ``state_dict`` numbers them: what a checkpoint's state of ``opt`` must look like (entries,
+    shapes, dtypes, devices; the values are not meant to be used). An optimizer that defines
+    ``initial_state()`` gives it; any other is copied (``copy.deepcopy``) and the copy takes one
+    step with zero gradients, so the live optimizer and its parameters are left untouched."""
+    own = getattr(opt, "initial_state", None)
+    if callable(own):
+        return own()
+    twin = copy.deepcopy(opt)
+    with torch.no_grad():
+        for group in twin.param_groups:
+            for p in group["params"]:
+                p.grad = torch.zeros_like(p)
+        twin.step()
+    return twin.state_dict()["state"]
+
+
+def with_own_settings(opt: torch.optim.Optimizer, saved: dict[str, Any]) -> dict[str, Any]:
+    """A saved ``state_dict`` of ``opt`` with every param group's settings (``lr``, ``betas``,
+    ``eps``, ``weight_decay``, ``maximize``, ``amsgrad``, ``fused``, ``capturable``, ...) replaced
+    by ``opt``'s own, which come from the run's config: the file's copies are never used (a
+    learning-rate schedule's current rate is the schedule's to set, from the update count).
+    The saved ``params`` and per-parameter ``state`` are kept."""
+    own = opt.state_dict()["param_groups"]
+    groups = [{**{k: v for k, v in mine.items() if k != "params"}, "params": theirs["params"]}
+              for mine, theirs in zip(own, saved["param_groups"], strict=True)]
+    return {"state": saved["state"], "param_groups": groups}
 
 
 class Adam(torch.optim.Adam):
@@ -36,6 +67,12 @@ class Adam(torch.optim.Adam):
         self._live_lrs: list[Any] = []
         self.register_load_state_dict_pre_hook(Adam._before_load)
         self.register_load_state_dict_post_hook(Adam._after_load)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """torch's (defaults, state, param groups) and this class's settings, so that a copy
+        (``copy.deepcopy``: :func:`initial_state`) steps as this one does."""
+        return {**super().__getstate__(), "slices": self.slices, "_capturable": self._capturable,
+                "_lean": None, "_live_lrs": []}
 
     def set_capturable(self, capturable: bool) -> None:
         """Keep the step counters on the device (``capturable``: CUDA graphs) or not; the
@@ -238,13 +275,8 @@ class MemberAdam(torch.optim.Optimizer):
                     continue
                 state = self.state[p]
                 self._check_lead(p, lead)
-                if not state:
-                    # Step counts on the host: bias corrections need no device read.
-                    state["step"] = torch.zeros(
-                        *lead, self.members, dtype=torch.float64, device="cpu"
-                    )
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
+                if not state:  # step counts on the host: bias corrections need no device read
+                    state.update(self._new_state(p, len(lead), torch.device("cpu")))
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
                 for index in self._slices(member):
@@ -280,10 +312,7 @@ class MemberAdam(torch.optim.Optimizer):
                 self._check_lead(p, lead)
                 state = self.state[p]
                 if not state:
-                    state["step"] = torch.zeros(*lead, self.members, dtype=torch.float64,
-                                                device=p.device)
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_sq"] = torch.zeros_like(p)
+                    state.update(self._new_state(p, len(lead), p.device))
                 elif state["step"].device != p.device:  # a checkpoint of the host step
                     state["step"] = state["step"].to(p.device)
                 # [L?, M]: a comparison, not one_hot (which checks its input on the host)
@@ -301,6 +330,22 @@ class MemberAdam(torch.optim.Optimizer):
                 step_size = (lr / (1.0 - torch.pow(beta1, t))).to(p.dtype)
                 denom = exp_avg_sq.sqrt() / bias2 + eps
                 p.copy_(torch.where(mask, p - step_size * exp_avg / denom, p))
+
+    def _new_state(self, p: torch.Tensor, lead: int, device: torch.device) -> dict[str, Any]:
+        """A parameter's state before its first step: step counts ``[*lead, M]`` (float64, on
+        ``device``) and zero moments like ``p``."""
+        return {"step": torch.zeros(*p.shape[:lead], self.members, dtype=torch.float64,
+                                    device=device),
+                "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+
+    def initial_state(self) -> dict[int, dict[str, Any]]:
+        """The state each parameter's first step creates (``rlzoo.optim.initial_state``), by
+        index: the step counts on the device :meth:`step` keeps them on, one per member of
+        each ensemble the parameter holds (``[L?, M]``: its axes before the members)."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        device = None if self.on_device() else torch.device("cpu")
+        return {i: self._new_state(p, p.dim() - self._ranks[p], device or p.device)
+                for i, p in enumerate(params)}
 
     def _check_lead(self, p: torch.Tensor, lead: tuple[int, ...]) -> None:
         """Refuse ``member`` of shape ``lead`` for parameter ``p`` unless ``p`` is

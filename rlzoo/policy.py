@@ -251,7 +251,7 @@ def load_policy(
                         f"({type(err).__name__}: {one_line(str(err), 120)}); it is not a policy "
                         "file written by rlzoo.train") from None
     try:
-        nn.Module.load_state_dict(algo, weights)
+        algo.load_state_dict(weights)  # checked first: exactly the built weights
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
         raise UserError(
             f"the weights in {path} do not fit the config saved with them "

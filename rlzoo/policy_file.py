@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rlzoo.algos.base import EnvSpec
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import UserError, one_line, shell_quote
 from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.group import read_group
@@ -109,7 +109,8 @@ def no_policy(run_dir: Path) -> str:
                 "and at its end; load it again once the first checkpoint is written")
     if list_checkpoints(home / "checkpoints"):
         return (f"{run_dir} has no {POLICY_FILE} (runs made before this rlzoo version have "
-                f"none); evaluate its checkpoints with python -m rlzoo.evaluate {run_dir}")
+                f"none); evaluate its checkpoints with python -m rlzoo.evaluate "
+                f"{shell_quote(run_dir)}")
     return (f"{run_dir} has no {POLICY_FILE} and its run has no checkpoint: it stopped before "
             "its first checkpoint, so there is no trained policy; train it again")
 
@@ -127,7 +128,9 @@ def read_policy_record(path: Path) -> dict[str, Any]:
         raise UserError(f"{path} has format {fmt!r}, which this rlzoo does not know (it reads "
                         f"format {POLICY_FORMAT}); load it with the rlzoo version that wrote it")
     missing = [k for k in RECORD_KEYS if k not in record]
-    bad_types = not (isinstance(record.get("step"), int) and isinstance(record.get("config"), dict)
+    step = record.get("step")  # an env step: an integer (no bool) in [0, 2**53]
+    bad_types = not (type(step) is int and 0 <= step <= 2**53
+                     and isinstance(record.get("config"), dict)
                      and isinstance(record.get("spec"), dict)
                      and isinstance(record.get("weights"), dict))
     if missing or bad_types:

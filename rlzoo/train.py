@@ -14,8 +14,11 @@ Exit status: 0 when the run finished, was stopped by SIGTERM/SIGINT after writin
 (``resume=``); 2 for a user mistake or a run that cannot write its outputs (one ``rlzoo: error:``
 line: e.g. a full disk, the run dir deleted while training); 3 when training, the env or the
 weights produced NaN/inf; 128 + the signal when SIGTERM/SIGINT came before training started
-(one line; the dirs the launch made are removed) or before a resumed run continued (nothing
-was changed). ``train.log`` ends with how the run stopped.
+(one line; the dirs the launch made are removed; env workers starting included) or before a
+resumed run continued (nothing was changed), or between the jobs of a multirun (the next does
+not start). A signal once training began stops the run with a checkpoint (0), or, as it ends,
+lets it finish; an error after training (the final evaluation, summary.json) is never 0.
+``train.log`` ends with how the run stopped.
 
 ``resume=HOME rebuild_members=true`` continues a seed group one of whose member dirs was
 deleted, making that dir again from the group's checkpoint (``docs/seeds.md``).
@@ -182,7 +185,9 @@ def stopped_before_training(stop: LaunchStopped, resuming: bool) -> None:
     started: the run dirs it made are removed, so nothing is left that a later run could take
     for its own; a resume that had not continued yet left its run as it was."""
     made = discard_created()
-    if resuming:
+    if LAUNCH.finished:  # a multirun (-m): the signal came after a job, the next one did not start
+        what = "after a job of the multirun finished; the next one did not start"
+    elif resuming:
         what = ("before the run continued; nothing was changed: continue it with the same "
                 "command")
     else:

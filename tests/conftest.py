@@ -187,6 +187,23 @@ def read_summary(run_dir: Path) -> dict:
     return json.loads((run_dir / "summary.json").read_text())
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting for its dead parent does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "State:\tZ" not in status
+
+
+def assert_gone(pids: list[int], timeout: float = 10.0) -> None:
+    """Within ``timeout`` seconds no process of ``pids`` is alive (:func:`alive`)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not [p for p in pids if alive(p)]
+
+
 def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
     """Exit status 2, one ``rlzoo: error:`` line on stderr, no traceback."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])

@@ -386,3 +386,25 @@ def test_counting_sink_matches_the_file(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     torch.save(to_plain(state), buffer)
     assert len(buffer.getvalue()) == path.stat().st_size
+
+
+def test_a_dead_writers_private_folder_goes_only_when_asked(tmp_path: Path) -> None:
+    """``folders=True`` (the videos folder) removes a dead writer's private folder (ffmpeg's
+    partial MP4) whole, without following a link inside it; a live writer's folder stays, and
+    without ``folders`` no folder is touched."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, timeout=60)
+    host = files.host_name()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    stale = videos / f".eval_step_200.mp4.{host}.{int(dead.stdout)}.00ff00ff00ff00ff.tmp"
+    live = videos / f".eval_step_400.mp4.{host}.{os.getppid()}.00ff00ff00ff00ff.tmp"
+    for folder in (stale, live):
+        folder.mkdir()
+        (folder / "eval_step.mp4").write_bytes(b"partial")
+        (folder / "link").symlink_to(outside)
+    assert remove_stale_temps(videos) == [] and stale.is_dir()
+    assert remove_stale_temps(videos, folders=True) == [stale]
+    assert not stale.exists() and live.is_dir() and outside.read_text() == "keep"

@@ -154,3 +154,27 @@ def test_an_env_that_cannot_render_is_refused_before_the_run(
                     "torch_threads=1"], tmp_path / "run")
     assert_user_error(proc, "cannot render Hopper-v5 offscreen", "MUJOCO_GL=no-such-gl")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_resumed_run_removes_a_dead_filmers_private_folder(tmp_path: Path) -> None:
+    """A run killed while ffmpeg wrote a video leaves its private folder in videos/; the resumed
+    run removes it (and films its own videos as usual)."""
+    import subprocess
+    import sys
+
+    from rlzoo.files import host_name
+
+    run = tmp_path / "run"
+    proc = run_cli([*ARGS, "total_steps=200", "eval.video_every=200"], run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, timeout=60)
+    name = f".eval_step_400.mp4.{host_name()}.{int(dead.stdout)}.0123456789abcdef.tmp"
+    stale = run / "videos" / name
+    stale.mkdir()
+    (stale / "eval_step_400.mp4").write_bytes(b"partial")
+    proc = run_cli([f"resume={run}", "total_steps=400"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not stale.exists()
+    assert sorted(p.name for p in (run / "videos").iterdir()) == ["eval_step_200.mp4",
+                                                                  "eval_step_400.mp4"]

@@ -73,7 +73,8 @@ def build(envs: int = 1) -> FlashSAC:
 
 def rlzoo_flashsac(ref: dict[str, np.ndarray]) -> FlashSAC:
     algo = build()
-    state = {k[len("init/"):]: torch.from_numpy(v) for k, v in ref.items()
+    # contiguous: a loaded state holds rlzoo's layout (rlzoo.state_match), whatever the npz's
+    state = {k[len("init/"):]: torch.from_numpy(v).contiguous() for k, v in ref.items()
              if k.startswith("init/")}
     modules = algo.state_dict()["modules"]
     assert set(state) == {k for k in modules if k != "tuner.log_prob_shift"

@@ -14,7 +14,7 @@ import pytest
 from rlzoo import rundirs
 from rlzoo.errors import UserError
 from rlzoo.floors import episode_floors, floor_key, read_cache, run_floors
-from rlzoo.reproduce.page.floors import FLOORS_FILE, scale_line
+from rlzoo.reproduce.page.floors import FLOORS_FILE, scale_lines
 from rlzoo.reproduce.suites import SUITES
 from rlzoo.run.build import read_run_config
 
@@ -90,8 +90,7 @@ def test_the_page_pairs_each_seed_with_its_own_episodes(tmp_path: Path) -> None:
             shutil.copytree(SPREAD / f"{row}-s{seed}", dest)
             rows[row].append(dest)
     shutil.copy(MARL / FLOORS_FILE, root / FLOORS_FILE)
-    line = scale_line(SUITES["marl"], "mpe-simple_spread", root, rows)
-    assert line is not None
-    assert "hasac 5 of 5 (+2.4 to +4.7)" in line and "maddpg 5 of 5 (+5.8 to +10.6)" in line
-    assert "the env's zero action (no force or torque) -28.2 to -25.4" in line
+    method, beat = scale_lines(SUITES["marl"], "mpe-simple_spread", root, rows)
+    assert "hasac 5 of 5 (+2.4 to +4.7)" in beat and "maddpg 5 of 5 (+5.8 to +10.6)" in beat
+    assert "the env's zero action (no force or torque) -28.2 to -25.4" in method
     assert read_cache(root / FLOORS_FILE) == read_cache(MARL / FLOORS_FILE)  # nothing computed

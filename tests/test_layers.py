@@ -34,14 +34,15 @@ LAYER_OF = {
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
     "threads": "threads", "reproduce": "reproduce", "bounded": "bounded", "readers": "bounded",
-    "files": "files", "rundirs": "rundirs", "floors": "rundirs",
+    "files": "files", "rundirs": "rundirs", "floors": "rundirs", "state_match": "state_match",
 }
 # what a user calls (rundirs: the run-dir API for tools, the results tool's way into rlzoo)
 ENTRY = ("train", "launch", "cli_check", "evaluate", "policy", "rundirs", "compare")
 # import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
 # policy and run)
 LEAVES = ("optim", "errors", "video", "threads", "bounded",
-          "files")  # files: every write into a run dir (no links), used by run, launch, policy
+          "files",  # files: every write into a run dir (no links), used by run, launch, policy
+          "state_match")  # a loaded state against the live object (algos, buffers, run, ...)
 # layer -> the layers it must not import
 FORBIDDEN = {
     "nets": ("algos", "run", "envs", "analysis", *ENTRY),

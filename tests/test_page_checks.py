@@ -18,7 +18,7 @@ import pytest
 from rlzoo.analysis import find_runs, load_scalars, write_scalars_csv
 from rlzoo.analysis.curves import group_curve
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT
-from rlzoo.reproduce.page.checks import BadResults, check_results
+from rlzoo.reproduce.page.checks import BadResults, check_results, check_summary
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.schema import Row, Suite, SuiteTask
 
@@ -98,7 +98,7 @@ CASES = {
     "no returns": ("eval.csv", lambda t: "step,eval/return\n", "eval.csv: no eval/return value"),
     "train.csv inf": ("train.csv", lambda t: t.replace("10000,0.1", "10000,inf"),
                       "train.csv line 3: stats/alpha is inf"),
-    "eval.csv a folder": ("eval.csv", None, "eval.csv: cannot read it"),
+    "eval.csv a folder": ("eval.csv", None, "eval.csv: it is not a regular file"),
     "NUL byte": ("eval.csv", lambda t: t.replace("10000,", "10000\0,", 1),
                  "eval.csv line 3: step '10000\\x00"),
     "train.csv repeated": ("train.csv", lambda t: t + t.splitlines(keepends=True)[-1],
@@ -187,3 +187,29 @@ def test_reproduce_report_stops_in_one_line_and_keeps_the_page(tmp_path: Path) -
                              "repeats line 3's"), err
     assert page.read_text() == "the old page\n"
     assert not (results / "mujoco" / "report").exists()
+
+
+def test_a_hostile_config_or_a_fifo_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The page reads a run's .hydra/config.yaml and summary.json bounded: an alias bomb (a few
+    bytes that expand to 2**30 items) and a FIFO named summary.json (a read would wait forever)
+    are each refused in one line naming the file, at no cost."""
+    import os
+
+    from rlzoo.reproduce.console import UsageError
+    from rlzoo.reproduce.page.runs import run_config
+
+    runs = write_cell(tmp_path)
+    render_page(tmp_path, tmp_path, [SUITE])
+    config = runs[1] / ".hydra" / "config.yaml"
+    config.parent.mkdir()
+    config.write_text("a: &a [x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(20)))
+    with pytest.raises(UsageError) as caught:  # read where a row's updates or tuner are shown
+        run_config(runs[1])
+    message = str(caught.value)
+    assert "\n" not in message and str(config) in message and "alias" in message, message
+    config.unlink()
+    (runs[2] / "summary.json").unlink()
+    os.mkfifo(runs[2] / "summary.json")
+    with pytest.raises(BadResults, match="summary.json: .*regular file"):
+        check_summary(runs[2])

@@ -266,21 +266,29 @@ def test_a_resumed_run_past_its_warm_up_estimates_at_once(tmp_path: Path, clock:
     log.close()
 
 
-def test_episode_lengths_come_back_from_a_checkpoint_and_odd_ones_start_at_zero() -> None:
+def test_episode_lengths_come_back_from_a_checkpoint_and_odd_ones_are_refused() -> None:
     """The open episodes' lengths are loop state (resumed runs log the same lengths); a
-    checkpoint from before they were kept, or one holding something else, starts them at 0."""
+    checkpoint from before they were kept starts them at 0; one holding something else
+    (strings, floats, negatives, another shape) is refused, naming the entry."""
     import numpy as np
 
     from rlzoo.run.member import Member
+    from rlzoo.state_match import StateMismatch
 
     m = Member.__new__(Member)
     m.agent_return, m.env_state, m.pending = None, None, None
     loop = {"obs": np.zeros((2, 3)), "episode_return": np.zeros(2),
-            "chunk": np.zeros((2, 1, 1)), "chunk_pos": np.ones(2, dtype=int)}
+            "chunk": np.zeros((2, 1, 1)), "chunk_pos": np.ones(2, dtype=np.int64)}
+    m.obs, m.episode_return, m.chunk, m.chunk_pos = (loop[k].copy() for k in
+                                                     ("obs", "episode_return", "chunk",
+                                                      "chunk_pos"))
+    m.episode_length = np.zeros(2, dtype=np.int64)
     m.load_loop_state({**loop, "episode_length": np.array([7, 9])})
     assert m.episode_length.tolist() == [7, 9]
     assert m.loop_state()["episode_length"].tolist() == [7, 9]
-    for odd in (None, np.array(["a", "b"]), np.array([1.5, 2.0]), np.array([-1, 3]),
-                np.zeros(5, dtype=int)):
-        m.load_loop_state(loop if odd is None else {**loop, "episode_length": odd})
-        assert m.episode_length.tolist() == [0, 0] and m.episode_length.dtype == np.int64
+    m.load_loop_state(loop)  # written before lengths were kept
+    assert m.episode_length.tolist() == [0, 0] and m.episode_length.dtype == np.int64
+    for odd in (np.array(["a", "b"]), np.array([1.5, 2.0]), np.array([-1, 3]),
+                np.zeros(5, dtype=np.int64)):
+        with pytest.raises(StateMismatch, match="episode_length"):
+            m.load_loop_state({**loop, "episode_length": odd})

@@ -280,10 +280,10 @@ def test_a_checkpoints_seed_generator_is_checked() -> None:
     def state(draws: torch.Tensor) -> dict[str, Any]:
         member = {"counters": {"step": 0, "episodes": 0, "last_eval": None}, "draws": draws}
         return {"counters": {"step": 0, "update_credit": 0.0, "wall_time": 0.0},
-                "members": [member, member], "rng": global_rng_state()}
+                "algo": {"updates": 0}, "members": [member, member], "rng": global_rng_state()}
 
     check_run_state(state(torch.get_rng_state()), 0, 10.0)
-    with pytest.raises(ValueError, match=r"members\.0\.draws is not a torch generator state"):
+    with pytest.raises(ValueError, match=r"members\.0\.draws has shape \[3\] where this run"):
         check_run_state(state(torch.zeros(3, dtype=torch.uint8)), 0, 10.0)
 
 

@@ -78,7 +78,8 @@ def rlzoo_simbav2(ref: dict[str, np.ndarray]) -> SimbaV2:
             lr_decay_updates=2,
         ),
     )
-    state = {k[len("init/"):]: torch.from_numpy(v) for k, v in ref.items()
+    # contiguous: a loaded state holds rlzoo's layout (rlzoo.state_match), whatever the npz's
+    state = {k[len("init/"):]: torch.from_numpy(v).contiguous() for k, v in ref.items()
              if k.startswith("init/")}
     modules = algo.state_dict()["modules"]
     assert set(state) == {k for k in modules if k != "tuner.log_prob_shift"

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from rlzoo.algos.saved import check_weights, load_algorithm_state
 from rlzoo.algos.schedules import ScheduledRates
 from rlzoo.algos.seeds import clip_grad_norm, draw_each, reported_means, run_with_weights
 from rlzoo.buffers.batch import Batch
@@ -376,18 +377,18 @@ class Algorithm(nn.Module):
         }
 
     def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> Any:  # type: ignore[override]
+        """Put back :meth:`state_dict`, or module weights alone, checked first against this
+        algorithm (``rlzoo.algos.saved``; ``ValueError``): nothing loads unless all of it fits."""
         if "modules" not in state:
+            check_weights(self, state, "weights")
             return super().load_state_dict(state, strict=strict)
-        result = super().load_state_dict(state["modules"], strict=strict)
-        missing = set(self.optimizers) ^ set(state["optimizers"])
-        if missing:
-            raise ValueError(f"checkpoint optimizers differ from this algorithm's: {missing}")
-        for name, opt in self.optimizers.items():
-            opt.load_state_dict(state["optimizers"][name])
-        self.updates = int(state["updates"])
-        if self.lr_schedule is not None:
-            self.lr_schedule.reset(self.updates)
-        return result
+        load_algorithm_state(self, state)
+        return None
+
+    def optimizer_steps(self, updates: int) -> int:
+        """The most steps one optimizer takes in ``updates`` updates (one each; override if more):
+        a checkpoint whose step counts exceed it is refused."""
+        return updates
 
     def _apply(self, fn: Callable[..., Any], recurse: bool = True) -> Any:
         """``nn.Module._apply`` (``to``, ``cuda``, ...), then the schedule's clock and rates

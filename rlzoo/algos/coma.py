@@ -108,6 +108,10 @@ class COMA(MultiAgentAlgorithm):
             self.critic.parameters(), critic_lr
         )
 
+    def optimizer_steps(self, updates: int) -> int:
+        """The critic steps ``critic_steps`` times per update (the actor once)."""
+        return updates * max(1, self.critic_steps)
+
     @property
     def critic_updates(self) -> int:
         """Critic gradient steps so far (``critic_steps`` per update; restored with ``updates``)."""

@@ -307,7 +307,8 @@ class ReplayBuffer:
         """Refuse a :meth:`state_dict` (read from a file) that this buffer could not have
         written, before anything of it is used (``ValueError`` naming the first broken
         invariant: ``rlzoo.buffers.replay_state.check_replay_state``)."""
-        check_replay_state(state, self.rows, self.num_envs, self.generator.get_state().numel())
+        check_replay_state(state, self.rows, self.num_envs, self.generator.get_state().numel(),
+                           {**self._row_fields(), "index": self.index})
 
     def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
         """Put back :meth:`state_dict` (checked first: :meth:`check_state`), or a checkpoint

@@ -11,13 +11,16 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.storage import field_for
+from rlzoo.state_match import match_state
 
 
 def check_replay_state(state: dict[str, Any], rows: int, num_envs: int,
-                       generator_bytes: int) -> None:
+                       generator_bytes: int, fields: dict[str, torch.Tensor] | None = None) -> None:
     """Refuse a ``ReplayBuffer.state_dict`` (read from a file) that a buffer of ``rows`` T by
     ``num_envs`` E (sampling generator state ``generator_bytes`` long) could not have written,
-    before anything of it is used: counters are integers (``started`` a bool) with
+    before anything of it is used: its ``tensors`` exactly the buffer's ``fields`` (its row
+    fields and FIFO ``index``), each of the field's dtype and trailing dimensions, contiguous
+    (``rlzoo.state_match.match_state``: never cast); counters are integers (``started`` a bool) with
     ``0 <= ptr < T``, ``tail <= head``, at most ``T * E`` transitions held (``head - tail``),
     ``filled <= T`` and, once started, ``ptr < filled`` (nothing before the first add);
     ``row_count`` one count in ``[0, E]`` per filled row summing to ``head - tail``; the
@@ -26,6 +29,8 @@ def check_replay_state(state: dict[str, Any], rows: int, num_envs: int,
     A ``ValueError`` names the first one broken."""
     if not isinstance(state, dict) or not isinstance(state.get("tensors"), dict):
         raise ValueError("replay buffer state is not a mapping with tensors")
+    if fields is not None:  # the rows it holds are counted below; any device: copied in
+        match_state(state["tensors"], fields, "replay buffer tensors", rows=True, loaded_on="*")
     T, E = rows, num_envs
     ptr = _count(state, "ptr", T - 1, f" (a row of its {T} rows)")
     head = _count(state, "head", 2**62)

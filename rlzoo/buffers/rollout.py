@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.storage import load_tensors, to_storage
+from rlzoo.state_match import match_state
 
 
 @dataclass
@@ -178,16 +179,25 @@ class RolloutStore:
             "ptr": self.ptr, "started": self.started,
         }
 
-    def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
-        """Put back :meth:`state_dict`; ``take=True`` keeps ``state``'s tensors as the storage
-        instead of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``).
-        A ``ptr`` that is not an integer in ``[0, steps]`` or a ``started`` that is not a bool
-        is a ``ValueError``, before anything is changed."""
+    def check_state(self, state: Any) -> None:
+        """Refuse a :meth:`state_dict` (read from a file) this store could not have written,
+        before anything of it is used: its ``tensors`` exactly the store's, each of its shape,
+        dtype and layout (``rlzoo.state_match.match_state``: never cast), ``ptr`` an integer in
+        ``[0, steps]`` and ``started`` a bool. ``ValueError`` names the first that is not."""
+        if not isinstance(state, dict) or set(state) != {"tensors", "ptr", "started"}:
+            raise ValueError("rollout state is not a mapping of tensors, ptr and started")
         ptr, started = state.get("ptr"), state.get("started")
         if not isinstance(ptr, int) or isinstance(ptr, bool) or not 0 <= ptr <= self.steps \
                 or not isinstance(started, bool):
             raise ValueError(f"rollout ptr={ptr!r} started={started!r} is not an integer in "
                              f"[0, {self.steps}] and a bool")
+        match_state(state["tensors"], self._tensors(), "rollout tensors", loaded_on="*")
+
+    def load_state_dict(self, state: dict[str, Any], take: bool = False) -> None:
+        """Put back :meth:`state_dict`, checked first (:meth:`check_state`: nothing is changed
+        unless all of it fits); ``take=True`` keeps ``state``'s tensors as the storage instead
+        of copying them (a checkpoint just loaded: ``ReplayBuffer.load_state_dict``)."""
+        self.check_state(state)
         load_tensors(self, state["tensors"], "rollout", adopt=take)
         self.ptr, self.started = int(state["ptr"]), bool(state["started"])
 

@@ -30,7 +30,38 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["Episodes", "SeedEnvs", "StepResult", "VecEnv", "run_episodes"]
+from rlzoo.errors import UserError
+
+__all__ = ["EnvError", "Episodes", "SeedEnvs", "StepResult", "VecEnv", "check_shape",
+           "run_episodes"]
+
+
+# the types of a single value an env usually returns as its reward or flag (the fast check)
+_SCALARS = frozenset({bool, int, float, np.bool_, np.float16, np.float32, np.float64, np.int32,
+                      np.int64})
+
+
+class EnvError(UserError):
+    """An env broke the contract (an array of the wrong shape) or its worker process failed:
+    one line; the loop adds where the run can continue from."""
+
+
+def check_shape(label: str, e: int, call: str, what: str, value: Any,
+                shape: tuple[int, ...]) -> None:
+    """Refuse (:class:`EnvError`) ``what`` (``"an observation"``, ``"a reward"``, ...) that env
+    ``e`` of ``label`` returned from ``call`` (``step`` or ``reset``) unless its shape is
+    ``shape``: written into its row, numpy would broadcast a wrong one (an observation of shape
+    ``(1,)`` into all three features of a ``(3,)`` space) or fail with a traceback."""
+    try:
+        got: Any = np.shape(value)
+    except ValueError:  # a ragged sequence
+        got = "ragged"
+    if got != shape:
+        want = f"of shape {shape}" if shape else "that is a single value (shape ())"
+        raise EnvError(
+            f"{label}: env {e}'s {call}() returned {what} of shape {got}, not one {want}; "
+            f"rlzoo refuses it rather than broadcast it into the run's arrays: make {call}() "
+            f"return {what} {want}")
 
 
 @dataclass
@@ -109,6 +140,11 @@ class VecEnv:
     def multi_agent(self) -> bool:
         return self.state_dim > 0 or self.n_agents > 1
 
+    @property
+    def label(self) -> str:
+        """What the env's one-line errors call it (its id; the adapter's class by default)."""
+        return type(self).__name__
+
     # ------------------------------------------------------------------ the contract
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Reset every env; env ``e`` is seeded with ``seed + e`` (default: the constructor's
@@ -119,7 +155,8 @@ class VecEnv:
         obs = np.zeros((self.num_envs, *self.obs_shape), dtype=np.float32)
         state = np.zeros((self.num_envs, self.state_dim), dtype=np.float32)
         for e in range(self.num_envs):
-            obs[e], state[e] = self._reset_one(e, None if seed is None else int(seed) + e)
+            obs[e], state[e] = self._checked(e, "reset", *self._reset_one(
+                e, None if seed is None else int(seed) + e))
         self._needs_reset[:] = False
         self._seeded = True
         return obs, (state if self.state_dim else None)
@@ -137,14 +174,22 @@ class VecEnv:
         reward = np.zeros((E, N) if self.multi_agent else E, dtype=np.float32)
         terminated, truncated = np.zeros(E, dtype=bool), np.zeros(E, dtype=bool)
         reset_step = np.zeros(E, dtype=bool)
+        obs_shape, state_shape, reward_shape = self.obs_shape, state.shape[1:], reward.shape[1:]
         for e in range(E):
             if active is not None and not active[e]:
                 continue
             if self._needs_reset[e]:
-                obs[e], state[e] = self._reset_one(e, None)
+                obs[e], state[e] = self._checked(e, "reset", *self._reset_one(e, None))
                 reset_step[e], self._needs_reset[e] = True, False
                 continue
-            obs[e], state[e], reward[e], term, trunc = self._step_one(e, action[e])
+            o, st, r, term, trunc = self._step_one(e, action[e])
+            if not (type(o) is np.ndarray and o.shape == obs_shape  # the usual types, checked
+                    and type(st) is np.ndarray and st.shape == state_shape  # fast
+                    and (type(r) in _SCALARS if not reward_shape else
+                         type(r) is np.ndarray and r.shape == reward_shape)
+                    and type(term) in _SCALARS and type(trunc) in _SCALARS):
+                self._check_step(e, o, st, r, term, trunc)  # any other: each shape checked
+            obs[e], state[e], reward[e], term, trunc = o, st, r, bool(term), bool(trunc)
             terminated[e], truncated[e] = term, trunc and not term
             self._needs_reset[e] = term or trunc
         if not self.multi_agent:
@@ -169,6 +214,24 @@ class VecEnv:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ adapter hooks
+    def _checked(self, e: int, call: str, obs: Any, state: Any) -> tuple[Any, Any]:
+        """``obs`` and ``state`` of env ``e`` from ``call``, refused unless of the contract's
+        shapes (``obs_shape``; ``[S]``, ``[0]`` for a single-agent env)."""
+        check_shape(self.label, e, call, "an observation", obs, self.obs_shape)
+        check_shape(self.label, e, call, "a global state", state, (self.state_dim,))
+        return obs, state
+
+    def _check_step(self, e: int, obs: Any, state: Any, reward: Any, terminated: Any,
+                    truncated: Any) -> None:
+        """Refuse what ``_step_one`` returned for env ``e`` unless each has its shape: the
+        observation and state as :meth:`_checked`, the reward one number (``[N]`` for several
+        agents), each flag a single truth value."""
+        self._checked(e, "step", obs, state)
+        check_shape(self.label, e, "step", "a reward", reward,
+                    (self.n_agents,) if self.multi_agent else ())
+        check_shape(self.label, e, "step", "a terminated flag", terminated, ())
+        check_shape(self.label, e, "step", "a truncated flag", truncated, ())
+
     def _check_action(self, action: np.ndarray) -> np.ndarray:
         """``[E, *act_shape]`` actions as the adapter steps them (clipped to ``[-1, 1]``)."""
         return np.clip(np.asarray(action, dtype=np.float32), -1.0, 1.0)
@@ -182,7 +245,8 @@ class VecEnv:
         self, e: int, action: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, Any, bool, bool]:
         """Step env ``e``: ``(obs, state, reward, terminated, truncated)``; ``reward`` is a
-        number (single agent) or ``[N]`` (per agent)."""
+        number (single agent) or ``[N]`` (per agent), the flags are single truth values (the
+        shapes are checked by :meth:`step`)."""
         raise NotImplementedError
 
 

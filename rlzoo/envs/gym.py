@@ -89,11 +89,13 @@ class SingleAgentVecEnv(VecEnv):
     def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         return self.envs[e].reset(seed=seed)[0], _NO_STATE
 
-    def _step_one(
-        self, e: int, action: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, float, bool, bool]:
+    @property
+    def label(self) -> str:
+        return self.env_id
+
+    def _step_one(self, e: int, action: np.ndarray) -> tuple[Any, np.ndarray, Any, Any, Any]:
         obs, reward, terminated, truncated, _ = self.envs[e].step(action)
-        return obs, _NO_STATE, reward, bool(terminated), bool(truncated)
+        return obs, _NO_STATE, reward, terminated, truncated  # checked by VecEnv.step
 
     def get_state(self) -> dict[str, Any]:
         """Every env's simulation, RNG and wrapper state plus the pending resets (plain data)."""
@@ -104,9 +106,13 @@ class SingleAgentVecEnv(VecEnv):
         """Continue exactly where ``get_state`` was taken (after this object's ``reset``), also
         after a checkpoint round trip (arrays come back as numpy, see ``restore_arrays``)."""
         state = restore_arrays(state)
+        ended = state["ended"]
+        if not isinstance(ended, np.ndarray) or ended.dtype != bool \
+                or ended.shape != self._needs_reset.shape:
+            raise ValueError(f"saved env state 'ended' is not {len(self.envs)} bools")
         for env, saved in zip(self.envs, state["envs"], strict=True):
             set_env_state(env, saved)
-        self._needs_reset = np.asarray(state["ended"], dtype=bool).copy()
+        self._needs_reset = ended.copy()
         self._seeded = True
 
     def render_env(self, e: int = 0) -> gym.Env:

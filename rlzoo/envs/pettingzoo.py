@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.envs.base import VecEnv
+from rlzoo.envs.base import EnvError, VecEnv, check_shape
 from rlzoo.envs.families import FAMILIES, check_family_backend, get_family
 from rlzoo.envs.family import PETTINGZOO, Family
 from rlzoo.envs.snapshot import restore_arrays
@@ -197,10 +197,16 @@ class MultiAgentVecEnv(VecEnv):
             for i, agent in enumerate(self.agent_ids)
         }
         obs_d, rew_d, term_d, trunc_d, _ = env.step(action_dict)
+        for agent in self.agent_ids:  # each a single number: no broadcast into the row
+            for what, values in (("a reward", rew_d), ("a terminated flag", term_d),
+                                 ("a truncated flag", trunc_d)):
+                if agent in values:
+                    check_shape(self.label, e, "step", f"{what} for agent {agent}",
+                                values[agent], ())
         reward = np.array([rew_d.get(agent, 0.0) for agent in self.agent_ids], dtype=np.float32)
         term = any(bool(v) for v in term_d.values())
         trunc = any(bool(v) for v in trunc_d.values())
-        return self._pack_obs(obs_d), self._get_state_vec(env), reward, term, trunc
+        return self._pack_obs(obs_d, e, "step"), self._get_state_vec(env), reward, term, trunc
 
     def render_env(self, e: int = 0) -> Any:
         """Env ``e``'s PettingZoo parallel env (rendering is per env)."""
@@ -264,18 +270,26 @@ class MultiAgentVecEnv(VecEnv):
         scaled = self.action_low + (a + 1.0) * 0.5 * (self.action_high - self.action_low)
         return np.clip(scaled, self.action_low, self.action_high)
 
-    def _pack_obs(self, obs_dict: dict[str, Any]) -> np.ndarray:
-        """Dict of per-agent obs -> ``[N, obs_dim]`` float32, zero padded (missing agent -> 0)."""
+    @property
+    def label(self) -> str:
+        return f"{self.family}/{self.scenario}"
+
+    def _pack_obs(self, obs_dict: dict[str, Any], e: int, call: str) -> np.ndarray:
+        """Dict of per-agent obs (env ``e``'s, from ``call``) -> ``[N, obs_dim]`` float32, zero
+        padded (missing agent -> 0); an agent's observation must have its space's shape."""
         out = np.zeros((self.n_agents, self.obs_dim), dtype=np.float32)
         for i, agent in enumerate(self.agent_ids):
             if agent in obs_dict:
+                space = self.obs_spaces[f"agent {agent}"]
+                check_shape(self.label, e, call, f"an observation for agent {agent}",
+                            obs_dict[agent], tuple(space.shape))
                 out[i, : self.obs_dims[i]] = np.asarray(obs_dict[agent]).reshape(-1)
         return out
 
     def _get_state_vec(self, env: Any) -> np.ndarray:
         state = np.asarray(env.state(), dtype=np.float32).reshape(-1)
-        if state.size != self.state_dim:
-            raise ValueError(
+        if state.size != self.state_dim:  # not broadcast into the row either
+            raise EnvError(
                 f"{self.family}/{self.scenario}: env.state() has {state.size} entries, "
                 f"expected {self.state_dim}"
             )
@@ -284,7 +298,7 @@ class MultiAgentVecEnv(VecEnv):
     def _reset_one(self, e: int, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         env = self._envs[e]
         obs_dict, _ = env.reset(seed=seed)
-        return self._pack_obs(obs_dict), self._get_state_vec(env)
+        return self._pack_obs(obs_dict, e, "reset"), self._get_state_vec(env)
 
     def _find_max_episode_steps(self, env: Any) -> int | None:
         return self.adapter.max_episode_steps(env)

@@ -99,12 +99,23 @@ def get_mujoco_state(model: Any, data: Any) -> dict[str, np.ndarray]:
 
 
 def set_mujoco_state(model: Any, data: Any, saved: dict[str, Any]) -> None:
+    """Put back :func:`get_mujoco_state`, each array checked first to be exactly what this
+    model saves (float64 of its shape: nothing is cast or broadcast); ``ValueError`` names it."""
     import mujoco
 
-    physics = np.asarray(saved["physics"], dtype=np.float64)
-    mujoco.mj_setState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    shapes = {"physics": (mujoco.mj_stateSize(model, spec),),
+              **{k: getattr(data, k).shape for k in MUJOCO_DERIVED_FIELDS}}
+    for key, shape in shapes.items():
+        value = saved.get(key) if isinstance(saved, dict) else None
+        if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.shape != shape:
+            held = f"{value.dtype} {list(value.shape)}" if isinstance(value, np.ndarray) \
+                else type(value).__name__
+            raise ValueError(f"saved MuJoCo state {key} is {held}, not this model's float64 "
+                             f"{list(shape)}")
+    mujoco.mj_setState(model, data, saved["physics"], spec)
     for key in MUJOCO_DERIVED_FIELDS:
-        getattr(data, key)[...] = np.asarray(saved[key])
+        getattr(data, key)[...] = saved[key]
 
 
 def get_wrapper_state(env: Any) -> list[dict[str, Any]]:
@@ -184,6 +195,9 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
                 or isinstance(value, np.ndarray) and value.dtype != object):
             raise ValueError(f"saved env attribute {key!r} is not a plain attribute this "
                              f"{type(base).__name__} has; only its own state is restored")
+        if not _same_kind(value, mine):
+            raise ValueError(f"saved env attribute {key!r} ({_kind(value)}) is not of the kind "
+                             f"this {type(base).__name__} holds there ({_kind(mine)})")
     set_wrapper_state(env, state["wrappers"])
     if "np_random" in state:
         base.np_random.bit_generator.state = state["np_random"]
@@ -193,6 +207,24 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
         # Arrays keep their saved dtype: an env may change it during an episode (MountainCar's
         # state is float64 after reset, float32 after a step).
         setattr(base, key, value)
+
+
+def _kind(value: Any) -> str:
+    """What :func:`_same_kind` compares: an array's dtype kind and shape, a scalar's kind."""
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype.kind} array {list(value.shape)}"
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    return np.asarray(value).dtype.kind if isinstance(value, (int, float, np.number)) \
+        else type(value).__name__
+
+
+def _same_kind(saved: Any, mine: Any) -> bool:
+    """Whether ``saved`` may replace the env's attribute ``mine``: an array of its shape and
+    dtype kind (float for float: an env may change float32 to float64 within an episode), a
+    scalar of its kind (bool, integer, float); anything when the env holds ``None`` there (set
+    once used, as ``last_u``)."""
+    return mine is None or _kind(saved) == _kind(mine)
 
 
 class _Skip:

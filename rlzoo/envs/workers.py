@@ -9,166 +9,83 @@ arrays go through shared memory: actions ``[E, *act_shape]`` and observations ``
 float32, rewards, flags, global state and per-agent rewards as the VecEnv contract types them
 (an env that returns another dtype sends those arrays by pipe instead, unchanged). One small
 message each way per worker and vector step says "step" and "done"; both ends poll the pipe
-without sleeping for up to ``SPIN_S`` (yielding the core to any process that waits for it) before
-they sleep on it, so a fast answer costs no wake-up by the scheduler.
+without sleeping for up to ``worker_side.SPIN_S`` (yielding the core to any process that waits
+for it) before they sleep on it, so a fast answer costs no wake-up by the scheduler.
 :meth:`step_async` hands the workers their actions and steps the training process's own slice;
 :meth:`step_wait` collects the workers' part, so several such envs (a seed group's) step at
 once. A run with workers is bit-identical to the same run stepped in turn: each env runs the
 same code on the same seed, only maybe in another process.
 
-Failure: a worker that dies, or answers nothing for ``timeout`` seconds, raises
-:class:`EnvWorkerError` (one line: which worker, its exit code, what to do); the run then ends
-and its last good checkpoint stays as it was. Workers ignore Ctrl-C and SIGTERM (the trainer
-catches them and checkpoints, which needs the workers' env states) and are killed with their
-parent (Linux ``PR_SET_PDEATHSIG``) or at its interpreter's exit, so none outlives the run.
+Failure: a worker whose envs cannot be made (their constructor raised: the cause, in one line,
+as the same failure in this process says it), that fails a request (an env's error, e.g. an
+observation of the wrong shape), dies, or answers nothing for ``timeout`` seconds raises
+:class:`EnvWorkerError` (one line: which worker, what happened); the loop adds where the run
+can continue from. The constructor waits until every worker has made its envs, so a worker's
+failure to make them ends the run where the same failure in this process does. Workers ignore
+Ctrl-C and SIGTERM (the trainer catches them and checkpoints, which needs the workers' env
+states) and are killed with their parent (Linux ``PR_SET_PDEATHSIG``), at its interpreter's
+exit, or when the constructor is stopped (a signal while the workers start), so none outlives
+the run. They are forked with SIGTERM and SIGINT held (:func:`_signals_held`): a signal that
+lands during a fork is taken by the trainer's handler once the fork is done, never inside
+Python's at-fork hooks, which drop exceptions (``rlzoo.run.signals``). The workers' own side
+(their loop, the shared-memory layout) is ``rlzoo.envs.worker_side``.
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
+import contextlib
 import multiprocessing as mp
-import os
-import select
+import multiprocessing.util  # noqa: F401 - its exit handler registered before this module's
 import signal
-import sys
-import time
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from rlzoo.envs.base import StepResult, VecEnv
-from rlzoo.errors import UserError
+from rlzoo.envs.base import EnvError, StepResult, VecEnv
+from rlzoo.envs.worker_side import (
+    FIELDS,
+    MakeEnv,
+    layout_offsets,
+    layout_views,
+    poll_ready,
+    serve,
+    shapes,
+    step_layout,
+)
 
 __all__ = ["EnvWorkerError", "WorkerVecEnv"]
 
-MakeEnv = Callable[[int, int], VecEnv]  # (num_envs, seed) -> an in-process VecEnv
+class EnvWorkerError(EnvError):
+    """An env worker could not make its envs, failed a request, died or hung (one line)."""
 
 
-SPIN_S = 0.002  # seconds a process asks its pipe without blocking before it sleeps on it
-
-
-def _ready(conn: Any, timeout: float | None) -> bool:
-    """Whether ``conn`` has a message within ``timeout`` seconds (None: wait for ever). For the
-    first ``SPIN_S`` it polls without sleeping: an answer that comes within a vector step's time
-    is read without a wake-up by the scheduler (about 0.1 ms a round trip through a sleeping
-    pipe on a 2-core VM), at the price of that much CPU while it waits."""
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN)
-    end = time.perf_counter() + SPIN_S
-    while time.perf_counter() < end:
-        if poller.poll(0):
-            return True
-        os.sched_yield()  # a process waiting for this core gets it (a busy machine)
-    left = None if timeout is None else max(0.0, timeout - SPIN_S)
-    return bool(poller.poll(None if left is None else int(min(left, 1e6) * 1000)))
-
-
-# a step's arrays besides the observation, in StepResult's order; a worker writes its slice of
-# them into shared memory (float32 and bool, as the VecEnv contract has them)
-FIELDS = ("reward", "terminated", "truncated", "reset_step", "state", "agent_reward")
-Layout = list[tuple[str, Any, tuple[int, ...]]]  # (field, dtype, shape [E, ...])
-
-
-def _layout(E: int, n_agents: int, state_dim: int, multi_agent: bool) -> Layout:
-    """The shared step arrays of ``E`` envs: ``reward [E]`` float32, three ``[E]`` bool flags,
-    ``state [E, S]`` and ``agent_reward [E, N]`` float32 where the env has them."""
-    out: Layout = [("reward", np.float32, (E,))]
-    out += [(flag, np.bool_, (E,)) for flag in ("terminated", "truncated", "reset_step")]
-    if state_dim:
-        out.append(("state", np.float32, (E, state_dim)))
-    if multi_agent:
-        out.append(("agent_reward", np.float32, (E, n_agents)))
-    return out
-
-
-def _offsets(layout: Layout) -> tuple[list[int], int]:
-    """Each array's byte offset in the shared buffer (8-byte aligned), and its size."""
-    offsets, end = [], 0
-    for _, dtype, shape in layout:
-        offsets.append(end)
-        end = (end + int(np.prod(shape)) * np.dtype(dtype).itemsize + 7) // 8 * 8
-    return offsets, end
-
-
-def _views(buf: Any, layout: Layout) -> dict[str, np.ndarray]:
-    """Numpy views of ``layout``'s arrays in the shared buffer ``buf``."""
-    offsets, _ = _offsets(layout)
-    return {name: np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape)),
-                                offset=offset).reshape(shape)
-            for (name, dtype, shape), offset in zip(layout, offsets, strict=True)}
-
-
-def _publish(result: StepResult, out: dict[str, np.ndarray], start: int) -> bool:
-    """Write ``result``'s arrays into rows ``start ..`` of the shared ``out``; False (nothing
-    written) when one has another dtype or shape than the contract's (then it goes by pipe)."""
-    n = len(result.reward)
-    for name in FIELDS:
-        value, view = getattr(result, name), out.get(name)
-        if value is None and view is None:
-            continue
-        if value is None or view is None or np.asarray(value).dtype != view.dtype or \
-                np.shape(value) != view[start:start + n].shape:
-            return False
-    for name in FIELDS:
-        if name in out:
-            out[name][start:start + n] = getattr(result, name)
-    return True
-
-
-class EnvWorkerError(UserError):
-    """An env worker died or hung; the run ends with its last good checkpoint."""
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no orphans after a SIGKILL)."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except OSError:  # pragma: no cover - no libc: daemon processes still end with a clean exit
-            pass
-
-
-def _serve(make: MakeEnv, n: int, seed: int, conn: Any, obs_buf: Any, act_buf: Any,
-           start: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...], total: int,
-           step_buf: Any, layout: Layout) -> None:
-    """A worker: build envs ``start .. start + n - 1`` and answer the parent's requests."""
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(total, *obs_shape)[start:start + n]
-    act = np.frombuffer(act_buf, dtype=np.float32).reshape(total, *act_shape)[start:start + n]
-    out = _views(step_buf, layout)
-    env = make(n, seed)
-    while True:
-        try:
-            _ready(conn, None)
-            cmd, arg = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            if cmd == "step":
-                r = env.step(act.copy(), active=arg)
-                obs[:] = r.obs
-                conn.send(("ok", None if _publish(r, out, start) else
-                           tuple(getattr(r, name) for name in FIELDS)))
-            elif cmd == "reset":
-                o, s = env.reset(seed=arg)
-                obs[:] = o
-                conn.send(("ok", s))
-            elif cmd == "get_state":
-                conn.send(("ok", env.get_state()))
-            elif cmd == "set_state":
-                env.set_state(arg)
-                conn.send(("ok", None))
-            elif cmd == "close":
-                env.close()
-                conn.send(("ok", None))
-                return
-        except Exception as err:  # noqa: BLE001 - reported in the parent, in one line
-            conn.send(("error", f"{type(err).__name__}: {err}"))
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Within the block SIGTERM and SIGINT are only noted; at its end the handlers that were in
+    place take them, in order, where the block ends (in the main thread; elsewhere Python runs
+    no handler anyway). A fork inside the block runs Python's at-fork hooks (logging's among
+    them), which drop any exception, with no handler that raises one (a ``LaunchStopped``
+    raised there would be lost and the run would train on), and the child starts with a
+    handler that raises nothing until it ignores the signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    previous: dict[int, Any] = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if signal.getsignal(sig) is not None:  # None: not set from Python, cannot put back
+                previous[sig] = signal.signal(sig, lambda signum, frame: noted.append(signum))
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in noted:
+            signal.raise_signal(signum)
 
 
 def _kill_all(env: weakref.ref[WorkerVecEnv]) -> None:
@@ -213,24 +130,35 @@ class WorkerVecEnv(VecEnv):
         act_buf = ctx.RawArray("f", int(E * np.prod(self.act_shape)))
         self._obs = np.frombuffer(obs_buf, dtype=np.float32).reshape(E, *self.obs_shape)
         self._act = np.frombuffer(act_buf, dtype=np.float32).reshape(E, *self.act_shape)
-        layout = _layout(E, self.n_agents, self.state_dim, self._local.multi_agent)
-        step_buf = ctx.RawArray("b", _offsets(layout)[1])
-        self._out = _views(step_buf, layout)
+        arrays = step_layout(E, self.n_agents, self.state_dim, self._local.multi_agent)
+        step_buf = ctx.RawArray("b", layout_offsets(arrays)[1])
+        self._out = layout_views(step_buf, arrays)
         self._conns, self._procs = [], []
-        for a, b in self._slices[1:]:
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, daemon=True, name=f"rlzoo-env-{a}-{b}",
-                               args=(make, b - a, int(seed) + a, child, obs_buf, act_buf, a,
-                                     self.obs_shape, self.act_shape, E, step_buf, layout))
-            proc.start()
-            child.close()
-            self._conns.append(parent)
-            self._procs.append(proc)
         self._waiting: Any = None  # this process's part of the step started by step_async
         # workers ignore SIGTERM, which multiprocessing's own exit handler sends its daemon
-        # processes before joining them: kill them first, or an interpreter that exits without
-        # close() (an uncaught error) would wait for them forever
+        # processes before joining them: kill them first (registered before the first fork,
+        # after multiprocessing's handler, so it runs before it), or an interpreter that exits
+        # without close() (an uncaught error, a signal while they start) waits for them forever
         atexit.register(_kill_all, weakref.ref(self))
+        try:
+            for a, b in self._slices[1:]:
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=serve, daemon=True, name=f"rlzoo-env-{a}-{b}",
+                                   args=(make, b - a, int(seed) + a, child, obs_buf, act_buf, a,
+                                         self.obs_shape, self.act_shape, E, step_buf, arrays))
+                with _signals_held():  # a signal during the fork is taken here, after it
+                    proc.start()
+                    self._conns.append(parent)
+                    self._procs.append(proc)
+                child.close()
+            for w, made in enumerate(self._recv_all()):  # each worker's envs, made (or not)
+                if tuple(made) != shapes(self._local):
+                    self._fail(w, f"made envs of shapes {made} (observation, action, agents, "
+                               f"state), unlike this process's {shapes(self._local)}")
+        except BaseException:  # a failure or a signal while they start: none is left behind
+            self._stop_all()
+            self._local.close()
+            raise
 
     def __getattr__(self, name: str) -> Any:
         """Adapter attributes (``obs_mask``, ``max_episode_steps``, ``agent_ids``, ...) from
@@ -360,27 +288,35 @@ class WorkerVecEnv(VecEnv):
         out = []
         for w, conn in enumerate(self._conns):
             try:
-                if not _ready(conn, self.timeout):
+                if not poll_ready(conn, self.timeout):
                     self._fail(w, f"answered nothing for {self.timeout:g} s (hung)")
                 status, value = conn.recv()
             except (EOFError, OSError):
                 self._fail(w, "died")
             if status == "error":
-                self._fail(w, f"failed: {value}")
+                self._fail(w, f"failed: {value}")  # the cause, one line (worker_side.cause)
             out.append(value)
         return out
 
+    def _stop_all(self) -> None:
+        """Kill every worker still alive (they ignore SIGTERM) and wait for it."""
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5.0)
+
     def _fail(self, w: int, what: str) -> None:
+        """Stop every worker and raise the one line of worker ``w``'s failure ``what`` (for a
+        worker gone, ``died``: how it ended)."""
         proc = self._procs[w]
         if proc.is_alive() and "hung" in what:
             proc.kill()
         proc.join(timeout=1.0)
         code = proc.exitcode
+        if what == "died" and code is not None:
+            how = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in
+                   signal.valid_signals() else f"exit code {code}")
+            what = f"died ({how})"
+        self._stop_all()
         a, b = self._slices[w + 1]
-        for other in self._procs:
-            if other.is_alive():
-                other.kill()
-        raise EnvWorkerError(
-            f"env worker {w + 1} (envs {a}-{b - 1}, pid {proc.pid}, exit code {code}) {what}; "
-            "the run stops here and its last checkpoint is kept: resume=RUN_DIR continues from it"
-        )
+        raise EnvWorkerError(f"env worker {w + 1} (envs {a}-{b - 1}, pid {proc.pid}) {what}")

@@ -11,7 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli_check import check_overrides
-from rlzoo.errors import UserError
+from rlzoo.errors import UserError, python_str, resume_command
 from rlzoo.files import make_dir, write_atomic
 from rlzoo.run import tracking
 from rlzoo.run.rundir import (
@@ -52,8 +52,8 @@ def claim(
             check_run_files(run_dir)  # a link where a run keeps its files: before Hydra writes
             RunLock.check_free(run_dir, option)  # a dir in use by a live run is refused first
         if holds_a_run(run_dir):
-            how = (f"rlzoo.resume({str(run_dir)!r})" if option == "run_dir"
-                   else f"resume={run_dir}")
+            how = (f"rlzoo.resume({python_str(run_dir)})" if option == "run_dir"
+                   else resume_command(run_dir))
             raise UserError(
                 f"{run_dir} already holds a run (checkpoints or summary.json); continue it with "
                 f"{how} or choose another {option}"

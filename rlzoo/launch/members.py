@@ -15,7 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.bounded import load_yaml, read_text
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import UserError, one_line, resume_command
 from rlzoo.files import make_dir, write_atomic
 from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, run_group
 from rlzoo.run.rundir import (
@@ -111,8 +111,8 @@ def resume_members(group: SeedGroup, rebuild: bool) -> tuple[list[Path], list[Pa
         names = ", ".join(str(d) for d in lost)
         raise UserError(
             f"the seed group's run dirs {names} are missing; put them back beside {group.home}, or "
-            f"rebuild them from the group's checkpoint, which holds every seed: python -m "
-            f"rlzoo.train resume={group.home} rebuild_members=true (their curves before the "
+            f"rebuild them from the group's checkpoint, which holds every seed: "
+            f"{resume_command(group.home, 'rebuild_members=true')} (their curves before the "
             "checkpoint are lost)")
     for d in group.dirs:
         if d not in lost:

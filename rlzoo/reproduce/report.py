@@ -180,7 +180,7 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
         # the page draws its own aggregate and figures (below): no grid, no rliable needed
         kept = compare(runs, report_dir, references=References(aggregate=False), grid=False)
         for path in report_dir.glob("*.json"):  # no path of this machine
-            write_text_atomic(path, repo_relative(path.read_text()))
+            write_text_atomic(path, repo_relative(read_text(path, RECORDS_LIMIT)))
         for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):
             path.unlink()
         for env, by_label in kept.get("curves", {}).items():

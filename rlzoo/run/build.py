@@ -105,6 +105,10 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
             return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg), **extra)
         except (ValueError, gym.error.Error) as err:
             raise UserError(str(err)) from None
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the env's own constructor failed
+            raise env_failed(cfg, err) from None
     backend = str(cfg.env.get("backend", "pettingzoo"))
     family = cfg.env.family  # a family's name (rlzoo.envs.families) or a node with a _target_
     try:
@@ -116,6 +120,27 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         raise UserError(f"cannot make env={cfg.env.name}: {one_line(err)}") from None
     except (ValueError, TypeError) as err:
         raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the env's own constructor failed
+        raise env_failed(cfg, err) from None
+
+
+class EnvFailed(UserError):
+    """An env whose own constructor raised ``cause`` (kept for callers that explain it better,
+    e.g. a GL back end that fails at ``import mujoco`` when filming)."""
+
+    def __init__(self, message: str, cause: Exception) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
+    """The one line for an env whose own constructor raised ``err`` (in this process or in an
+    env worker, which sends this line to the trainer): its cause, without the traceback."""
+    return EnvFailed(f"cannot make env={cfg.env.name}: its constructor raised "
+                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)",
+                     err)
 
 
 def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:

@@ -88,15 +88,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_temps(directory: Path) -> list[Path]:
+def remove_stale_temps(directory: Path, folders: bool = False) -> list[Path]:
     """Delete the temporary files in ``directory`` left by writers that died (SIGKILL, power
     loss), and return them: those of checkpoints, ``policy.pt`` and the small files (summary,
     configs, ``group.json``) alike. Only files whose writer is known to be gone are touched:
     one named with this host and a pid that no longer exists, or the pid-less name older rlzoo
     versions used. A live writer's file, this process's own, or another host's (a shared file
-    system) is left alone."""
+    system) is left alone. ``folders``: also the private folders (``rlzoo.files.private_dir``)
+    a dead writer's library wrote in (ffmpeg's partial MP4 in ``videos/``), removed whole
+    without following a link inside."""
     removed: list[Path] = []
-    if not directory.is_dir():
+    if not directory.is_dir() or (folders and directory.is_symlink()):
         return removed
     host, me = host_name(), os.getpid()
     for p in directory.iterdir():
@@ -107,10 +109,10 @@ def remove_stale_temps(directory: Path) -> list[Path]:
                 continue
         elif not LEGACY_TEMP_PATTERN.match(p.name):
             continue
-        if not p.is_file() or p.is_symlink():
+        if p.is_symlink() or not (p.is_file() or (folders and m and p.is_dir())):
             continue
         try:
-            p.unlink()
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
             removed.append(p)
         except OSError:
             pass
@@ -228,8 +230,17 @@ def list_checkpoints(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in directory.iterdir()
-             if (m := PATTERN.match(p.name)) and stat.S_ISREG(p.lstat().st_mode)]
+             if (m := PATTERN.match(p.name)) and _regular(p)]
     return [p for _, p in sorted(found)]
+
+
+def _regular(path: Path) -> bool:
+    """``path`` is a regular file (not a link); False when it vanished since it was listed (a
+    run pruning its checkpoints while another process lists them)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def prune_checkpoints(directory: Path, keep: int, newest: Path | None = None) -> None:

@@ -32,7 +32,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from rlzoo.errors import UserError
+from rlzoo.errors import UserError, resume_command
 from rlzoo.files import check_inside, check_open, open_regular
 from rlzoo.run.progress import Rates, duration
 from rlzoo.run.rundir import check_run_dir
@@ -255,7 +255,7 @@ class Logger:
             raise UserError(
                 f"cannot write TensorBoard events in {self.run_dir} "
                 f"({err.strerror or err}); make the dir writable (free space), then continue "
-                f"with resume={self.run_dir}"
+                f"with: {resume_command(self.run_dir)}"
             ) from None
 
     def scalars(self, values: dict[str, float | torch.Tensor], step: int) -> None:

@@ -23,7 +23,6 @@ checkpoint holds and ``outputs`` what the run writes for its readers.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -49,7 +48,6 @@ from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is t
     Evaluation,
 )
 from rlzoo.run.checkpoint import (
-    CheckpointError,
     checkpoint_path,
     prune_checkpoints,
     remove_stale_temps,
@@ -60,15 +58,25 @@ from rlzoo.run.cost import cost_note
 from rlzoo.run.evaluation import evaluate, log_evaluation
 from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
-from rlzoo.run.outputs import hparams, log_scalars, outputs_behind, write_policies, write_summary
-from rlzoo.run.rundir import RunDirGone, check_run_dir
-from rlzoo.run.saved_state import Clock, check_budget, checked_state, last_good_note, restore_latest
+from rlzoo.run.outputs import (
+    drop_stale_summaries,
+    hparams,
+    log_scalars,
+    outputs_behind,
+    summary_record,
+    write_policies,
+    write_summary,
+)
+from rlzoo.run.restore import check_budget, restore_latest
+from rlzoo.run.rundir import check_run_dir
+from rlzoo.run.saved_state import Clock, checked_state
 from rlzoo.run.settings import read_settings, schedule_warnings
-from rlzoo.run.signals import Interrupted, NonFiniteError, StopSignals
+from rlzoo.run.signals import Interrupted, StopSignals
+from rlzoo.run.stopping import Stopping
 from rlzoo.run.videos import Filming
 
 
-class Trainer:
+class Trainer(Stopping):
     """Runs one training job into ``run_dir`` from a composed Hydra config.
 
     Args:
@@ -115,6 +123,7 @@ class Trainer:
         self.clock = Clock()
         self.checkpoint_dir = run_dir / "checkpoints"
         self.restored: Path | None = None  # the checkpoint restore() loaded
+        self.skip: tuple[Path, ...] = ()  # checkpoints restore() must not load (tried before)
         self.good: Path | None = None  # the checkpoint restored or written last
         self.stop = StopSignals()
         self.stop_requested = False  # a callback asked to stop
@@ -176,32 +185,6 @@ class Trainer:
                     raise stopped
             return self.finish(resume, start)
 
-    def stopped_by(self, err: Exception, metrics: dict[str, torch.Tensor], start: float) -> None:
-        """``err`` was raised after a whole step (by a callback, an evaluation, a logger):
-        checkpoint that step unless it already is (never after NaN/inf, a deleted run dir or a
-        failed checkpoint), say how to continue (stderr, ``train.log`` and a note on ``err``,
-        which the caller re-raises) and close the loggers and envs."""
-        if isinstance(err, (NonFiniteError, RunDirGone, CheckpointError)):
-            return
-        step, path = self.clock.step, checkpoint_path(self.checkpoint_dir, self.clock.step)
-        try:
-            if self.good != path:
-                self.clock.wall_time = time.perf_counter() - start
-                self.check_finite(metrics)
-                path = self.save(notify=False)
-        except Exception:  # noqa: BLE001 - no checkpoint then; the first error is the one to see
-            return
-        line = (f"stopped by {type(err).__name__} at step {step}; checkpoint {path}; continue "
-                f"with: python -m rlzoo.train resume={self.run_dir} (or "
-                f"rlzoo.resume({str(self.run_dir)!r}))")
-        err.add_note(f"rlzoo: {line}")
-        with contextlib.suppress(Exception):
-            assert self.logger is not None
-            self.logger.announce(line)
-            self.close_loggers()
-        with contextlib.suppress(Exception):
-            self.close_envs()
-
     def start(self, resume: bool) -> Logger:
         """Restore (``resume``) or give every env its first reset, then open each member's
         logger and announce the run; returns the first member's (train.log's) logger."""
@@ -210,6 +193,8 @@ class Trainer:
             path = self.restored or self.restore()
             for directory in (self.checkpoint_dir, *(m.run_dir for m in self.members)):
                 remove_stale_temps(directory)  # of writers that died (SIGKILL, power loss)
+            for m in self.members:  # ffmpeg's private folders of a video being filmed then
+                remove_stale_temps(m.run_dir / "videos", folders=True)
         else:
             self.collector.reset()
         self.wandb = self.wandb and tracking.start(self.cfg, self.members[0].run_dir)
@@ -234,16 +219,17 @@ class Trainer:
     def finish(self, resume: bool, start: float) -> list[dict[str, Any]]:
         """The end of a run (a signal now only lets it complete): the last evaluation if the
         checkpoint resumed at the end had none, the outputs a crash left behind, every
-        member's summary and HPARAMS; closes the loggers and envs. Returns the summaries."""
+        member's HPARAMS; closes the loggers and envs; writes every member's summary.json last.
+        Returns the summaries."""
         if self.members[0].last_eval is None:  # resumed at the end from a checkpoint without one
             self.evaluate_and_log()
         if resume:  # a crash after the last checkpoint may have left policy.pt behind it
             write_policies(outputs_behind(self.members)[0], self.members, self.algo, self.axis,
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
-        summaries = [write_summary(m, self.members, self.cfg, self.clock.wall_time,
-                                   self.algo.updates, self.stop_requested, self.warnings,
-                                   {"torch_threads": threads_record(self.threads, self.settings)})
+        summaries = [summary_record(m, self.members, self.cfg, self.clock.wall_time,
+                                    self.algo.updates, self.stop_requested, self.warnings,
+                                    {"torch_threads": threads_record(self.threads, self.settings)})
                      for m in self.members]
         for member, summary in zip(self.members, summaries):
             assert member.logger is not None
@@ -251,6 +237,8 @@ class Trainer:
                                   {"hparam/final_eval_return": summary["final_eval_return"]})
         self.close_loggers()
         self.close_envs()
+        for member, summary in zip(self.members, summaries):  # last: an error before it
+            write_summary(member, summary)  # leaves no summary.json saying the run ended well
         return summaries
 
     def log(self, metrics: dict[str, torch.Tensor],
@@ -272,23 +260,6 @@ class Trainer:
         if not every:
             return self.settings.total_steps
         return (self.clock.step // every + 1) * every
-
-    def close_envs(self) -> None:
-        for member in self.members:
-            member.close()
-
-    def record(self, line: str) -> None:
-        """``line`` into ``train.log`` (not on stderr), once the run's logger exists: how the
-        run stopped, for whoever reads the log later."""
-        if self.logger is not None:
-            self.logger.record(line)
-
-    def close_loggers(self) -> None:
-        for member in reversed(self.members):  # the first member's text handlers last
-            if member.logger is not None:
-                member.logger.close()
-        tracking.finish(self.wandb)
-        self.wandb = None
 
     # ------------------------------------------------------------------ learn
     def learn(self, past_warmup: int) -> dict[str, torch.Tensor]:
@@ -346,7 +317,12 @@ class Trainer:
         # of the global generators: when and whether a run evaluates never changes its training
         cuda = [s.device] if s.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
-            every = evaluate(self.members, self.axis, self.horizon, s.eval_episodes, s.device)
+            try:
+                every = evaluate(self.members, self.axis, self.horizon, s.eval_episodes, s.device)
+            except BaseException:  # this step has no evaluation: a resume must not reuse one
+                for m in self.members:  # of an earlier step as this step's (summary.json)
+                    m.last_eval = m.last_eval_agents = None
+                raise
         if log_evaluation(self.members, every, self.clock.step, str(self.cfg.env.name),
                           self.on_eval):
             self.stop_requested = True
@@ -365,6 +341,8 @@ class Trainer:
                               self.last_good_checkpoint_note)
         state["torch_threads"] = threads_record(self.threads, self.settings)  # to read only
         save_checkpoint(path, state)
+        if self.restored is not None and self.good == self.restored:  # the leg's first
+            drop_stale_summaries(self.members)  # an earlier leg's summary.json: gone past it
         write_policies(self.members, self.members, self.algo, self.axis,
                        dataclasses.asdict(self.spec))
         self.good = path  # written from a checked state: the newest to go back to
@@ -381,9 +359,8 @@ class Trainer:
             for member in self.members:
                 member.reset_envs(self.horizon)
 
-        s = self.settings
         path, self.clock = restore_latest(self.checkpoint_dir, self.cfg, self.algo, self.members,
-                                          s.device, s.utd * s.num_envs + 1.0, reset)
+                                          self.settings, reset, self.skip)
         self.collector.gather()
         self.restored = self.good = path
         return path
@@ -393,7 +370,3 @@ class Trainer:
         and report a run that has nothing left to do (``AlreadyFinished``)."""
         check_budget(self.settings.total_steps, self.clock.step, self.restored, self.run_dir,
                      outputs_behind(self.members) == ([], []))
-
-    def last_good_checkpoint_note(self) -> str:
-        """Where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``)."""
-        return last_good_note(self.checkpoint_dir, self.good)

@@ -19,6 +19,7 @@ from rlzoo.buffers.rollout import RolloutStore
 from rlzoo.envs.base import VecEnv
 from rlzoo.run.logger import Logger
 from rlzoo.run.state import host_array
+from rlzoo.state_match import StateMismatch, match_state
 
 
 @dataclass(eq=False)
@@ -105,9 +106,40 @@ class Member:
             loop["normalize_pending"] = self.pending
         return loop
 
+    def check_loop_state(self, loop: Any, where: str = "loop") -> None:
+        """Refuse a checkpoint's :meth:`loop_state` (after the envs' first reset) unless it
+        holds exactly the arrays this member holds now, each of their shape and dtype, on any
+        device (``rlzoo.state_match.match_state``; they are copied to the host), read in the
+        current layout: a checkpoint before the one loop kept per-agent returns
+        ``[E, N]`` in ``episode_return`` and had no ``episode_length`` or chunks. Episode
+        lengths are non-negative. ``StateMismatch`` names the entry."""
+        if not isinstance(loop, dict):
+            raise StateMismatch(f"{where} is not a mapping")
+        live, saved = self.loop_state(), dict(loop)
+        ret = saved.get("episode_return")
+        if "agent_return" in live and "agent_return" not in saved \
+                and torch.is_tensor(ret) and ret.dim() == 2:  # the multi-agent trainer's
+            saved["agent_return"], saved["episode_return"] = ret, ret.mean(dim=1)
+        for key in ("episode_length", "chunk", "chunk_pos"):  # older checkpoints: as reset
+            if key not in saved and (key != "chunk_pos" or "chunk" not in loop):
+                saved[key] = torch.from_numpy(np.asarray(live[key])).to(ret.device) \
+                    if torch.is_tensor(ret) else np.asarray(live[key])
+        pending = saved.pop("normalize_pending", None)
+        live.pop("normalize_pending", None)
+        match_state(saved, live, where, loaded_on="*")
+        if bool((saved["episode_length"] < 0).any()):
+            raise StateMismatch(f"{where}.episode_length holds negative lengths")
+        if pending is not None:  # rlzoo.run.normalize.pending of the last step
+            n = len(live["episode_return"])
+            match_state(pending, {"reward": np.zeros(n, np.float32), "ended": np.zeros(n, bool),
+                                  "valid": np.zeros(n, bool)}, f"{where}.normalize_pending",
+                        loaded_on="*")
+
     def load_loop_state(self, loop: dict[str, Any]) -> None:
-        """Put back :meth:`loop_state` (also as checkpoints before the one loop wrote it: the
-        multi-agent trainer kept per-agent returns in ``episode_return`` and had no chunks)."""
+        """Put back :meth:`loop_state`, checked by :meth:`check_loop_state` (also as
+        checkpoints before the one loop wrote it: the multi-agent trainer kept per-agent returns
+        in ``episode_return`` and had no chunks)."""
+        self.check_loop_state(loop)
         self.obs = host_array(loop["obs"])
         self.env_state = host_array(loop["env_state"]) if "env_state" in loop else None
         episode_return = host_array(loop["episode_return"])
@@ -115,11 +147,8 @@ class Member:
             loop = {**loop, "agent_return": episode_return}
             episode_return = episode_return.mean(axis=1)
         self.episode_return = episode_return
-        length = host_array(loop.get("episode_length", np.zeros(0)))  # older checkpoints: 0
-        fits = length.shape == episode_return.shape and length.dtype.kind in "iu" \
-            and bool((length >= 0).all())
-        self.episode_length = length.astype(np.int64) if fits \
-            else np.zeros(len(episode_return), dtype=np.int64)
+        self.episode_length = host_array(loop["episode_length"]) if "episode_length" in loop \
+            else np.zeros(len(episode_return), dtype=np.int64)  # older checkpoints: 0
         if self.agent_return is not None:
             self.agent_return = host_array(loop["agent_return"])
         if "chunk" in loop:

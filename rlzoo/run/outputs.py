@@ -63,6 +63,16 @@ def outputs_behind(members: list[Member]) -> tuple[list[Member], list[Member]]:
     return policies, summaries
 
 
+def drop_stale_summaries(members: list[Member]) -> None:
+    """Remove each member's ``summary.json`` of an earlier leg (at a step before the member's):
+    once a resumed run has checkpointed beyond it, it no longer says how the run ended, and an
+    error before the new one is written must not leave it claiming a finished run."""
+    for m in members:
+        step = summary_step(m.run_dir)
+        if step is not None and step < m.step:
+            (m.run_dir / "summary.json").unlink(missing_ok=True)
+
+
 def hparams(cfg: DictConfig) -> dict[str, Any]:
     """``cfg`` flattened to ``{dotted.key: value}`` (lists as strings, private keys left out),
     for TensorBoard's HPARAMS."""
@@ -82,11 +92,11 @@ def hparams(cfg: DictConfig) -> dict[str, Any]:
     return flat
 
 
-def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: float,
-                  updates: int, stopped_early: bool, warnings: list[str],
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``summary.json`` of member ``m`` (of ``members``): its final evaluation, steps, episodes
-    and speed; a seed group's members also name the group's seeds. Returns what it wrote.
+def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time: float,
+                   updates: int, stopped_early: bool, warnings: list[str],
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What ``summary.json`` of member ``m`` (of ``members``) holds: its final evaluation,
+    steps, episodes and speed; a seed group's members also name the group's seeds.
 
     ``steps_per_sec`` is the learning phase's env steps/s in this process (the random warm-up,
     often 20-50x faster, is ``warmup_steps_per_sec``; ``rlzoo.run.progress``), or the whole
@@ -118,5 +128,10 @@ def write_summary(m: Member, members: list[Member], cfg: DictConfig, wall_time: 
     summary["group_seeds"] = [member.seed for member in members]  # [seed] for a single run
     summary["warnings"] = list(warnings)
     summary.update(extra or {})  # the loop's: torch_threads (rlzoo.threads)
-    write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def write_summary(m: Member, summary: dict[str, Any]) -> None:
+    """Write member ``m``'s ``summary.json`` (:func:`summary_record`), the last file a finished
+    run writes: once it is there, the run ended well."""
+    write_atomic(m.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 
+from rlzoo.algos.saved import check_algorithm_state
 from rlzoo.algos.seeds import group_size
+from rlzoo.state_match import StateMismatch
 
 
 def saved_state(group: Any) -> dict[str, Any]:
@@ -24,11 +26,31 @@ def saved_state(group: Any) -> dict[str, Any]:
 
 def load_saved_state(group: Any, state: dict[str, Any], seed_axis: bool = True) -> None:
     """Put :func:`saved_state` back into ``group`` (``seed_axis=False``: a single run's state
-    written without the axis, by rlzoo before checkpoint format 3). ``ValueError`` when the
-    state holds another number of seeds than ``group``."""
+    written without the axis, by rlzoo before checkpoint format 3), checked first
+    (``Algorithm.load_state_dict``). ``ValueError`` when it does not fit ``group``: another
+    number of seeds, another shape, dtype or layout of any tensor."""
+    group.load_state_dict(_in_group_layout(group, state, seed_axis))
+
+
+def check_saved_state(group: Any, state: Any, seed_axis: bool = True) -> None:
+    """Refuse :func:`saved_state` read from a file unless it fits ``group`` exactly
+    (``rlzoo.algos.saved.check_algorithm_state``), loading nothing; ``ValueError`` naming the
+    first entry that does not fit."""
+    check_algorithm_state(group, _in_group_layout(group, state, seed_axis))
+
+
+def _in_group_layout(group: Any, state: Any, seed_axis: bool) -> Any:
+    """``state`` as ``group.state_dict()`` lays it out: a single run's without the seed axis."""
+    if not isinstance(state, dict) or not isinstance(state.get("optimizers"), dict) \
+            or not isinstance(state.get("modules"), dict) or not all(
+                isinstance(saved, dict) and isinstance(saved.get("state"), dict) and all(
+                    isinstance(entries, dict) for entries in saved["state"].values())
+                for saved in state["optimizers"].values()):
+        raise StateMismatch("algo is not an algorithm's state (modules, optimizers with "
+                            "their state, updates)")
     if group_size(group) == 1 and seed_axis:
-        state = without_seed_axis(state)
-    group.load_state_dict(state)
+        return without_seed_axis(state)
+    return state
 
 
 def with_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
@@ -47,8 +69,10 @@ def without_seed_axis(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _the_one_seed(x: torch.Tensor) -> torch.Tensor:
-    if x.dim() == 0 or x.shape[0] != 1:
-        raise ValueError(f"a tensor of shape {tuple(x.shape)} holds no single seed's weights")
+    if not torch.is_tensor(x) or x.dim() == 0 or x.shape[0] != 1:
+        what = list(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise StateMismatch(f"{what} holds no single seed's weights (this run has one seed: "
+                            "[1, ...])")
     return x[0]
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from rlzoo.bounded import load_json
+from rlzoo.state_match import StateMismatch, match_state
 
 POLICY_FILE = "policy.pt"  # beside checkpoints/, rewritten at every checkpoint and at the end
 POLICY_FORMAT = 1
@@ -29,29 +30,32 @@ def global_rng_state() -> dict[str, Any]:
     return rng
 
 
-def check_global_rng(rng: Any) -> None:
-    """Refuse (``ValueError``) saved global generator states that are not this process's kind
-    and size: torch's a uint8 tensor of ``torch.get_rng_state()``'s size, numpy's an MT19937
-    state of 624 words and a position in ``[0, 624]``, python's ``random.getstate()``'s shape."""
-    if not isinstance(rng, dict):
-        raise ValueError("rng is not a mapping")
-    mine = torch.get_rng_state()
-    saved = rng.get("torch")
-    if not torch.is_tensor(saved) or saved.dtype != torch.uint8 or saved.shape != mine.shape:
-        shape = tuple(saved.shape) if torch.is_tensor(saved) else type(saved).__name__
-        raise ValueError(f"rng.torch {shape} is not a {mine.numel()}-byte generator state")
-    numpy_state = rng.get("numpy")
-    inner = numpy_state.get("state") if isinstance(numpy_state, dict) else None
-    key = inner.get("key") if isinstance(inner, dict) else None
-    pos = inner.get("pos") if isinstance(inner, dict) else None
-    kind = numpy_state.get("bit_generator") if isinstance(numpy_state, dict) else None
-    if kind != "MT19937" or len(np.asarray(key).reshape(-1)) != 624 \
-            or not isinstance(pos, int) or isinstance(pos, bool) or not 0 <= pos <= 624:
-        raise ValueError("rng.numpy is not an MT19937 state of 624 words")
-    python = rng.get("python")
-    if not isinstance(python, (list, tuple)) or len(python) != 3 \
-            or not isinstance(python[1], (list, tuple)) or len(python[1]) != 625:
-        raise ValueError("rng.python is not a random.getstate() of 625 words")
+RNG_KEYS = ("torch", "numpy", "python")  # always saved; "cuda" where CUDA is available
+LEGACY_RNG_KEYS = ("cuda", "warmup")  # "warmup": a single run's warm-up generator, format 1
+
+
+def check_global_rng(rng: Any, loaded_on: str | None = None) -> None:
+    """Refuse (``StateMismatch``, a ``ValueError``) saved global generator states that are not
+    this process's kind: exactly :func:`global_rng_state`'s entries (``cuda`` may be missing
+    or extra: a run saved on another machine; ``warmup`` belongs to format 1), each tensor and
+    value of this process's shape, dtype and type (``rlzoo.state_match.match_state``;
+    ``loaded_on``: the device kind the file was mapped to), an MT19937 state with a position in
+    ``[0, 624]`` and python's ``random.getstate()`` of 625 words in ``[0, 2**32)``."""
+    if not isinstance(rng, dict) or not set(RNG_KEYS) <= set(rng) \
+            or not set(rng) <= {*RNG_KEYS, *LEGACY_RNG_KEYS}:
+        raise StateMismatch(f"rng holds {sorted(map(str, rng)) if isinstance(rng, dict) else rng!r}"
+                            f", not the generators {', '.join(RNG_KEYS)}")
+    mine = global_rng_state()
+    for key in RNG_KEYS:
+        match_state(rng[key], mine[key], f"rng.{key}", loaded_on=loaded_on)
+    if "cuda" in rng and "cuda" in mine and len(rng["cuda"]) == len(mine["cuda"]):
+        match_state(rng["cuda"], mine["cuda"], "rng.cuda", loaded_on=loaded_on)
+    numpy_state = rng["numpy"]
+    if numpy_state["bit_generator"] != "MT19937" or not 0 <= numpy_state["state"]["pos"] <= 624:
+        raise StateMismatch("rng.numpy is not an MT19937 state at a position in [0, 624]")
+    words = rng["python"][1]
+    if any(not 0 <= word < 2**32 for word in words) or not 0 <= words[-1] <= 624:
+        raise StateMismatch("rng.python is not a random.getstate() of 625 words in [0, 2**32)")
 
 
 def restore_global_rng(rng: dict[str, Any]) -> None:

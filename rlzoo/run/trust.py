@@ -74,7 +74,8 @@ CLI_TRUST = "pass --trust {module} to rlzoo.evaluate or trust=[{module}] with re
 
 
 def _trust_hint(target: str, how: str = CLI_TRUST) -> str:
-    top = target.split(".")[0].split(":")[0] or "my_pkg"
+    top = target.split(".")[0].split(":")[0]
+    top = top if top.isidentifier() else "my_pkg"  # a name to paste, never a hostile string
     return f"only if you trust that code, {how.format(module=top)}"
 
 

@@ -31,7 +31,7 @@ from rlzoo.algos.seeds import generators_forked
 from rlzoo.envs.base import run_episodes
 from rlzoo.errors import UserError, one_line
 from rlzoo.files import check_inside, library_file, make_dir
-from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
+from rlzoo.run.build import EVAL_SEED_OFFSET, EnvFailed, make_env
 from rlzoo.run.state import global_rng_state, restore_global_rng
 from rlzoo.video import (
     RENDER_HELP,
@@ -69,6 +69,8 @@ def probe_rendering(cfg: DictConfig) -> None:
     """Render one frame of the run's env, so a missing GL back end fails before evaluating."""
     try:
         env = make_env(cfg, 1, 0, render_mode="rgb_array")
+    except EnvFailed as err:  # a broken GL back end fails at ``import mujoco``
+        raise rendering_unavailable(env_label(cfg), err.cause) from None
     except UserError:
         raise
     except Exception as err:  # noqa: BLE001 - a broken GL back end fails at ``import mujoco``

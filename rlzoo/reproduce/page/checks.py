@@ -28,6 +28,7 @@ from typing import Any
 
 from rlzoo.analysis.curves import CURVE_TAG, SCALARS_CSV, read_scalars_csv
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT, SUMMARY_BYTES_LIMIT
+from rlzoo.bounded import BoundError, read_text
 from rlzoo.reproduce.console import UsageError
 from rlzoo.reproduce.files import CHECKOUT, TRAIN_CSV
 from rlzoo.reproduce.page.runs import run_rows
@@ -56,11 +57,10 @@ def check_summary(run_dir: Path) -> dict[str, Any]:
     """``run_dir/summary.json`` as the page reads it, checked (module docstring);
     :class:`BadResults` naming the file when it is unusable."""
     path = run_dir / "summary.json"
-    try:
-        size = path.stat().st_size
-        if size > SUMMARY_BYTES_LIMIT:
-            raise _refuse(path, f"{size:,} bytes, above the {SUMMARY_BYTES_LIMIT:,} read")
-        text = path.read_text(encoding="utf-8")
+    try:  # bounded: a regular file, no link followed, at most the limit read
+        text = read_text(path, SUMMARY_BYTES_LIMIT)
+    except BoundError as exc:
+        raise _refuse(path, str(exc)) from None
     except OSError as exc:
         raise _refuse(path, f"cannot read it ({exc.strerror})") from None
     except UnicodeDecodeError:

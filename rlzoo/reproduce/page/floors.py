@@ -45,19 +45,20 @@ def paired_floors(root: Path, rows: dict[str, list[Path]]
     return out
 
 
-def scale_line(suite: Suite, task_name: str, root: Path,
-               rows: dict[str, list[Path]] | None = None, brief: bool = False) -> str | None:
-    """The page's floors sentence for a multi-agent task: the range over seeds of each
-    scripted policy's mean on the seed's own evaluation episodes, and for each row of ``rows``
-    (label: its run dirs) how many seeds' final returns beat their own zero action's, and by
-    how much; None for other tasks or without runs. ``brief``: the method was said at an
-    earlier task, so only the numbers are given."""
+def scale_lines(suite: Suite, task_name: str, root: Path,
+                rows: dict[str, list[Path]] | None = None, brief: bool = False) -> list[str]:
+    """The page's floors paragraphs for a multi-agent task: the range over seeds of each
+    scripted policy's mean on the seed's own evaluation episodes; then, for each row of
+    ``rows`` (label: its run dirs), how many seeds' final returns beat their own zero action's,
+    and by how much (two paragraphs: each within the page's words per line). Empty for other
+    tasks or without runs. ``brief``: the method was said at an earlier task, so only the
+    numbers are given."""
     task: SuiteTask | None = next((t for t in suite.tasks if t.name == task_name), None)
     if task is None or not task.name.startswith(MULTI_AGENT_PREFIXES) or not rows:
-        return None
+        return []
     paired = paired_floors(root, rows)
     if not paired:
-        return None
+        return []
     by_seed = {seed_of(d): v for d, v in paired.items()}
     random = _span([v["random"] for v in by_seed.values()])
     zero = _span([v["zero"] for v in by_seed.values()])
@@ -81,6 +82,6 @@ def scale_line(suite: Suite, task_name: str, root: Path,
             beat.append(f"{label} {sum(m > 0 for m in margins)} of {len(margins)} "
                         f"({_span(margins, signed=True)})")
     if beat:
-        line += (" Seeds whose final return beats their own zero action's (by the final return "
-                 f"minus it): {', '.join(beat)}.")
-    return line
+        return [line, "Seeds whose final return beats their own zero action's (by the final "
+                f"return minus it): {', '.join(beat)}."]
+    return [line]

@@ -15,6 +15,9 @@ import numpy as np
 
 from rlzoo.analysis import stats
 from rlzoo.analysis.curves import CURVE_TAG, load_scalars
+from rlzoo.bounded import load_json, load_yaml
+from rlzoo.errors import one_line
+from rlzoo.reproduce.console import UsageError
 from rlzoo.reproduce.files import PROVENANCE_FILE, read_json
 
 WINDOW = 10_000  # a comparison's window: each seed's mean over its evaluations in [S - W, S]
@@ -124,10 +127,15 @@ def first_columns(runs: list[Path]) -> tuple[str, str]:
 def run_config(run_dir: Path) -> Any:
     """A run's ``.hydra/config.yaml`` (an OmegaConf node, read with ``.get``); ``{}`` without
     one."""
-    from omegaconf import OmegaConf
-
     path = run_dir / ".hydra" / "config.yaml"
-    return OmegaConf.load(path) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        return load_yaml(path)  # bounded (rlzoo.bounded): a hostile file costs nothing
+    except Exception as err:  # noqa: BLE001 - BoundError, OSError, YAML and OmegaConf errors
+        raise UsageError(f"{path}: cannot read it ({one_line(err, 150)}); fix or delete this "
+                         "run dir (re-export it from its training run), then render the page "
+                         "again") from None
 
 
 def updates_by(run_dir: Path, steps: int) -> int | None:
@@ -180,8 +188,8 @@ def last_launch(run: Path) -> dict[str, Any]:
     """The record of a run's last training launch (provenance.json); {} without one."""
     path = run / PROVENANCE_FILE
     try:
-        records = json.loads(path.read_text()) if path.is_file() else []
-    except ValueError:
+        records = load_json(path) if path.is_file() else []  # bounded (rlzoo.bounded)
+    except (ValueError, OSError):
         records = []
     return records[-1] if isinstance(records, list) and records and \
         isinstance(records[-1], dict) else {}

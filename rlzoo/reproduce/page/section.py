@@ -10,7 +10,7 @@ from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
 from rlzoo.reproduce.page import text
 from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from rlzoo.reproduce.page.findings import finding_lines
-from rlzoo.reproduce.page.floors import MULTI_AGENT_PREFIXES, scale_line
+from rlzoo.reproduce.page.floors import MULTI_AGENT_PREFIXES, scale_lines
 from rlzoo.reproduce.page.runs import (
     WINDOW,
     cell_wall_time,
@@ -197,10 +197,10 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
         references_shown = references_shown or bool(published)
         lines += published
         lines += pair_lines(data, tests, env)
-        scale = scale_line(suite, env, data.root, data.runs.get(env), brief=scale_line_shown)
-        scale_line_shown = scale_line_shown or scale is not None
-        if scale:
-            lines += [scale, ""]
+        scale = scale_lines(suite, env, data.root, data.runs.get(env), brief=scale_line_shown)
+        scale_line_shown = scale_line_shown or bool(scale)
+        for paragraph in scale:
+            lines += [paragraph, ""]
         rows = data.runs.get(env) or run_rows(data.root / env)
         notes = [UNPUBLISHED[key] for label in rows for key in (label, f"{env}/{label}")
                  if key in UNPUBLISHED]
