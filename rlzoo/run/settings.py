@@ -70,7 +70,7 @@ class Settings:
     utd: float
     compile: bool | str  # True, False or "auto" (rlzoo.run.accel.resolve_accel)
     cudagraphs: bool | str  # True, False or "auto"
-    progress_every_s: float
+    progress_every_s: float | str  # seconds, or "auto" (rlzoo.run.logger.Logger)
     on_policy: bool
     rollout_steps: int  # on-policy only (0 off-policy)
     seeds: int  # K: seeds seed .. seed + K - 1 trained together as one group
@@ -266,9 +266,10 @@ def read_settings(cfg: DictConfig) -> Settings:
     if progress not in ("auto", True, False):
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
     every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)  # older run configs
-    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
-            or not math.isfinite(every_s) or every_s < 0):
-        raise UserError(f"log.progress_every_s must be a number of seconds >= 0, got {every_s!r}")
+    if every_s != "auto" and (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
+                              or not math.isfinite(every_s) or every_s < 0):
+        raise UserError(f"log.progress_every_s must be auto or a number of seconds >= 0, got "
+                        f"{every_s!r}; e.g. log.progress_every_s=60")
     accel = {}
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)  # run dirs written before auto existed: false
@@ -302,7 +303,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         batch_size=int_key(cfg, "algo.batch_size", 1),
         buffer_size=int_key(cfg, "algo.buffer_size", 2),
         utd=float(utd),
-        progress_every_s=float(every_s),
+        progress_every_s=every_s if every_s == "auto" else float(every_s),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
         seeds=seeds,
