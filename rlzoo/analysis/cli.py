@@ -36,6 +36,7 @@ from rlzoo.analysis.published import read_published
 from rlzoo.analysis.render import NO_PLOTS, write_report
 from rlzoo.analysis.report import References, compute_comparison
 from rlzoo.analysis.runs import SUMMARY_FILE, FinishedRun, find_runs
+from rlzoo.errors import UserError
 
 FloorSource = Callable[[Sequence[FinishedRun], Path], Floors]
 """Computes the paired floors of runs (``{run dir: {"zero": [...], "random": [...]}}``),
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None, floors: FloorSource | None = None) -
             references=_references(args, floors),
             formats=args.formats,
         )
-    except CompareError as exc:
+    except (CompareError, UserError) as exc:  # UserError: a refused write (rlzoo.files)
         print(f"rlzoo: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -18,6 +18,7 @@ from rlzoo.analysis.figures import FORMATS, plot_panel, plot_panels
 from rlzoo.analysis.markdown import markdown
 from rlzoo.analysis.panels import env_panel, row_colors
 from rlzoo.analysis.report import Comparison
+from rlzoo.files import check_inside, make_dir, write_atomic
 
 # --------------------------------------------------------------------------- files
 
@@ -28,6 +29,8 @@ NO_PLOTS = (
     "are in {out}; install it with pip install matplotlib (or pip install 'rlzoo[compare]')"
 )
 
+
+REPORT_SUFFIXES = (".json", ".md", *(f".{fmt}" for fmt in FORMATS))  # what it writes
 
 def plotting_unavailable() -> str | None:
     """Why the learning curves cannot be drawn (matplotlib does not import), or None."""
@@ -50,7 +53,10 @@ def write_report(comparison: Comparison, out: Path, plots: bool = True,
     (``comparison.md`` says so under each table). Returns the dict written to
     ``comparison.json`` (:func:`report_json`).
     """
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, out.parent)  # never through a link
+    for entry in out.iterdir():  # a planted link among the report's kinds: refused before any
+        if entry.suffix in REPORT_SUFFIXES:  # file is written (each write checks it again)
+            check_inside(out, entry)
     wants = bool(comparison.curves) or comparison.aggregate is not None
     missing = plotting_unavailable() if plots and wants else None
     figures = figure_names(comparison) if plots and missing is None else {}
@@ -73,8 +79,9 @@ def write_report(comparison: Comparison, out: Path, plots: bool = True,
     report["figure_files"] = files
     if missing is not None:
         report["figures_missing"] = missing  # why matplotlib did not import
-    (out / "comparison.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "comparison.md").write_text(markdown(report, comparison.n_runs))
+    # checked writes (rlzoo.files): a link, hard link or special file there is refused
+    write_atomic(out / "comparison.json", json.dumps(report, indent=2) + "\n")
+    write_atomic(out / "comparison.md", markdown(report, comparison.n_runs))
     return report
 
 
