@@ -32,6 +32,7 @@ NO_PLOTS = (
 
 REPORT_SUFFIXES = (".json", ".md", *(f".{fmt}" for fmt in FORMATS))  # what it writes
 
+
 def plotting_unavailable() -> str | None:
     """Why the learning curves cannot be drawn (matplotlib does not import), or None."""
     try:

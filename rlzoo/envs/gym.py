@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlzoo.envs.base import VecEnv
-from rlzoo.envs.snapshot import get_env_state, restore_arrays, set_env_state
+from rlzoo.envs.snapshot import env_settings, get_env_state, restore_arrays, set_env_state
 
 _NO_STATE = np.zeros(0, dtype=np.float32)  # a single-agent env has no global state
 
@@ -110,8 +110,12 @@ class SingleAgentVecEnv(VecEnv):
         if not isinstance(ended, np.ndarray) or ended.dtype != bool \
                 or ended.shape != self._needs_reset.shape:
             raise ValueError(f"saved env state 'ended' is not {len(self.envs)} bools")
+        # every env here is made from one spec: one probe, only for envs saved by attributes
+        settings = env_settings(self.envs[0]) if any(
+            isinstance(saved, dict) and saved.get("attributes") for saved in state["envs"]) \
+            else {}
         for env, saved in zip(self.envs, state["envs"], strict=True):
-            set_env_state(env, saved)
+            set_env_state(env, saved, settings)
         self._needs_reset = ended.copy()
         self._seeded = True
 

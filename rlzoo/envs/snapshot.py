@@ -183,9 +183,11 @@ def get_env_state(env: gym.Env) -> dict[str, Any]:
     return state
 
 
-def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
+def set_env_state(env: gym.Env, state: dict[str, Any],
+                  settings: dict[str, Any] | None = None) -> None:
     """Restore what ``get_env_state`` captured (the env must have been made the same way), also
-    after a checkpoint round trip (see :func:`restore_arrays`)."""
+    after a checkpoint round trip (see :func:`restore_arrays`). ``settings``: the env's
+    :func:`env_settings` when the caller has them (one probe for envs made alike), else probed."""
     state = restore_arrays(state)
     base = env.unwrapped
     for key, value in state.get("attributes", {}).items():  # checked before anything is set
@@ -199,7 +201,8 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
             raise ValueError(f"saved env attribute {key!r} ({_kind(value)}) is not of the kind "
                              f"this {type(base).__name__} holds there ({_kind(mine)})")
     if state.get("attributes"):
-        _check_settings(env, state["attributes"])
+        _check_settings(env, state["attributes"],
+                        env_settings(env) if settings is None else settings)
     set_wrapper_state(env, state["wrappers"])
     if "np_random" in state:
         base.np_random.bit_generator.state = state["np_random"]
@@ -237,10 +240,10 @@ def env_settings(env: gym.Env, steps: int = 2) -> dict[str, Any]:
             and key in after and _equal(value, after[key])}
 
 
-def _check_settings(env: gym.Env, saved: dict[str, Any]) -> None:
-    """Refuse saved attributes that change a setting of the env (:func:`env_settings`): a
-    checkpoint continues the episode of the env the config makes, never another env."""
-    for key, setting in env_settings(env).items():
+def _check_settings(env: gym.Env, saved: dict[str, Any], settings: dict[str, Any]) -> None:
+    """Refuse saved attributes that change one of the env's ``settings`` (:func:`env_settings`):
+    a checkpoint continues the episode of the env the config makes, never another env."""
+    for key, setting in settings.items():
         if key in saved and not _equal(saved[key], setting):
             raise ValueError(f"saved env attribute {key!r} is {_shown(saved[key])} where this "
                              f"{type(env.unwrapped).__name__} is made with {_shown(setting)} (a "
