@@ -11,22 +11,20 @@ from typing import Any
 
 import torch
 
-from rlzoo.algos.seeds import group_size
-
 
 def saved_state(group: Any) -> dict[str, Any]:
     """``group.state_dict()`` (an ``Algorithm``'s: ``modules``, ``optimizers``, ``updates``) as a
     checkpoint keeps it: :func:`with_seed_axis` for one seed (views of the live tensors), so a
     single run's checkpoint has a group of one's layout; a group's as it is."""
     state = group.state_dict()
-    return state if group_size(group) > 1 else with_seed_axis(state)
+    return state if group.seed_axis.size > 1 else with_seed_axis(state)
 
 
 def load_saved_state(group: Any, state: dict[str, Any], seed_axis: bool = True) -> None:
     """Put :func:`saved_state` back into ``group`` (``seed_axis=False``: a single run's state
     written without the axis, by rlzoo before checkpoint format 3). ``ValueError`` when the
     state holds another number of seeds than ``group``."""
-    if group_size(group) == 1 and seed_axis:
+    if group.seed_axis.size == 1 and seed_axis:
         state = without_seed_axis(state)
     group.load_state_dict(state)
 
