@@ -12,7 +12,7 @@ a run dir of its own, with ``OMP_NUM_THREADS=1`` and ``torch_threads=1`` (the nu
 hang on a thread count). Then, for every seed of the case, the two sides must agree exactly on:
 
 * ``summary.json``'s ``final_eval_return``, ``final_eval_return_std``, ``total_steps``,
-  ``updates`` and ``episodes``;
+  ``updates``, ``episodes``, ``buffer_bytes`` and ``group_seeds``;
 * every tensor and value of the final checkpoint (the algorithm's weights, targets and optimizer
   moments; each seed's replay or rollout, env state, open episodes, counters and generators; the
   global generators), compared leaf by leaf with ``torch.equal``; the wall time and the thread
@@ -66,7 +66,7 @@ CASES: dict[str, list[str]] = {
                "seed=3", "seeds=2"],
 }
 SUMMARY_KEYS = ("final_eval_return", "final_eval_return_std", "total_steps", "updates",
-                "episodes")
+                "episodes", "buffer_bytes", "group_seeds")
 SKIPPED = ("wall_time", "torch_threads")  # timings, and the thread record (its timings)
 
 

@@ -9,6 +9,7 @@ algorithms have the same checks in ``test_seed_group_marl.py``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from functools import partial
 
@@ -18,7 +19,8 @@ import torch
 from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.dsac_t import DSACT
-from rlzoo.algos.seed_axis import stack_records, stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
+from rlzoo.algos.seed_records import stack_records
 from rlzoo.buffers import Batch
 from rlzoo.nets import (
     CategoricalCritic,
@@ -189,6 +191,24 @@ def test_one_seed_is_the_algorithm_unchanged() -> None:
     algo = members(ALGOS["sac-twin"][0], range(1))
     assert stack_seeds(algo) is algo[0] and algo[0].seed_axis.size == 1
     assert algo[0].actor.net.layers[0].weight.dim() == 3  # [E, in, out]: no seed axis
+
+
+def test_the_group_is_one_object_the_algorithm_holds() -> None:
+    """The seed axis is a field of each algorithm, not module-level state: two groups and a
+    single run each hold their own (size, generators), and the seed axis's module keeps no
+    registry of groups (issue 53 item 1)."""
+    import rlzoo.algos.seed_axis as seed_axis_module
+
+    generators = [torch.Generator().manual_seed(k) for k in range(K)]
+    a = stack_seeds(members(ALGOS["sac-twin"][0]), generators)
+    b = stack_seeds(members(ALGOS["sac-twin"][0]))
+    single = members(ALGOS["sac-twin"][0], range(1))[0]
+    assert (a.seed_axis.size, b.seed_axis.size, single.seed_axis.size) == (K, K, 1)
+    assert a.seed_axis.generators == generators and b.seed_axis.generators == []
+    assert len({id(x.seed_axis) for x in (a, b, single)}) == 3
+    state = [name for name, value in vars(seed_axis_module).items() if not name.startswith("__")
+             and isinstance(value, (dict, list, set, weakref.WeakKeyDictionary))]
+    assert state == [], state
 
 
 def test_the_seed_axis_of_one_seed_is_the_plain_algorithm() -> None:

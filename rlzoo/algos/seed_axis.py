@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.utils._pytree import tree_flatten, tree_unflatten
+
+from rlzoo.algos.seed_records import flatten, seed_slice, stacked, unflatten, with_axis
 
 Slot = tuple[dict[str, Any], str, torch.Tensor]  # (module._parameters or _buffers, name, tensor)
 
@@ -75,10 +76,10 @@ class SeedAxis:
             return fn(*args)
         if self.generators:
             return stacked(self._in_turn(module, lambda k: fn(*(seed_slice(a, k) for a in args))))
-        flat, dims = zip(*(_flatten(a) for a in args)) if args else ((), ())
+        flat, dims = zip(*(flatten(a) for a in args)) if args else ((), ())
 
         def one(tensors: dict[str, torch.Tensor], *values: Any) -> Any:
-            rebuilt = [_unflatten(t, v) for t, v in zip(args, values)]
+            rebuilt = [unflatten(t, v) for t, v in zip(args, values)]
             return torch.func.functional_call(module, tensors, (fn, *rebuilt))
 
         return torch.vmap(one, in_dims=(0, *dims), randomness="different")(
@@ -300,9 +301,6 @@ def clip_grad_norm_per_seed(params: Sequence[torch.Tensor], max_norm: float) -> 
         torch._foreach_mul_(mine, (max_norm / (total + 1e-6)).clamp(max=1.0))
 
 
-# ---------------------------------------------------------------------- tensors and records
-
-
 @contextlib.contextmanager
 def _drawing_from(generator: torch.Generator) -> Iterator[None]:
     """Within the block torch's default CPU generator carries on ``generator``'s stream; after
@@ -315,73 +313,3 @@ def _drawing_from(generator: torch.Generator) -> Iterator[None]:
     finally:
         generator.set_state(process.get_state())
         process.set_state(saved)
-
-
-def _is_record(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def _flatten(value: Any) -> tuple[Any, Any]:
-    """(what vmap receives, its in_dim): tensors along dim 0; a dataclass of tensors (``Batch``,
-    ``Rollout``) as a dict of its tensor fields; anything else is shared by all seeds."""
-    if torch.is_tensor(value):
-        return value, 0
-    if _is_record(value):
-        tensors = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)
-                   if torch.is_tensor(getattr(value, f.name))}
-        return tensors, 0
-    return value, None
-
-
-def _unflatten(template: Any, value: Any) -> Any:
-    return dataclasses.replace(template, **value) if _is_record(template) else value
-
-
-def seed_slice(value: Any, k: int) -> Any:
-    """Slice k of a tensor (or of each tensor field of a record); anything else as it is."""
-    if torch.is_tensor(value):
-        return value[k]
-    if _is_record(value):
-        return dataclasses.replace(value, **{n: v[k] for n, v in _flatten(value)[0].items()})
-    return value
-
-
-def with_axis(value: Any) -> Any:
-    """``value`` (a tensor, or tuples, lists and dicts of them) with a leading axis of 1."""
-    if torch.is_tensor(value):
-        return value.unsqueeze(0)
-    if isinstance(value, dict):
-        return {k: with_axis(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return type(value)(with_axis(v) for v in value)
-    return value
-
-
-def stack_records(records: Sequence[Any]) -> Any:
-    """Tensors, or dataclasses of tensors (``Batch``, ``Rollout``), one per seed -> one with a
-    leading seed axis ``[K, ...]`` on every tensor (one seed: a view with an axis of 1)."""
-    def stack(values: list[torch.Tensor]) -> torch.Tensor:
-        return values[0].unsqueeze(0) if len(values) == 1 else torch.stack(values)
-
-    first = records[0]
-    if torch.is_tensor(first):
-        return stack(list(records))
-    return dataclasses.replace(first, **{
-        f.name: stack([getattr(r, f.name) for r in records])
-        for f in dataclasses.fields(first) if torch.is_tensor(getattr(first, f.name))})
-
-
-def stacked(outputs: Sequence[Any]) -> Any:
-    """K outputs of one function -> one, every tensor ``[K, ...]`` (records' tensor fields
-    too); a value that is not a tensor must be the same for every seed."""
-    leaves, specs = zip(*(tree_flatten(out) for out in outputs))
-    together = []
-    for per_seed in zip(*leaves):
-        if torch.is_tensor(per_seed[0]) or _is_record(per_seed[0]):
-            together.append(stack_records(per_seed))
-        elif all(v == per_seed[0] for v in per_seed[1:]):
-            together.append(per_seed[0])
-        else:
-            raise TypeError(f"compute's function returned {type(per_seed[0]).__name__} values "
-                            "that differ between seeds; return tensors")
-    return tree_unflatten(together, specs[0])
