@@ -100,6 +100,7 @@ class ReplayBuffer:
         self.row_count = np.zeros((K, T), dtype=np.int64)
         self.ptr, self.head, self.tail, self.filled = [0] * K, [0] * K, [0] * K, [0] * K
         self.started = [False] * K
+        self._everyone = list(range(K))
 
     # ------------------------------------------------------------------ writing
     def add(
@@ -125,47 +126,48 @@ class ReplayBuffer:
         [n, E]``. When every buffer is at the same ring row (the usual case: they step
         together) each field is written once, else buffer by buffer.
         """
-        which = np.arange(self.num_buffers) if which is None else np.asarray(which)
         valid, terminated, ended = end_flags(terminated, truncated, reset_step)
-        first = {"obs": obs, "state": state}
-        now = {"action": action, "reward": reward, "terminated": terminated, "ended": ended,
-               "agent_reward": agent_reward}
-        after = {"obs": next_obs, "state": next_state}
-        p, started = self.ptr[which[0]], self.started[which[0]]
-        if len(which) == self.num_buffers and all(
-                self.ptr[k] == p and self.started[k] == started for k in which):
-            self._write(slice(None), p, started, first, now, after)
+        values = (obs, action, reward, next_obs, terminated, ended, state, next_state,
+                  agent_reward)
+        ks = self._everyone if which is None else [int(k) for k in which]
+        p, started, n = self.ptr[ks[0]], self.started[ks[0]], len(ks)
+        if ks == self._everyone and self.ptr.count(p) == n and self.started.count(started) == n:
+            self._write(slice(None), p, started, *values)
         else:
-            def row(values: dict[str, Any], i: int) -> dict[str, Any]:
-                return {name: None if v is None else v[i] for name, v in values.items()}
+            for i, k in enumerate(ks):
+                self._write(k, self.ptr[k], self.started[k],
+                            *(None if v is None else v[i] for v in values))
+        self._push([self._advance(k, valid[i]) for i, k in enumerate(ks)])
 
-            for i, k in enumerate(which):
-                self._write(int(k), self.ptr[k], self.started[k], row(first, i), row(now, i),
-                            row(after, i))
-        self._push([self._advance(int(k), valid[i]) for i, k in enumerate(which)])
-
-    def _write(self, at: int | slice, p: int, started: bool, first: dict[str, Any],
-               now: dict[str, Any], after: dict[str, Any]) -> None:
+    def _write(self, at: int | slice, p: int, started: bool, obs: Any, action: Any, reward: Any,
+               next_obs: Any, terminated: Any, ended: Any, state: Any, next_state: Any,
+               agent_reward: Any) -> None:
         """Row ``p`` (its observation too before the first step) and row ``p + 1``'s
         observation of buffer ``at`` (an index, or every buffer)."""
+        put, nxt = self._put, (p + 1) % self.rows
         if not started:
-            for name, value in first.items():
-                self._put(name, at, p, value)
-        for name, value in now.items():
-            self._put(name, at, p, value)
-        for name, value in after.items():
-            self._put(name, at, (p + 1) % self.rows, value)
+            put("obs", at, p, obs)
+            put("state", at, p, state)
+        put("action", at, p, action)
+        put("reward", at, p, reward)
+        put("terminated", at, p, terminated)
+        put("ended", at, p, ended)
+        put("agent_reward", at, p, agent_reward)
+        put("obs", at, nxt, next_obs)
+        put("state", at, nxt, next_state)
 
     def _put(self, field: str, at: int | slice, row: int, value: Any) -> None:
         """``self.<field>[at, row] = value`` (if this replay stores ``field``): through a numpy
         view of the storage on CPU (no tensor is created per write), as a host-to-device copy
         otherwise."""
-        if getattr(self, field) is None:
-            return
         if self._host is not None and not torch.is_tensor(value):
-            self._host[field][at, row] = value
-        else:
-            getattr(self, field)[at, row] = to_storage(value, self.device)
+            view = self._host.get(field)
+            if view is not None:
+                view[at, row] = value
+            return
+        tensor = getattr(self, field)
+        if tensor is not None:
+            tensor[at, row] = to_storage(value, self.device)
 
     def _advance(self, k: int, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Buffer k's bookkeeping of one stored vector step, once its rows ``ptr`` and ``ptr +
@@ -188,10 +190,11 @@ class ReplayBuffer:
 
     def _push(self, pushed: list[tuple[np.ndarray, np.ndarray]]) -> None:
         """Write the FIFO entries :meth:`_advance` returned, every buffer's in one write."""
-        at = np.concatenate([slots for slots, _ in pushed])
+        at, starts = pushed[0] if len(pushed) == 1 else (
+            np.concatenate([slots for slots, _ in pushed]),
+            np.concatenate([starts for _, starts in pushed]))
         if not at.size:
             return
-        starts = np.concatenate([starts for _, starts in pushed])
         if self._host is not None:
             self._host["index"].reshape(-1)[at] = starts
         else:
