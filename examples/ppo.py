@@ -22,7 +22,7 @@ network before the update (both evaluated once at its start):
   critic together to ``max_grad_norm``; ``A`` is normalized per minibatch (as CleanRL).
 
 The code is written for one run: the weights are read through ``Algorithm.compute`` and the
-shuffle drawn through ``Algorithm.draw``, so a seed group (``rlzoo.algos.seeds``) runs all of
+shuffle drawn through ``Algorithm.draw``, so a seed group (its ``seed_axis``) runs all of
 this per seed: each seed shuffles its own rows, normalizes its own minibatch advantages and
 clips its own gradient norm.
 

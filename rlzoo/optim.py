@@ -207,7 +207,7 @@ class MemberAdam(torch.optim.Optimizer):
     a zero gradient). Used for HASAC's sequential per-agent actor updates.
 
     ``member`` is one index, or a row of L indices when every parameter holds L independent
-    ensembles, ``[L, M, ...]`` (a seed group's parameters, ``rlzoo.algos.seeds``, with the group's
+    ensembles, ``[L, M, ...]`` (a seed group's parameters, ``SeedAxis``, with the group's
     draws of the index): the step then moves slice ``[l, member_l]`` of every ensemble ``l`` with
     ``l``'s own moments and step count (``state["step"]`` is ``[L, M]``), so no ensemble reads
     another's state. The shape of ``member`` says which: the optimizer holds no count of its own.

@@ -101,7 +101,7 @@ def same_on_counts(update: Callable[[Any], Any], algo: Any, batch: Any,
     of ``counts`` torch threads. Each count starts from ``algo``'s state and the global RNG
     state as they were; both are put back after, as is torch's thread count. ``forked``: a
     context each count's updates run in that puts back the algorithm's own generators (a CPU
-    seed group's per-seed ones: ``rlzoo.algos.seeds.generators_forked``). Used before a run's
+    seed group's per-seed ones: ``SeedAxis.forked``, ``rlzoo.algos.seed_axis``). Used before a run's
     first update (:class:`ThreadTuner`'s ``same``)."""
     import torch  # noqa: PLC0415 - the tuner above is tested without torch
 

@@ -118,15 +118,20 @@ def reset():
 directory, phase = Path(sys.argv[1]), sys.argv[2]
 T, O, A = 1_000_000, 348, 17
 record = {}
-buffer = ReplayBuffer(T, (O,), (A,), 1)
+try:  # one buffer on a leading axis (storage [K, T, E, ...], K = 1) from 2026-12-08 on
+    buffer = ReplayBuffer(T, (O,), (A,), 1, generator_seeds=(0,))
+    lead = lambda x: x[None]  # noqa: E731
+except TypeError:  # code before: one buffer, no leading axis
+    buffer = ReplayBuffer(T, (O,), (A,), 1)
+    lead = lambda x: x  # noqa: E731
 if phase == "save":
     rng = np.random.default_rng(0)
     pool = rng.standard_normal((1024, 1, O)).astype(np.float32)
     actions = rng.uniform(-1, 1, (1024, 1, A)).astype(np.float32)
     no = np.zeros(1, bool)
     for t in range(T + 10):  # wraps: every row holds data
-        buffer.add(pool[t % 1024], actions[t % 1024], pool[t % 1024, :, 0],
-                   pool[(t + 1) % 1024], no, no, no)
+        buffer.add(*(lead(x) for x in (pool[t % 1024], actions[t % 1024], pool[t % 1024, :, 0],
+                                       pool[(t + 1) % 1024], no, no, no)))
     before = reset()
     state = {"format": 1, "buffer": buffer.state_dict()}
     assert not nonfinite_entries(state)
@@ -135,9 +140,9 @@ if phase == "save":
 else:
     before = reset()
     path, state = load_latest_valid(directory)
-    try:  # as Trainer.restore: the loaded tensors are the buffer's to keep
+    try:  # as Trainer.restore did from 2026-12-02: the loaded tensors are the buffer's to keep
         buffer.load_state_dict(state["buffer"], take=True)
-    except TypeError:  # code before 2026-12-02: no take
+    except TypeError:  # code before 2026-12-02, and from 2026-12-08 on: no take (copied)
         buffer.load_state_dict(state["buffer"])
     del state
     record["restore"] = {"rss_before": before, "peak": status("VmHWM")}

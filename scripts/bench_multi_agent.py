@@ -36,12 +36,12 @@ def measure(algo: str, agents: int, updates: int, warmup_steps: int) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(cfg, Path(tmp))
         trainer.train()  # random warm-up only: fills the replay with real transitions
-    algo_, buffer = trainer.algo, trainer.members[0].storage
+    algo_, buffer = trainer.algo, trainer.storage
     batch_size = trainer.settings.batch_size
 
     def one_update() -> None:
-        batch = buffer.sample(batch_size, algo_.sampling)
-        trainer.update(batch)
+        batch = buffer.sample(batch_size, algo_.sampling)  # [1, B, ...]: one seed
+        trainer.axis.update(trainer.update, batch)
 
     with FlopCounterMode(display=False) as counter:
         one_update()

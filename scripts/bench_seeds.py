@@ -556,7 +556,7 @@ def update_profile(args: argparse.Namespace, algo: str) -> dict[str, Any]:
     """GFLOP per update (counted) and in-process updates/s of one algorithm and a K-seed group."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from rlzoo.algos.seeds import stack_seeds
+    from rlzoo.algos.seed_axis import stack_seeds
     from rlzoo.run.build import build_algorithm, env_spec, make_env
 
     cfg = build_cfg(args, algo)

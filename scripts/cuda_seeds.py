@@ -182,7 +182,7 @@ def run_cli(args: argparse.Namespace, seeds: int, cudagraphs: bool, root: Path,
 
 def update_rates(args: argparse.Namespace, cudagraphs: bool, algo: str = "sac") -> dict[str, Any]:
     """In-process updates/s of one ``algo`` and of a K-seed group (synthetic batches)."""
-    from rlzoo.algos.seeds import stack_seeds
+    from rlzoo.algos.seed_axis import stack_seeds
     from rlzoo.buffers.batch import Batch
     from rlzoo.run.accel import update_fn
     from rlzoo.run.build import build_algorithm, env_spec, make_env

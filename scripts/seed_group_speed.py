@@ -7,8 +7,9 @@ vmapped (one batched kernel for all seeds), side by side in one process.
 
 For each algorithm and K, two groups of K seeds are built from the same K algorithms
 (``rlzoo.run.build.build_algorithm`` under seeds 0..K-1, then ``stack_seeds``): one given its
-seeds' generators (``draw_from``: what the loop does for a CPU group, so ``compute`` runs each
-seed in turn and Adam steps each seed's slice as its own tensor), one without (``compute`` is
+seeds' generators (``stack_seeds(..., generators)``: what the loop does for a CPU group, so
+``compute`` runs each seed in turn and Adam steps each seed's slice as its own tensor), one
+without (``compute`` is
 one ``torch.vmap`` over all seeds, ``randomness="different"``: what a CUDA group does, and the
 cost of a CPU group before 2026-12-06 less its per-seed draws, so a lower bound of that cost).
 Windows alternate between the two (``--updates`` updates on a synthetic ``[K, 256, ...]`` batch,
@@ -32,7 +33,7 @@ import torch
 from hydra import compose, initialize_config_module
 
 from rlzoo.algos.base import EnvSpec
-from rlzoo.algos.seeds import draw_from, stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers.batch import Batch
 from rlzoo.run.build import build_algorithm
 
@@ -42,10 +43,8 @@ def group(cfg, spec: EnvSpec, seeds: int, in_turn: bool):  # noqa: ANN001, ANN20
     for k in range(seeds):
         torch.manual_seed(k)
         members.append(build_algorithm(cfg, spec, torch.device("cpu")))
-    algo = stack_seeds(members)
-    if in_turn:
-        draw_from(algo, [torch.Generator().manual_seed(100 + k) for k in range(seeds)])
-    return algo
+    generators = [torch.Generator().manual_seed(100 + k) for k in range(seeds)]
+    return stack_seeds(members, generators if in_turn else None)
 
 
 def batch(spec: EnvSpec, seeds: int, size: int) -> Batch:

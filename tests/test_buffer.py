@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from one_buffer import OneBuffer as ReplayBuffer
 
-from rlzoo.buffers import Batch, ReplayBuffer
+from rlzoo.buffers import Batch
 
 
 def feed(buffer: ReplayBuffer, steps: list[tuple[float, bool, bool, bool]]) -> None:
@@ -44,6 +45,7 @@ def test_episode_ends_and_reset_step_never_sampled() -> None:
 def test_observations_are_stored_once() -> None:
     buffer = ReplayBuffer(1000, (7,), (2,), 1)
     assert buffer.obs.shape == (1000, 1, 7)  # not 2x for next_obs
+    assert buffer.of.obs.shape == (1, 1000, 1, 7)  # one buffer: a leading axis of 1
     expected = 1000 * 7 * 4 + 1000 * 2 * 4 + 1000 * 4 + 2 * 1000 + 1000 * 8
     assert buffer.nbytes == expected
 
@@ -139,7 +141,7 @@ def test_device_write_path_stores_what_the_cpu_path_stores() -> None:
               rng.standard_normal((2, 3)), rng.random(2) < 0.3, np.zeros(2, bool),
               np.zeros(2, bool)) for _ in range(6)]
     numpy_path, device_path, tensor_inputs = (ReplayBuffer(20, (3,), (2,), 2) for _ in range(3))
-    device_path._host = None  # the write path a CUDA buffer takes
+    device_path.of._host = None  # the write path a CUDA buffer takes
     for obs, action, reward, next_obs, term, trunc, reset in steps:
         numpy_path.add(obs, action, reward, next_obs, term, trunc, reset)
         device_path.add(obs, action, reward, next_obs, term, trunc, reset)

@@ -16,7 +16,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from rlzoo.algos import HASAC, FlashSAC, SimbaV2
 from rlzoo.algos.schedules import warmup_cosine
-from rlzoo.algos.seeds import group_size, stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.optim import MemberAdam
 from rlzoo.run.accel import GraphedUpdate, make_capturable
 from tests.capture import CASES, TracedUpdate, batches, build, spec_of, state_tensors
@@ -94,7 +94,7 @@ def test_a_seed_groups_replayed_update_equals_the_eager_one(name: str) -> None:
         eager.update(item)
         torch.manual_seed(i)
         update(item)
-    assert update.replays >= 3 and group_size(traced) == 2
+    assert update.replays >= 3 and traced.seed_axis.size == 2
     assert_same_state(eager, traced)
 
 

@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos import FlashSAC
 from rlzoo.algos.base import EnvSpec
-from rlzoo.algos.seeds import stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import CategoricalCritic, TanhGaussianActor, UnitNormMLP
 from rlzoo.nets.unit_norm import UnitBatchNorm

@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_module
 
 from rlzoo.algos import SAC
 from rlzoo.algos.base import EnvSpec
-from rlzoo.algos.seeds import stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import DeterministicActor, HypersphericalMLP, TanhGaussianActor, TwinCritic
 from rlzoo.nets.ensemble import EnsembleMLP

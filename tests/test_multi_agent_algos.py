@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from rlzoo.algos import COMA, HASAC, MADDPG, EnvSpec
-from rlzoo.buffers import Batch, ReplayBuffer
-from rlzoo.buffers.rollout import Rollout, RolloutStore
+from rlzoo.buffers import Batch
+from rlzoo.buffers.rollout import Rollout, RolloutBuffer
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets import (
     ActionSequenceCritic,
@@ -27,6 +27,7 @@ from rlzoo.nets.centralized import AgentActors, AgentCritics, action_mask, joint
 from rlzoo.optim import MemberAdam
 from rlzoo.tuners import AutoAlpha, FixedAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
+from tests.one_buffer import OneBuffer as ReplayBuffer
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))
 # Heterogeneous agents, like simple_speaker_listener: action sizes 3 and 5, padded to 5.
@@ -537,26 +538,40 @@ def n_step_return(rollout: Rollout, taken_q: torch.Tensor, sampled_q: torch.Tens
 # ------------------------------------------------------------------------------- storage
 
 
-def test_rollout_store_rows_validity_and_carry_over() -> None:
-    store = RolloutStore(3, num_envs=2, obs_shape=(2, 4), action_shape=(2, 3), state_dim=5)
-    obs = np.zeros((2, 2, 4), dtype=np.float32)
+def test_rollout_buffer_rows_validity_and_carry_over() -> None:
+    """Two rollouts filled together (``[K, ...]``), the second with data of its own: rows,
+    validity, the carried-over last observation, and each rollout's checkpoint part."""
+    store = RolloutBuffer(3, num_envs=2, obs_shape=(2, 4), action_shape=(2, 3), state_dim=5,
+                          num_buffers=2)
+    obs = np.zeros((2, 2, 2, 4), dtype=np.float32)
     for t in range(3):
-        nxt = np.full((2, 2, 4), t + 1, dtype=np.float32)
-        store.add(obs, np.full((2, 2, 3), 0.5), np.array([1.0, 2.0]), nxt,
-                  terminated=np.array([t == 1, False]), truncated=np.array([False, t == 0]),
-                  reset_step=np.array([t == 2, t == 1]), state=obs[:, 0, :1].repeat(5, 1),
-                  next_state=nxt[:, 0, :1].repeat(5, 1), agent_reward=np.ones((2, 2)),
-                  pre_tanh=np.ones((2, 2, 3)))
+        nxt = np.stack([np.full((2, 2, 4), t + 1), np.full((2, 2, 4), -t - 1)]).astype(np.float32)
+        flags = np.array([[t == 1, False], [False, False]])
+        store.add(obs, np.full((2, 2, 2, 3), 0.5), np.array([[1.0, 2.0], [3.0, 4.0]]), nxt,
+                  terminated=flags, truncated=np.array([[False, t == 0]] * 2),
+                  reset_step=np.array([[t == 2, t == 1]] * 2),
+                  state=obs[:, :, 0, :1].repeat(5, 2), next_state=nxt[:, :, 0, :1].repeat(5, 2),
+                  agent_reward=np.ones((2, 2, 2)), pre_tanh=np.ones((2, 2, 2, 3)))
+        if t == 1:
+            half = store.state_dict(1)  # rollout 1 mid-way, its own tensors
         obs = nxt
     assert store.full and len(store) == 3
     rollout = store.rollout()
-    assert rollout.obs.shape == (4, 2, 2, 4) and rollout.action.shape == (3, 2, 2, 3)
-    assert rollout.valid.tolist() == [[1, 1], [1, 0], [0, 1]]
-    assert rollout.terminated.tolist() == [[0, 0], [1, 0], [0, 0]]
-    assert rollout.ended.tolist() == [[0, 1], [1, 0], [0, 0]]
-    assert rollout.obs[3].eq(3).all()
+    assert rollout.obs.shape == (2, 4, 2, 2, 4) and rollout.action.shape == (2, 3, 2, 2, 3)
+    assert rollout.valid[0].tolist() == [[1, 1], [1, 0], [0, 1]]
+    assert rollout.terminated[0].tolist() == [[0, 0], [1, 0], [0, 0]]
+    assert rollout.terminated[1].eq(0).all() and rollout.reward[1].tolist() == [[3, 4]] * 3
+    assert rollout.ended[0].tolist() == [[0, 1], [1, 0], [0, 0]]
+    assert rollout.obs[0, 3].eq(3).all() and rollout.obs[1, 3].eq(-3).all()
     store.clear()
-    assert not store.full and store.obs[0].eq(3).all() and store.state[0].eq(3).all()
+    assert not store.full and store.obs[0, 0].eq(3).all() and store.state[0, 0].eq(3).all()
+    assert store.obs[1, 0].eq(-3).all()
+    again = RolloutBuffer(3, num_envs=2, obs_shape=(2, 4), action_shape=(2, 3), state_dim=5,
+                          num_buffers=2)
+    again.load_state_dict(half, 0)
+    assert again.ptr == 2 and again.obs[0, 2].eq(-2).all() and again.obs[1].eq(0).all()
+    with pytest.raises(ValueError, match="fill together"):
+        again.load_state_dict({**half, "ptr": 1}, 1)
 
 
 def test_multi_agent_replay_keeps_agents_state_and_per_agent_n_step_rewards() -> None:

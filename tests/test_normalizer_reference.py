@@ -55,7 +55,7 @@ def rlzoo_statistics(ref: dict[str, np.ndarray],
         "obs_mean", "obs_var", "obs_count", "ret_mean", "ret_var", "ret_max", "divisor")}
     last = None
     for t in range(len(ref["stream/reward"])):
-        fold(algo, None, obs[t][None], None, last, CPU)  # before acting on obs[t]
+        fold(algo, obs[t][None], None, last, CPU)  # before acting on obs[t]
         if t in wanted:
             for key, value in (("obs_mean", norm.mean), ("obs_var", norm.var),
                                ("obs_count", norm.count), ("ret_mean", scaler.ret_stats.mean),
@@ -97,12 +97,16 @@ def test_every_statistic_matches_the_official_wrappers_at_every_step() -> None:
     assert mismatches(ref, rlzoo_statistics(ref)) == []
 
 
-def fold_final_observations(algo, seed, obs, state, last, device):  # type: ignore[no-untyped-def]
-    """The mutation: an episode's final observation merged into the observation statistics."""
-    if last is not None:
-        normalize.fold_collected(algo, seed, obs, state, {**last, "ended": last["ended"] * False},
-                                 device, skip=frozenset({"reward"}))
-    normalize.fold_collected(algo, seed, obs, state, last, device, skip=frozenset({"obs"}))
+def fold_final_observations(algo, obs, state, last, device):  # type: ignore[no-untyped-def]
+    """The mutation: an episode's final observation merged into the observation statistics
+    (``fold_collected`` with every observation kept; the rewards as it merges them)."""
+    if last is None:
+        return
+    algo.obs_normalizer.update(normalize.float32_on(obs, device))
+    envs = np.flatnonzero(last["valid"])
+    if envs.size:
+        algo.reward_scaler.update(torch.as_tensor(last["reward"]), torch.as_tensor(last["ended"]),
+                                  torch.as_tensor(envs))
 
 
 @pytest.mark.parametrize("broken", ["no G_max", "final observations merged"])

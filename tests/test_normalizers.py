@@ -41,14 +41,14 @@ from test_resume_split import (
 
 from rlzoo.algos import SAC, EnvSpec
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers import Batch
 from rlzoo.errors import UserError
 from rlzoo.nets import TanhGaussianActor, TwinCritic
 from rlzoo.nets.normalizers import PRIOR_COUNT, ObservationNormalizer, RewardScaler, RunningMeanStd
 from rlzoo.policy import load_policy
 from rlzoo.run.checkpoint import load_checkpoint
-from rlzoo.run.normalize import check_observations, fold_collected
+from rlzoo.run.normalize import check_observations, fold_seeds
 from rlzoo.run.settings import Normalize, read_normalize
 from rlzoo.tuners import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
@@ -222,9 +222,10 @@ def feed(group: SAC, k: int, scale: float) -> None:
     last = {"reward": np.array([1.0, -2.0], np.float32) * scale,
             "ended": np.array([False, True]), "valid": np.array([True, True])}
     obs = np.arange(6, dtype=np.float32).reshape(2, 3) * scale
-    fold_collected(group, k, obs, None, last, torch.device("cpu"))
+    everyone = np.stack([obs, obs])  # [K, E, O]: the loop's arrays; only seed k folds
+    fold_seeds(group, np.array([k]), everyone, None, [last, last], torch.device("cpu"))
     last = {**last, "ended": np.array([False, False]), "valid": np.array([True, False])}
-    fold_collected(group, k, obs + 1, None, last, torch.device("cpu"))
+    fold_seeds(group, np.array([k]), everyone + 1, None, [last, last], torch.device("cpu"))
 
 
 def test_each_seed_has_its_own_statistics() -> None:

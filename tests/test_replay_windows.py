@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from one_buffer import OneBuffer as ReplayBuffer
 
-from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.sampling import Sampling
 
 GAMMA = 0.5

@@ -4,12 +4,13 @@ storage write per field for every seed, and each seed's part of it bit for bit i
 Everything a seed owns is compared here: its envs, replay, loop arrays, counters, warm-up
 generator, the generator its policy and updates draw from (its single run's process generator,
 bit for bit) and the algorithm's state of that seed, before and past the warm-up: a CPU group
-runs each seed's update and act with its single run's kernels and numbers (rlzoo.algos.seeds,
+runs each seed's update and act with its single run's kernels and numbers (rlzoo.algos.seed_axis,
 "in turn"), so a seed is its single run bit for bit (issue 43 item 3).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import torch
 from conftest import TINY, assert_user_error, run_cli
 from test_resume_split import assert_identical
 
-from rlzoo.algos.seeds import draw_each, draw_from, run_with_weights, stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.run.checkpoint import checkpoint_path, load_checkpoint
 
 FLASH_TINY = ["algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8",
@@ -88,10 +89,12 @@ def test_every_seed_of_a_warmup_group_is_its_single_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("envs", [1, 3])
-def test_one_merge_for_every_seed_is_each_seeds_own_merge(envs: int) -> None:
-    """``fold_seeds`` (one merge of the observation and reward statistics for all seeds of a
-    group, seed by seed after an episode end or a reset call) leaves every statistic bit for
-    bit where ``fold_collected`` seed after seed leaves it, over steps with and without ends."""
+def test_each_seeds_statistics_are_its_single_runs(envs: int) -> None:
+    """``fold_seeds`` (the loop's one call for every live seed of a group: each seed's slices
+    of the weights in place, as the seed axis runs any update of them) leaves every seed's
+    statistics bit for bit where ``fold_collected`` leaves those of its single run, over steps
+    with and without episode ends and reset calls, and with seeds that do not fold (a seed
+    that reached ``total_steps``)."""
     from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
     from rlzoo.run.normalize import fold_collected, fold_seeds
 
@@ -104,27 +107,23 @@ def test_one_merge_for_every_seed_is_each_seeds_own_merge(envs: int) -> None:
             self.reward_scaler = RewardScaler(envs, 0.99, 5.0, 1e-8)
 
     K, rng, cpu = 3, np.random.default_rng(0), torch.device("cpu")
-    one, many = Holder(), Holder()
-    for holder in (one, many):  # stacked as a group's buffers are
-        for name, buf in list(holder.named_buffers()):
-            owner, _, leaf = name.rpartition(".")
-            target = holder.get_submodule(owner) if owner else holder
-            target._buffers[leaf] = torch.stack([buf] * K).clone()
-    grouped = 0
+    alone = [Holder() for _ in range(K)]
+    group = stack_seeds([Holder() for _ in range(K)])
     for t in range(30):
         obs = rng.normal(size=(K, envs, 2, 3)).astype(np.float32) * (t + 1)
         ended = rng.random((K, envs)) < 0.15
         valid = rng.random((K, envs)) > 0.1
         last = [{"reward": rng.normal(size=envs).astype(np.float32), "ended": ended[k] & valid[k],
                  "valid": valid[k]} for k in range(K)]
+        live = np.arange(K) if t < 20 else np.array([0, 2])  # seed 1 stopped at step 20
+        for k in live:
+            fold_collected(alone[k], obs[k], None, last[k], cpu)
+        fold_seeds(group, live, obs, None, last, cpu)
+    for name, value in group.state_dict().items():
+        assert value.shape[0] == K, name
         for k in range(K):
-            fold_collected(one, k, obs[k], None, last[k], cpu)
-        fold_seeds(many, list(range(K)), obs, None, last, cpu)
-        grouped += not any(r["ended"].any() for r in last)
-    assert grouped >= 3  # some steps took the one-merge path
-    for (name, a), b in zip(one.state_dict().items(), many.state_dict().values()):
-        assert torch.equal(a, b), name
-    assert not torch.equal(one.obs_normalizer.mean[0], one.obs_normalizer.mean[1])
+            assert torch.equal(value[k], alone[k].state_dict()[name]), (name, k)
+    assert not torch.equal(alone[0].obs_normalizer.mean, alone[1].obs_normalizer.mean)
 
 
 # Each algorithm past its warm-up, small: every algorithm family and what crosses its seeds
@@ -217,15 +216,14 @@ def test_each_seed_draws_its_single_runs_numbers() -> None:
     dropout masks, bit for bit, call after call, and a draw outside the call
     (``Algorithm.draw``) likewise; the process's own generator is left where it was."""
     K = 3
-    group = stack_seeds([_Noisy() for _ in range(K)])
     generators = [torch.Generator().manual_seed(100 + k) for k in range(K)]
-    draw_from(group, generators)
+    group = stack_seeds([_Noisy() for _ in range(K)], generators)
     singles, states = [_Noisy() for _ in range(K)], [g.get_state() for g in generators]
     x = torch.randn(K, 3, 4)
     process = torch.get_rng_state()
     for _ in range(2):
-        got = run_with_weights(group, group.noisy, [x])
-        orders = draw_each(group, lambda: torch.randperm(9))
+        got = group.seed_axis.compute(group, group.noisy, [x])
+        orders = group.seed_axis.draw(lambda: torch.randperm(9))
         assert torch.equal(torch.get_rng_state(), process)
         for k, single in enumerate(singles):
             torch.set_rng_state(states[k])
@@ -242,15 +240,15 @@ def test_each_seed_draws_its_single_runs_numbers() -> None:
 def test_a_group_call_that_raises_leaves_the_group_whole() -> None:
     """An exception inside one seed's call puts every weight back (the group's ``[K, ...]``
     tensors, not a seed's slice) and the process's generator where it was."""
-    group = stack_seeds([_Noisy() for _ in range(2)])
-    draw_from(group, [torch.Generator().manual_seed(k) for k in range(2)])
+    group = stack_seeds([_Noisy() for _ in range(2)],
+                        [torch.Generator().manual_seed(k) for k in range(2)])
     process = torch.get_rng_state()
 
     def fails(x: torch.Tensor) -> torch.Tensor:
         raise ValueError("no")
 
     with pytest.raises(ValueError, match="no"):
-        run_with_weights(group, fails, [torch.zeros(2, 3)])
+        group.seed_axis.compute(group, fails, [torch.zeros(2, 3)])
     assert group.weight.shape == (2, 3, 4) and isinstance(group.weight, torch.nn.Parameter)
     assert torch.equal(torch.get_rng_state(), process)
 
@@ -259,15 +257,16 @@ def test_a_call_inside_a_call_and_per_seed_python_values_are_refused() -> None:
     """A group run in turn refuses a compute call nested in another (it would slice the seed's
     slices again) and a function whose non-tensor output differs between seeds (one value
     would stand for all); equal non-tensor outputs pass through."""
-    group = stack_seeds([_Noisy() for _ in range(2)])
-    draw_from(group, [torch.Generator().manual_seed(k) for k in range(2)])
+    group = stack_seeds([_Noisy() for _ in range(2)],
+                        [torch.Generator().manual_seed(k) for k in range(2)])
+    compute = functools.partial(group.seed_axis.compute, group)
     x = torch.zeros(2, 3)
     with pytest.raises(RuntimeError, match="inside another compute call"):
-        run_with_weights(group, lambda v: run_with_weights(group, lambda w: w, [v]), [x])
+        compute(lambda v: compute(lambda w: w, [v]), [x])
     with pytest.raises(TypeError, match="differ between seeds"):
-        run_with_weights(group, lambda v: float(group.weight.sum()) + float(v.sum()),
+        compute(lambda v: float(group.weight.sum()) + float(v.sum()),
                          [torch.stack([torch.zeros(3), torch.ones(3)])])
-    out, label = run_with_weights(group, lambda v: (v + 1, "same"), [x])
+    out, label = compute(lambda v: (v + 1, "same"), [x])
     assert out.shape == (2, 3) and label == "same"
     assert group.weight.shape == (2, 3, 4)  # put back after the refusals
 

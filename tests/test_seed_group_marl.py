@@ -1,5 +1,5 @@
 """Seeds as a batch axis for MADDPG, HASAC, COMA and the PPO example: K = 3 members built under
-seeds 0, 1, 2 and stacked (``rlzoo.algos.seeds.stack_seeds``) update as K independent runs.
+seeds 0, 1, 2 and stacked (``rlzoo.algos.seed_axis.stack_seeds``) update as K independent runs.
 
 * every metric is per seed, ``[K]``;
 * perturbing seed 2's data leaves seeds 0 and 1 bit-identical (weights, targets, optimizer
@@ -23,7 +23,7 @@ import torch
 from examples.ppo import PPO
 from rlzoo.algos import HASAC
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import clip_grad_norm_per_seed, group_size, stack_seeds
+from rlzoo.algos.seed_axis import clip_grad_norm_per_seed, stack_seeds
 from rlzoo.nets import (
     CategoricalCritic,
     DistributionalCritic,
@@ -159,7 +159,7 @@ def run_group(make: Callable[..., Algorithm], data: Callable[[int], Any], update
 def test_group_update_returns_one_value_per_seed(case: str) -> None:
     make, data = CASES[case]
     algo, metrics = run_group(make, data, updates=2, perturb=False)
-    assert group_size(algo) == K and algo.updates == 2
+    assert algo.seed_axis.size == K and algo.updates == 2
     for name, value in metrics[-1].items():
         assert torch.is_tensor(value) and value.shape == (K,), (name, value.shape)
         assert torch.isfinite(value).all(), name
@@ -354,7 +354,7 @@ def test_member_adam_takes_the_seed_axis_from_the_members_it_is_given() -> None:
     """MemberAdam holds no seed count and does not guess the seed axis from a parameter's shape:
     a single HASAC steps one member index (step counts [M]), a group one per seed ([K, M])."""
     single, group = build(make_hasac, 0), build_group(make_hasac)
-    assert not hasattr(single.actor_optimizer, "seeds") and group_size(group) == K
+    assert not hasattr(single.actor_optimizer, "seeds") and group.seed_axis.size == K
     single.update(batch_data(SPEC)(0))
     group.update(stack_data([batch_data(SPEC)(k) for k in range(K)]))
     for algo, lead in ((single, ()), (group, (K,))):

@@ -1,5 +1,5 @@
 """The seed axis through the replay: one storage ``[K, T, E, ...]``, one add and one sample call
-for every seed, each seed's slice bit for bit what its own ``ReplayBuffer`` (a single run's)
+for every seed, each seed's slice bit for bit what a buffer of its own (a single run's, K = 1)
 stores and samples, checkpoints included."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from one_buffer import OneBuffer
 
 from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutBuffer
 from rlzoo.buffers.sampling import Sampling
-from rlzoo.buffers.seed_replay import SeedReplay
 
 K, E, STEPS = 3, 2, 40
 
@@ -52,15 +53,13 @@ def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int,
     Also through the write path a CUDA replay takes (tensor copies, not numpy views)."""
     seeds = [4, 5, 6]
     extra = {"state_dim": 3, "agent_rewards": agents} if agents else {}
-    group = SeedReplay(seeds, 30, (4,), (2,), E, **extra)
+    group = ReplayBuffer(30, (4,), (2,), E, generator_seeds=seeds, **extra)
     if not host:
         group._host = None
-        for buf in group.buffers:
-            buf._host = None
-    alone = [ReplayBuffer(30, (4,), (2,), E, seed=s, **extra) for s in seeds]
+    alone = [OneBuffer(30, (4,), (2,), E, seed=s, **extra) for s in seeds]
     streams = [stream(s, agents=agents) for s in seeds]
     for t in range(STEPS):
-        group.add(np.arange(K), **stacked([streams[k][t] for k in range(K)]))
+        group.add(**stacked([streams[k][t] for k in range(K)]))
         for buf, steps in zip(alone, streams):
             buf.add(**steps[t])
     for _ in range(3):
@@ -72,7 +71,7 @@ def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int,
                 assert got.shape == (K, *value.shape), name
                 assert torch.equal(got[k], value), (k, name)
     for k, buf in enumerate(alone):  # the checkpoint of a seed is its single buffer's
-        mine, theirs = group.buffers[k].state_dict(), buf.state_dict()
+        mine, theirs = group.state_dict(k), buf.state_dict()
         assert mine.keys() == theirs.keys()
         for key in ("ptr", "head", "tail", "started", "filled"):
             assert mine[key] == theirs[key], key
@@ -82,22 +81,59 @@ def test_each_seeds_slice_is_its_own_buffers(sampling: Sampling, agents: int,
 
 def test_seeds_at_other_rows_are_stored_one_by_one() -> None:
     """A seed that stopped (it reached total_steps) and seeds added alone still give each seed
-    its own buffer's contents; a checkpoint loads into the group's storage, not beside it."""
+    its own buffer's contents; a checkpoint of one buffer loads into its slice of the storage
+    and leaves the others alone."""
     seeds = [0, 1]
-    group = SeedReplay(seeds, 30, (4,), (2,), E)
-    alone = [ReplayBuffer(30, (4,), (2,), E, seed=s) for s in seeds]
+    group = ReplayBuffer(30, (4,), (2,), E, generator_seeds=seeds)
+    alone = [OneBuffer(30, (4,), (2,), E, seed=s) for s in seeds]
     streams = [stream(s) for s in seeds]
     for t in range(STEPS):
         live = np.array([0, 1]) if t < 10 or t >= 20 else np.array([1])
-        group.add(live, **stacked([streams[k][t] for k in live]))
+        group.add(**stacked([streams[k][t] for k in live]), which=live)
         for k in live:
             alone[k].add(**streams[k][t])
-    assert group.buffers[0].ptr != group.buffers[1].ptr
+    assert group.ptr[0] != group.ptr[1]
     batch = group.sample(32)
     for k in range(2):
         assert torch.equal(batch.obs[k], alone[k].sample(32).obs)
-    # load seed 1's state into seed 0: it lands in the group's tensors (take=True copies)
-    state = alone[1].state_dict()
-    group.buffers[0].load_state_dict(state, take=True)
-    assert group.buffers[0].obs.data_ptr() == group.fields["obs"][0].data_ptr()
-    assert torch.equal(group.fields["obs"][0], group.fields["obs"][1])
+    # load seed 1's state into seed 0: copied into the storage, seed 1's slice untouched
+    storage, before = group.obs, group.obs[1].clone()
+    group.load_state_dict(alone[1].state_dict(), 0)
+    assert group.obs is storage and torch.equal(group.obs[0], group.obs[1])
+    assert torch.equal(group.obs[1], before) and group.ptr[0] == group.ptr[1]
+    batch = group.sample(32)  # the same contents and sampling generator: the same draws
+    assert torch.equal(batch.obs[0], batch.obs[1])
+
+
+def test_every_seeds_part_is_checked_against_one_buffer_before_any_is_loaded() -> None:
+    """A resume checks all K parts of the storage before it loads one (``check_states``): a part
+    of another dtype or shape than one buffer's, parts for another K, or (rollouts, which fill
+    together) a part at another row than the first's is refused in one line, naming it."""
+    group = ReplayBuffer(30, (4,), (2,), E, generator_seeds=[0, 1])
+    for t, steps in enumerate(zip(stream(0), stream(1))):
+        if t == 12:
+            break
+        group.add(**stacked(list(steps)))
+    parts = [group.state_dict(k) for k in range(2)]
+    group.check_states(parts)  # its own parts fit
+    cast = {**parts[1], "tensors": {**parts[1]["tensors"],
+                                    "obs": parts[1]["tensors"]["obs"].double()}}
+    with pytest.raises(ValueError, match="tensors.obs is a float64 tensor"):
+        group.check_states([parts[0], cast])
+    with pytest.raises(ValueError, match="1 replay buffer states for 2 buffers"):
+        group.check_states(parts[:1])
+    with pytest.raises(ValueError, match=r"tensors.obs has shape \[2, 12, 2, 4\]"):  # K kept
+        group.check_states([{**parts[0], "tensors": {
+            **parts[0]["tensors"], "obs": group.obs[:, :12].clone()}}, parts[1]])
+
+    rollouts = RolloutBuffer(3, num_envs=E, obs_shape=(4,), action_shape=(2,), num_buffers=2)
+    steps = stream(2, steps=2)
+    for step in steps:
+        rollouts.add(**stacked([step, step]), pre_tanh=np.zeros((2, E, 2), np.float32))
+    saved = [rollouts.state_dict(k) for k in range(2)]
+    rollouts.check_states(saved)
+    with pytest.raises(ValueError, match="rollout 1 is at ptr=1 .* they fill together"):
+        rollouts.check_states([saved[0], {**saved[1], "ptr": 1}])
+    with pytest.raises(ValueError, match="rollout tensors.reward is a float64 tensor"):
+        rollouts.check_states([saved[0], {**saved[1], "tensors": {
+            **saved[1]["tensors"], "reward": saved[1]["tensors"]["reward"].double()}}])

@@ -15,6 +15,7 @@ import torch
 from conftest import TINY, assert_user_error, read_summary, run_cli
 
 import rlzoo
+from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.state import POLICY_FILE
 
@@ -122,12 +123,19 @@ def test_a_group_writes_one_ordinary_run_dir_per_seed(tmp_path: Path) -> None:
 
 
 def test_seeds_policies_equal_the_groups_slices(tmp_path: Path) -> None:
-    run = rlzoo.train("algo=td3", "seeds=2", "total_steps=200", *SMALL, run_dir=tmp_path / "r-s0")
+    run = rlzoo.train("algo=td3", "seeds=2", "total_steps=200", "algo.buffer_size=400", *SMALL,
+                      run_dir=tmp_path / "r-s0")
     ckpt = load_checkpoint(list_checkpoints(run.dir / "checkpoints")[-1])
     for k, member in enumerate(run.seeds):
         weights = torch.load(member.dir / POLICY_FILE, weights_only=True)["weights"]
         for key, value in weights.items():
             assert torch.equal(value, ckpt["algo"]["modules"][key][k]), key
+    # each member's summary counts its own buffer: one seed's allocation (Pendulum, 400 rows)
+    # and the rows it wrote (200 steps and the first observation; the episode's end may add one)
+    one = ReplayBuffer(400, (3,), (1,)).nbytes
+    for member in run.seeds:
+        used = read_summary(member.dir)["buffer_bytes"]
+        assert used["capacity"] == one and one * 201 // 400 <= used["used"] <= one * 202 // 400
 
 
 def test_a_multirun_trains_a_group_per_job(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Seeds as a batch axis (``rlzoo.algos.seeds``): K seeds in one group never touch each other.
+"""Seeds as a batch axis (``rlzoo.algos.seed_axis``): K seeds in one group never touch each other.
 
 For every single-agent algorithm and critic kind: after several updates, perturbing seed 2's
 batch leaves seeds 0 and 1's weights, optimizer moments, targets and buffers bit-identical (and
@@ -9,6 +9,7 @@ algorithms have the same checks in ``test_seed_group_marl.py``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from functools import partial
 
@@ -18,7 +19,8 @@ import torch
 from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.dsac_t import DSACT
-from rlzoo.algos.seeds import SeedAxis, group_size, seed_weights, stack_records, stack_seeds
+from rlzoo.algos.seed_axis import stack_seeds
+from rlzoo.algos.seed_records import stack_records
 from rlzoo.buffers import Batch
 from rlzoo.nets import (
     CategoricalCritic,
@@ -146,7 +148,7 @@ def test_an_update_without_randomness_equals_each_seed_alone() -> None:
         for _ in range(4):
             single.update(mine)
         want = torch.nn.Module.state_dict(single)
-        got = seed_weights(torch.nn.Module.state_dict(group), k)
+        got = group.seed_axis.weights(torch.nn.Module.state_dict(group), k)
         assert want.keys() == got.keys()
         for key in want:
             torch.testing.assert_close(got[key], want[key], rtol=0, atol=1e-6, msg=key)
@@ -156,7 +158,7 @@ def test_initial_weights_are_each_seeds_single_run_weights() -> None:
     group = stack_seeds(members(ALGOS["sac-twin"][0]))
     for k, single in enumerate(members(ALGOS["sac-twin"][0])):
         want = torch.nn.Module.state_dict(single)
-        got = seed_weights(torch.nn.Module.state_dict(group), k)
+        got = group.seed_axis.weights(torch.nn.Module.state_dict(group), k)
         assert all(torch.equal(got[key], want[key]) for key in want)
     assert not torch.equal(group.actor.net.layers[0].weight[0], group.actor.net.layers[0].weight[1])
 
@@ -187,8 +189,26 @@ def test_act_draws_for_each_seed() -> None:
 
 def test_one_seed_is_the_algorithm_unchanged() -> None:
     algo = members(ALGOS["sac-twin"][0], range(1))
-    assert stack_seeds(algo) is algo[0] and group_size(algo[0]) == 1
+    assert stack_seeds(algo) is algo[0] and algo[0].seed_axis.size == 1
     assert algo[0].actor.net.layers[0].weight.dim() == 3  # [E, in, out]: no seed axis
+
+
+def test_the_group_is_one_object_the_algorithm_holds() -> None:
+    """The seed axis is a field of each algorithm, not module-level state: two groups and a
+    single run each hold their own (size, generators), and the seed axis's module keeps no
+    registry of groups (issue 53 item 1)."""
+    import rlzoo.algos.seed_axis as seed_axis_module
+
+    generators = [torch.Generator().manual_seed(k) for k in range(K)]
+    a = stack_seeds(members(ALGOS["sac-twin"][0]), generators)
+    b = stack_seeds(members(ALGOS["sac-twin"][0]))
+    single = members(ALGOS["sac-twin"][0], range(1))[0]
+    assert (a.seed_axis.size, b.seed_axis.size, single.seed_axis.size) == (K, K, 1)
+    assert a.seed_axis.generators == generators and b.seed_axis.generators == []
+    assert len({id(x.seed_axis) for x in (a, b, single)}) == 3
+    state = [name for name, value in vars(seed_axis_module).items() if not name.startswith("__")
+             and isinstance(value, (dict, list, set, weakref.WeakKeyDictionary))]
+    assert state == [], state
 
 
 def test_the_seed_axis_of_one_seed_is_the_plain_algorithm() -> None:
@@ -197,7 +217,7 @@ def test_the_seed_axis_of_one_seed_is_the_plain_algorithm() -> None:
     with metrics [1]."""
     plain, through = members(ALGOS["sac-twin"][0], range(1)) + members(ALGOS["sac-twin"][0],
                                                                       range(1))
-    axis = SeedAxis(stack_seeds([through]), 1)
+    axis = stack_seeds([through]).seed_axis
     data = seed_batch(2)
     one = Batch(**{name: value[0] for name, value in data.tensors().items()})
     for _ in range(3):
@@ -214,7 +234,7 @@ def test_the_seed_axis_of_one_seed_is_the_plain_algorithm() -> None:
     torch.manual_seed(3)
     want = plain.act(obs)
     torch.manual_seed(3)
-    got = axis.call(through.act, stack_records([obs]))
+    got = axis.call(through, through.act, stack_records([obs]))
     assert got.shape == (1, 4, 2) and torch.equal(got[0], want)
 
 

@@ -5,14 +5,13 @@ An ``Algorithm`` is an ``nn.Module`` that owns its networks, optimizers and tune
 contract says: an off-policy algorithm gets a replay ``Batch`` drawn as its ``sampling`` declares
 (n-step, action horizon, discount); an on-policy one (``on_policy = True``) collects with
 ``explore(obs) -> (action, pre_tanh)`` and gets each full ``Rollout`` once. ``update`` returns
-tensors (never ``.item()``: the loop converts when it logs, so CUDA never waits on the host),
-each reported as its mean.
+tensors (never ``.item()``: the loop converts them, so CUDA never waits), each logged as its mean.
 
 An algorithm's code is written for one run: every method that reads the weights (parameters and
 buffers) inside ``update`` or ``act`` is called through ``Algorithm.compute``, losses are stepped
 with ``Algorithm.step`` (or ``backward``), and a random draw made outside ``compute`` (e.g. a
-permutation) through ``Algorithm.draw``. That is all ``rlzoo.algos.seeds`` needs to train K seeds
-of the algorithm as one group; the algorithm never sees the group.
+permutation) through ``Algorithm.draw``. That is all ``Algorithm.seed_axis`` (a ``SeedAxis``)
+needs to train K seeds of the algorithm as one group; the algorithm's code never sees the group.
 
 Input normalizers (``rlzoo.nets.normalizers``; ``normalize.*`` in the config) are attached to an
 algorithm by ``attach_normalizers`` and applied by the base class around every subclass's
@@ -34,7 +33,7 @@ from torch import nn
 
 from rlzoo.algos.saved import check_weights, load_algorithm_state
 from rlzoo.algos.schedules import ScheduledRates
-from rlzoo.algos.seeds import clip_grad_norm, draw_each, reported_means, run_with_weights
+from rlzoo.algos.seed_axis import SeedAxis
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
@@ -137,15 +136,15 @@ def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``update`` taking a raw ``Batch`` / ``Rollout``: normalized first (once) when the
     algorithm has normalizers (``Algorithm.normalized_inputs``); with a reward scaler its
     metrics gain ``stats/reward_scale``, the divisor the batch's rewards were scaled by. Each
-    metric that holds more than one value is reported as its mean
-    (``rlzoo.algos.seeds.reported_means``: per seed in a group)."""
+    metric that holds more than one value is reported as its mean (``SeedAxis.means``: per
+    seed in a group)."""
 
     @functools.wraps(fn)
     def call(self: Algorithm, batch: Any, *args: Any, **kwargs: Any) -> Any:
         if self._inputs_normalized:  # a nested call: the outer one normalizes and reports
             return fn(self, batch, *args, **kwargs)
         if not self.normalizes:
-            return reported_means(self, fn(self, batch, *args, **kwargs))
+            return self.seed_axis.means(fn(self, batch, *args, **kwargs))
         batch = self.normalized_inputs(batch)
         if self.reward_scaler is not None:
             scale = self.compute(self.reward_scaler.scale).float()  # before the update
@@ -156,7 +155,7 @@ def _raw_batch_in(fn: Callable[..., Any]) -> Callable[..., Any]:
             self._inputs_normalized = False
         if self.reward_scaler is not None and isinstance(metrics, dict):
             metrics["stats/reward_scale"] = scale
-        return reported_means(self, metrics)
+        return self.seed_axis.means(metrics)
 
     call._raw_inputs = True  # type: ignore[attr-defined]
     return call
@@ -195,6 +194,7 @@ class Algorithm(nn.Module):
         self.spec, self.gamma, self.n_step = spec, gamma, n_step
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.updates = 0  # number of update() calls so far
+        self.seed_axis = SeedAxis()  # one run (K seeds: rlzoo.algos.seed_axis.stack_seeds)
         self.obs_normalizer: ObservationNormalizer | None = None
         self.state_normalizer: ObservationNormalizer | None = None
         self.reward_scaler: RewardScaler | None = None
@@ -299,17 +299,17 @@ class Algorithm(nn.Module):
         ``update`` or ``act`` is called through here, so its code is written for one run.
 
         What it returns is handed on as it is (to ``step``, to other ``compute`` calls, to the
-        metrics); its shapes are the group machinery's business: a single run's call is the
-        plain call, a seed group's runs it for every seed (``rlzoo.algos.seeds``: in turn on
-        the CPU, each seed its single run bit for bit). Draw inside it with torch as a single
-        run would (``torch.randn_like``, ``nn.Dropout``): each seed of a group draws its own."""
-        return run_with_weights(self, fn, args)
+        metrics); its shapes are the seed axis's business: a single run's call is the plain
+        call, a seed group's runs it for every seed (``SeedAxis.compute``: in turn on the CPU,
+        each seed its single run bit for bit). Draw inside it with torch as a single run would
+        (``torch.randn_like``, ``nn.Dropout``): each seed of a group draws its own."""
+        return self.seed_axis.compute(self, fn, args)
 
     def draw(self, fn: Callable[[], torch.Tensor]) -> torch.Tensor:
         """``fn()``, a random draw made outside ``compute`` (e.g. ``torch.randperm``), as each
-        run of a seed group draws it for itself (``rlzoo.algos.seeds.draw_each``); hand the
-        result to ``compute`` as an argument."""
-        return draw_each(self, fn)
+        run of a seed group draws it for itself (``SeedAxis.draw``); hand the result to
+        ``compute`` as an argument."""
+        return self.seed_axis.draw(fn)
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """``obs [B, O]`` -> action ``[B, H * A]`` in ``[-1, 1]``, without gradient."""
@@ -327,13 +327,13 @@ class Algorithm(nn.Module):
         -> apply_constraints``.
 
         ``loss`` is what ``compute`` returned for a scalar loss (see :meth:`backward`); the clip
-        is applied per run of a seed group (``rlzoo.algos.seeds.clip_grad_norm``).
+        is applied per run of a seed group (``SeedAxis.clip_grad_norm``).
         """
         optimizer.zero_grad(set_to_none=True)
         self.backward(loss)
         if max_grad_norm is not None:
             params = [p for group in optimizer.param_groups for p in group["params"]]
-            clip_grad_norm(self, params, max_grad_norm)
+            self.seed_axis.clip_grad_norm(params, max_grad_norm)
         optimizer.step()
         self.apply_constraints(optimizer)
 

@@ -9,7 +9,7 @@ fresh ``n`` are drawn; all envs of one run share the count (as the reference doe
 ``n_max = 1`` every step draws fresh noise: SAC's own exploration.
 
 The state (``noise``, ``count``, ``repeat``) is in buffers, so it is checkpointed (resume stays
-bit-exact) and stacked with the weights when seeds train as one group (``rlzoo.algos.seeds``),
+bit-exact) and stacked with the weights when seeds train as one group (``rlzoo.algos.seed_axis``),
 each drawing its own noise and its own ``n``.
 """
 

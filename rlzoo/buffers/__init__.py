@@ -3,7 +3,7 @@ replay sample is, and the Sampling an algorithm declares."""
 
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.replay import ReplayBuffer
-from rlzoo.buffers.rollout import Rollout, RolloutStore
+from rlzoo.buffers.rollout import Rollout, RolloutBuffer
 from rlzoo.buffers.sampling import Sampling
 
-__all__ = ["Batch", "ReplayBuffer", "Rollout", "RolloutStore", "Sampling"]
+__all__ = ["Batch", "ReplayBuffer", "Rollout", "RolloutBuffer", "Sampling"]

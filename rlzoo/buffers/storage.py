@@ -58,42 +58,23 @@ def field_for(owner: object, name: str, tensor: torch.Tensor, what: str,
 
 
 def load_leading_rows(
-    owner: object, tensors: dict[str, torch.Tensor], what: str, written: int,
-    adopt: bool = False,
+    owner: object, tensors: dict[str, torch.Tensor], what: str, written: int
 ) -> None:
     """Copy each checkpointed tensor ``[n, ...]`` into rows ``[0, n)`` of ``owner``'s field of
     that name, in place (views of the storage stay valid), and zero rows ``[n, written)``: the
     rows ``owner`` itself has written beyond the checkpoint's (``written = 0`` for a fresh
-    owner, whose untouched rows stay untouched). With ``adopt``, a tensor of the field's whole
-    shape, dtype and device becomes the field instead (no second copy of a full buffer in
-    memory; views of the old storage then see the old data). A missing field, other trailing
-    dimensions or more rows than the field holds is a ``ValueError`` naming it."""
+    owner, whose untouched rows stay untouched). A missing field, other trailing dimensions or
+    more rows than the field holds is a ``ValueError`` naming it."""
     for name, tensor in tensors.items():
         mine = field_for(owner, name, tensor, what, rows=True)
-        if adopt and _adoptable(tensor, mine):
-            setattr(owner, name, tensor)
-            continue
         n = tensor.shape[0]
         mine[:n].copy_(tensor)
         if written > n:
             mine[n:written].zero_()
 
 
-def load_tensors(
-    owner: object, tensors: dict[str, torch.Tensor], what: str, adopt: bool = False
-) -> None:
+def load_tensors(owner: object, tensors: dict[str, torch.Tensor], what: str) -> None:
     """Copy each checkpointed tensor into ``owner``'s field of that name, in place (views of
-    the storage stay valid); with ``adopt``, one of the field's dtype and device becomes the
-    field instead. A missing field or another shape is a ``ValueError`` naming it."""
+    the storage stay valid). A missing field or another shape is a ``ValueError`` naming it."""
     for name, tensor in tensors.items():
-        mine = field_for(owner, name, tensor, what)
-        if adopt and _adoptable(tensor, mine):
-            setattr(owner, name, tensor)
-        else:
-            mine.copy_(tensor)
-
-
-def _adoptable(tensor: torch.Tensor, mine: torch.Tensor) -> bool:
-    """Whether ``tensor`` can replace the storage field ``mine`` as it is."""
-    return tensor.shape == mine.shape and tensor.dtype == mine.dtype \
-        and tensor.device == mine.device and tensor.is_contiguous()
+        field_for(owner, name, tensor, what).copy_(tensor)

@@ -32,8 +32,8 @@ import torch
 
 from rlzoo.errors import UserError
 
-__all__ = ["EnvError", "Episodes", "SeedEnvs", "StepResult", "VecEnv", "check_shape",
-           "run_episodes"]
+__all__ = ["EnvError", "Episodes", "StepResult", "VecEnv", "check_shape", "run_episodes",
+           "tensor_device"]
 
 
 # the types of a single value an env usually returns as its reward or flag (the fast check)
@@ -250,50 +250,12 @@ class VecEnv:
         raise NotImplementedError
 
 
-class SeedEnvs:
-    """The training envs of K seeds (one :class:`VecEnv` of ``E`` envs each, seeded as each
-    seed's single run seeds its own) behind one step call over all ``K x E`` envs, with arrays
-    that carry the seed axis first.
-
-    Args:
-        envs: seed k's vector env at ``envs[k]``; all of the same spec and ``num_envs``.
-    """
-
-    def __init__(self, envs: Sequence[VecEnv]) -> None:
-        self.envs = list(envs)
-        # envs that keep their worlds as tensors (env.backend=warp): the device their
-        # observations stay on, ``[K, E, ...]`` tensors there (step); else None (numpy)
-        self.device: torch.device | None = (
-            envs[0].device if all(getattr(e, "keeps_tensors", False) for e in envs)  # type: ignore[attr-defined]
-            else None)
-
-    def step(self, action: np.ndarray, seeds: np.ndarray) -> StepResult:
-        """Step the envs of the seeds ``seeds`` (``[n]`` indices, in order) with
-        ``action [n, E, *act_shape]``; returns one :class:`StepResult` whose arrays are
-        ``[n, E, ...]``, row i being seed ``seeds[i]``'s (the other seeds' envs are left as
-        they are). Envs in worker processes (``step_async``/``step_wait``) of every seed step
-        at the same time."""
-        chosen = [self.envs[k] for k in seeds]
-        if all(hasattr(env, "step_async") for env in chosen):  # env workers: all at once
-            for i, env in enumerate(chosen):
-                env.step_async(action[i])  # type: ignore[attr-defined]
-            results = [env.step_wait() for env in chosen]  # type: ignore[attr-defined]
-        elif self.device is not None:  # observations stay tensors on it
-            results = [env.step_device(action[i])  # type: ignore[attr-defined]
-                       for i, env in enumerate(chosen)]
-        else:
-            results = [env.step(action[i]) for i, env in enumerate(chosen)]
-        first = results[0]
-
-        def stack(name: str) -> np.ndarray | None:
-            if getattr(first, name) is None:
-                return None
-            values = [getattr(r, name) for r in results]
-            return torch.stack(values) if torch.is_tensor(values[0]) else np.stack(values)
-
-        return StepResult(stack("obs"), stack("reward"), stack("terminated"),  # type: ignore[arg-type]
-                          stack("truncated"), stack("reset_step"),  # type: ignore[arg-type]
-                          state=stack("state"), agent_reward=stack("agent_reward"))
+def tensor_device(envs: Sequence[VecEnv]) -> torch.device | None:
+    """The device on which ``envs`` keep their worlds as tensors (``env.backend=warp``: their
+    observations can stay there, ``step_device``), when every one of them does; else None."""
+    if all(getattr(env, "keeps_tensors", False) for env in envs):
+        return envs[0].device  # type: ignore[attr-defined]
+    return None
 
 
 def run_episodes(
@@ -325,7 +287,7 @@ def run_episodes(
     agent_returns = np.zeros((K, E, envs[0].n_agents)) if envs[0].multi_agent else None
     active = np.ones((K, E), dtype=bool)
     current: Any = np.stack([np.asarray(o) for o in obs])
-    device = SeedEnvs(envs).device if tensors else None
+    device = tensor_device(envs) if tensors else None
     if device is not None:
         current = torch.as_tensor(current).to(device)
     action = np.zeros((K, E, *act_shape), dtype=np.float32)

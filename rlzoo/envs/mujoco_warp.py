@@ -131,7 +131,7 @@ class WarpMuJoCo(VecEnv):
         self._x_before = torch.zeros(E, **t)  # the forward position the next step starts from
         self._graph: Any = None
 
-    keeps_tensors = True  # the trainer steps it with step_device (rlzoo.envs.base.SeedEnvs)
+    keeps_tensors = True  # the trainer steps it with step_device (rlzoo.run.collect)
 
     # ------------------------------------------------------------------ the contract
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, None]:

@@ -83,7 +83,7 @@ def project_onto_support(
     ``floor(b)`` and ``floor(b) + 1`` with weights ``1 - frac(b)`` and ``frac(b)`` (all of it
     to ``b`` when ``b`` is a whole number). The same target as SimbaV2's
     ``categorical_td_loss`` and FlashSAC's ``_compute_categorical_td_target``; here without
-    in-place writes, so it runs under ``torch.vmap`` (seed groups).
+    in-place writes, so it runs under ``torch.vmap``.
     """
     width = (v_max - v_min) / (atoms - 1)
     index = (values.clamp(v_min, v_max) - v_min) / width  # [..., K] in [0, atoms - 1]
@@ -167,7 +167,7 @@ class CategoricalCritic(Critic):
             network, self.members, obs_dim + act_dim, atoms, 1, hidden, activation, layer_norm,
             dropout,
         )
-        # z_k; not saved (it follows from the config), stacked like any buffer in a seed group
+        # z_k; not saved (it follows from the config)
         self.register_buffer("support", torch.linspace(v_min, v_max, atoms), persistent=False)
 
     def log_probs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,7 @@ the unit sphere); every feature vector is projected onto the unit sphere; learna
 ``param * init / scale``: its value starts at ``init`` and Adam moves it at a rate set by
 ``scale``. After every optimizer step the algorithm calls ``project_parameters()``, which
 re-normalises every weight's columns; it acts on the last two axes only, so it is per member
-(``[E, in, out]``) and per seed in a seed group (``[K, E, in, out]``).
+(``[E, in, out]``) and per slice of any leading axis (``[K, E, in, out]``).
 
 Members are independent networks evaluated as one batched matmul (``rlzoo.nets.ensemble``):
 ``[E, B, in]`` (or a shared ``[B, in]``) -> ``[E, B, out]``.

@@ -16,12 +16,10 @@ prior count entering only the variance term; it has no observation normalizer.
   its running variance over envs and steps.
 
 The statistics are buffers, so they live in the algorithm's ``state_dict`` (checkpoints,
-``policy.pt``, the exported graph) and gain a leading seed axis in a seed group
-(``rlzoo.algos.seeds.stack_seeds``). They change only through ``update``, which the training
-loop calls with collected data (``rlzoo.run.normalize``); applying them never changes them, so
-evaluation and a loaded ``Policy`` see frozen statistics. ``update`` takes ``seed=k`` to update
-seed k's slice of a group in place (the buffers are never reassigned: CUDA graphs and the
-group's cached state keep pointing at them).
+``policy.pt``, the exported graph) like any other tensor of it. They change only through
+``update``, which the training loop calls with collected data (``rlzoo.run.normalize``), in
+place (the buffers are never reassigned: CUDA graphs keep pointing at them); applying them
+never changes them, so evaluation and a loaded ``Policy`` see frozen statistics.
 """
 
 from __future__ import annotations
@@ -47,16 +45,11 @@ def _check_loaded(state_dict: dict[str, Any], prefix: str,
                              "entry; no update produces that")
 
 
-def _slot(t: torch.Tensor, seed: int | None) -> torch.Tensor:
-    """``t`` itself (a single run) or its seed-``seed`` slice (a view, for in-place updates)."""
-    return t if seed is None else t[seed]
-
-
 class RunningMeanStd(nn.Module):
     """Running mean and (population) variance of ``[*shape]`` samples.
 
     Buffers: ``mean``, ``var`` ``[*shape]`` (0 and 1 at the start), ``count`` ``[]``
-    (``PRIOR_COUNT`` at the start), all float64; ``[K, ...]`` in a seed group of K.
+    (``PRIOR_COUNT`` at the start), all float64.
 
     Args:
         shape: the shape of one sample (``()`` for scalars).
@@ -84,7 +77,7 @@ class RunningMeanStd(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor, seed: int | None = None) -> None:
+    def update(self, x: torch.Tensor) -> None:
         """Merge the samples ``x [n, *shape]`` (``n >= 1``) into the statistics, in place::
 
             delta = mean(x) - mean;  total = count + n
@@ -92,36 +85,19 @@ class RunningMeanStd(nn.Module):
             var = (var count + var(x) n + delta^2 count n / total) / total;  count = total
 
         (SimbaV2's ``update_mean_var_count_from_moments``; ``var(x)`` is the population
-        variance). ``seed``: update that seed's slice of a group.
+        variance).
         """
-        mean, var, count = (_slot(t, seed) for t in (self.mean, self.var, self.count))
-        _merge(mean, var, count, x, 0)
-
-    @torch.no_grad()
-    def update_seeds(self, x: torch.Tensor) -> None:
-        """Merge every seed's samples at once (a group of K): ``x [K, n, *shape]``, seed k's
-        ``x[k]`` into its own statistics; the arithmetic of ``update(x[k], seed=k)`` for each
-        k, in one pass."""
-        count = self.count.view(self.count.shape[0], *(1 for _ in self.shape))
-        _merge(self.mean, self.var, count, x, 1)
-
-
-def _merge(mean: torch.Tensor, var: torch.Tensor, count: torch.Tensor, x: torch.Tensor,
-           dim: int) -> None:
-    """:meth:`RunningMeanStd.update`'s merge of the samples along ``dim`` of ``x`` into the
-    statistics ``mean``, ``var`` and ``count`` (views, updated in place; ``count`` broadcast
-    against ``mean``)."""
-    x = x.to(torch.float64)
-    n = x.shape[dim]
-    batch_mean = x.mean(dim=dim)
-    batch_var = x.var(dim=dim, unbiased=False)
-    total = count + n
-    ratio = n / total
-    delta = batch_mean - mean
-    m2 = var * count + batch_var * n + delta.square() * count * ratio
-    mean.add_(delta * ratio)
-    var.copy_(m2 / total)
-    count.copy_(total)
+        x = x.to(torch.float64)
+        n = x.shape[0]
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        total = self.count + n
+        ratio = n / total
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * ratio
+        self.mean.add_(delta * ratio)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
 
 
 class ObservationNormalizer(RunningMeanStd):
@@ -147,8 +123,7 @@ class ObservationNormalizer(RunningMeanStd):
         return f"shape={self.shape}, epsilon={self.epsilon}"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [..., *shape]`` (raw) -> normalized, same shape and dtype (one seed's
-        statistics)."""
+        """``x [..., *shape]`` (raw) -> normalized, same shape and dtype."""
         return ((x.to(torch.float64) - self.mean) / torch.sqrt(self.var + self.epsilon)).to(x.dtype)
 
 
@@ -168,7 +143,7 @@ class RewardScaler(nn.Module):
     replay buffer keeps raw rewards (as SimbaV2 and FlashSAC do).
 
     Buffers (float64): ``ret [E]`` (``G`` per training env), ``ret_max []`` (``max|G|``), and
-    ``ret_stats`` (a :class:`RunningMeanStd` of ``G``); ``[K, ...]`` in a seed group.
+    ``ret_stats`` (a :class:`RunningMeanStd` of ``G``).
 
     Args:
         num_envs: E, the training envs (``G`` is kept per env).
@@ -201,17 +176,16 @@ class RewardScaler(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def scale(self) -> torch.Tensor:
-        """The divisor ``max(sqrt(var(G) + epsilon), max|G| / G_max)`` (one seed's, ``[]``)."""
+        """The divisor ``max(sqrt(var(G) + epsilon), max|G| / G_max)`` (``[]``)."""
         return torch.maximum(torch.sqrt(self.ret_stats.var + self.epsilon),
                              self.ret_max / self.g_max)
 
     def forward(self, reward: torch.Tensor) -> torch.Tensor:
-        """``reward [...]`` -> scaled, same shape and dtype (one seed's statistics)."""
+        """``reward [...]`` -> scaled, same shape and dtype."""
         return (reward.to(torch.float64) / self.scale()).to(reward.dtype)
 
     @torch.no_grad()
-    def update(self, reward: torch.Tensor, done: torch.Tensor, envs: torch.Tensor,
-               seed: int | None = None) -> None:
+    def update(self, reward: torch.Tensor, done: torch.Tensor, envs: torch.Tensor) -> None:
         """Fold one vector step into the statistics, in place.
 
         Args:
@@ -219,21 +193,10 @@ class RewardScaler(nn.Module):
             done: ``[E]`` bool, the step ended the episode (terminated or truncated).
             envs: ``[n]`` int64, ``n >= 1``: the envs whose step was a transition (a reset call
                 is none and leaves that env's ``G`` alone).
-            seed: update that seed's slice of a group.
         """
-        ret, ret_max = _slot(self.ret, seed), _slot(self.ret_max, seed)
+        ret, ret_max = self.ret, self.ret_max
         new = self.gamma * (1.0 - done.to(ret.dtype)) * ret + reward.to(ret.dtype)
         seen = new[envs]
         ret[envs] = seen
-        self.ret_stats.update(seen, seed)
+        self.ret_stats.update(seen)
         ret_max.copy_(torch.maximum(ret_max, seen.abs().max()))
-
-    @torch.no_grad()
-    def update_seeds(self, reward: torch.Tensor, done: torch.Tensor) -> None:
-        """Fold one vector step of every seed of a group at once, every env's step a
-        transition: ``reward`` and ``done`` ``[K, E]``; the arithmetic of
-        ``update(reward[k], done[k], all envs, seed=k)`` for each k, in one pass."""
-        new = self.gamma * (1.0 - done.to(self.ret.dtype)) * self.ret + reward.to(self.ret.dtype)
-        self.ret.copy_(new)
-        self.ret_stats.update_seeds(new)
-        self.ret_max.copy_(torch.maximum(self.ret_max, new.abs().amax(dim=1)))

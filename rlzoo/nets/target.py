@@ -58,8 +58,8 @@ def frozen(module: nn.Module) -> Iterator[nn.Module]:
     """Within the block ``module``'s parameters get no gradient (inputs still do).
 
     Each parameter is swapped for a detached alias of itself and put back after, so it works
-    the same on a seed group's vmapped weights (``rlzoo.algos.seeds``), where ``requires_grad``
-    cannot be toggled."""
+    the same on weights under ``torch.vmap`` / ``torch.func.functional_call``, where
+    ``requires_grad`` cannot be toggled."""
     swapped = [(m, name, p) for m in module.modules()
                for name, p in m._parameters.items() if p is not None]
     for m, name, p in swapped:

@@ -16,7 +16,7 @@ features are batch-normalized inside each residual block:
 ``project_parameters()`` (called by the algorithm after every optimizer step): weight rows to
 unit norm; each batch norm's ``(gain, bias)`` jointly to norm ``sqrt(d)``; each RMS norm's gain
 to norm ``sqrt(d)`` (the reference's ``normalize_parameters``). It acts on the last axes, so per
-member and per seed of a seed group.
+member and per slice of any leading axis.
 
 **Batch statistics.** A batch norm normalizes with the running statistics (mean 0 and variance 1
 at the start) unless it is inside :func:`batch_statistics`: there it normalizes with the batch's

@@ -1,6 +1,7 @@
-"""Build a run's parts from its config: one :class:`~rlzoo.run.member.Member` per seed (its envs,
-storage and warm-up generator) and the one algorithm that trains them all (``seeds=K``: K
-seeds stacked by ``rlzoo.algos.seeds.stack_seeds``; one seed: the algorithm as built)."""
+"""Build a run's parts from its config: one :class:`~rlzoo.run.member.Member` per seed (its envs
+and warm-up generator), the one storage of them all (``[K, ...]``) and the one algorithm that
+trains them all (``seeds=K``: K seeds stacked by ``rlzoo.algos.seed_axis.stack_seeds``; one
+seed: the algorithm as built)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.algos.seeds import draw_from, generators_forked, stack_seeds
-from rlzoo.buffers.rollout import SeedRollouts
-from rlzoo.buffers.seed_replay import SeedReplay
+from rlzoo.algos.seed_axis import stack_seeds
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutBuffer
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel
 from rlzoo.run.build import (
@@ -58,7 +59,7 @@ def enter_threads(tuner: ThreadTuner, algo: Algorithm, update: Callable[[Any], A
     checked = tuner.same is None
     if checked:
         same = not compiled and same_on_counts(update, algo, batch, tuner.choices,
-                                               forked=lambda: generators_forked(algo))
+                                               forked=algo.seed_axis.forked)
         tuner.decide(same)
         if not same and logger is not None:
             logger.announce(
@@ -87,10 +88,10 @@ def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
 
 
 def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
-                  ) -> tuple[list[Member], Algorithm, EnvSpec, SeedReplay | SeedRollouts]:
+                  ) -> tuple[list[Member], Algorithm, EnvSpec, ReplayBuffer | RolloutBuffer]:
     """The members of seeds ``s.seed .. s.seed + K - 1`` (run dir ``dirs[k]`` each), the
     algorithm that trains them (every seed's weights initialised as its single run's), the
-    env spec and the storage of them all (member k's ``storage`` is seed k's part of it).
+    env spec and the storage of them all (member k's part: its buffer k).
     Closes every env built when anything fails (a ``UserError`` for a mistake)."""
     if len(dirs) != s.seeds:
         raise ValueError(f"{s.seeds} seeds need {s.seeds} run dirs, got {len(dirs)}")
@@ -104,8 +105,8 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             if k:
                 seed_everything(seed)  # each seed's weights start as its single run's
             env = make_train_env(member_cfg, s, seed)
-            members.append(Member(seed, member_cfg, member_dir, env, None,  # type: ignore[arg-type]
-                                  np.random.default_rng(seed)))
+            members.append(Member(seed, member_cfg, member_dir, env, k,
+                                  None, np.random.default_rng(seed)))  # type: ignore[arg-type]
             spec = env_spec(env)
             check_spec(spec, str(cfg.env.name))
             check_observations(env, s.normalize, str(cfg.env.name))
@@ -113,12 +114,11 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             if s.seeds > 1 and s.device.type == "cpu" and s.seed_kernels == "exact":
                 # its single run draws on from here
                 members[-1].draws = torch.Generator().set_state(torch.get_rng_state())
-        algo = stack_seeds(check_algorithm(algos, cfg, s))
-        if members[0].draws is not None:
-            draw_from(algo, [m.draws for m in members])  # type: ignore[misc]
+        draws = [m.draws for m in members if m.draws is not None]
+        algo = stack_seeds(check_algorithm(algos, cfg, s), draws or None)
         storage = make_storage(s, spec, algo, [m.seed for m in members])
-        for member, part in zip(members, storage.buffers):
-            member.storage = part
+        for member in members:
+            member.storage = storage
     except BaseException:
         for member in members:
             member.env.close()

@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.bounded import load_yaml
-from rlzoo.buffers.rollout import RolloutStore, SeedRollouts
-from rlzoo.buffers.seed_replay import SeedReplay
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutBuffer
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
@@ -333,12 +333,12 @@ def check_env_config(cfg: DictConfig) -> None:
 
 
 def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm,
-                 seeds: list[int]) -> SeedReplay | SeedRollouts:
-    """Where the loop stores what the seeds ``seeds`` collect, as the algorithm's contract says:
-    a rollout of ``algo.rollout_steps`` vector steps per seed for an on-policy algorithm (used
-    once per update), one replay of ``algo.buffer_size`` steps per seed with a seed axis
-    otherwise (seed k's sampling generator seeded with ``seeds[k]``); shaped for ``spec`` (per
-    agent when multi-agent), on the training device."""
+                 seeds: list[int]) -> ReplayBuffer | RolloutBuffer:
+    """Where the loop stores what the seeds ``seeds`` collect, as the algorithm's contract says,
+    one buffer per seed on a leading axis (``[K, ...]``): a rollout of ``algo.rollout_steps``
+    vector steps for an on-policy algorithm (used once per update), a replay of
+    ``algo.buffer_size`` steps otherwise (seed k's sampling generator seeded with
+    ``seeds[k]``); shaped for ``spec`` (per agent when multi-agent), on the training device."""
     multi = spec.multi_agent
     obs_shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
     action_shape = (spec.n_agents, spec.act_dim) if multi else (spec.act_dim,)
@@ -347,12 +347,12 @@ def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm,
         if not callable(getattr(algo, "explore", None)):
             raise UserError(f"{type(algo).__name__} is on-policy but has no explore(obs) -> "
                             "(action, pre_tanh); add one (see docs/extending.md)")
-        return SeedRollouts([RolloutStore(s.rollout_steps, s.num_envs, obs_shape, action_shape,
-                                          spec.state_dim, s.device, agent_rewards=agents)
-                             for _ in seeds])
+        return RolloutBuffer(s.rollout_steps, s.num_envs, obs_shape, action_shape,
+                             spec.state_dim, s.device, agent_rewards=agents,
+                             num_buffers=len(seeds))
     check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, agents)
-    return SeedReplay(seeds, s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
-                      state_dim=spec.state_dim, agent_rewards=agents)
+    return ReplayBuffer(s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
+                        state_dim=spec.state_dim, agent_rewards=agents, generator_seeds=seeds)
 
 
 def available_memory(device: torch.device) -> int:

@@ -9,11 +9,11 @@ its checkpoint part and everything that reads a member are unchanged.
 
 A seed does exactly what its single run does: its warm-up draws come from its own generator,
 its envs, storage and statistics see only its data, and the policy acts for it only when its
-single run would (past its own warm-up, when an env of it needs a fresh chunk). The one act call
-computes every seed's action; for a seed that does not act, whatever the call changed in its
-slice of the algorithm's state (FlashSAC's repeated noise, ``rlzoo.algos.exploration``) and
-its generator (``Member.draws``, which the call drew from) are put back,
-so a seed leaving its warm-up later than another starts acting from its single run's state.
+single run would (past its own warm-up, when an env of it needs a fresh chunk): for a seed that
+does not act, its slice of the algorithm's state (FlashSAC's repeated noise,
+``rlzoo.algos.exploration``) and its generator are as before the act call
+(``SeedAxis.call_rows``), so a seed leaving its warm-up later than another starts acting from
+its single run's state.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import numpy as np
 import torch
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import SeedAxis
-from rlzoo.buffers.rollout import SeedRollouts
-from rlzoo.buffers.seed_replay import SeedReplay
-from rlzoo.envs.base import SeedEnvs, StepResult
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutBuffer
+from rlzoo.envs.base import StepResult, VecEnv, tensor_device
 from rlzoo.run.finite import check_env_output
 from rlzoo.run.member import Member
 from rlzoo.run.normalize import fold_seeds, pending
@@ -40,27 +39,29 @@ class Collector:
 
     Args:
         members: the run's members, first seed first.
-        algo: the algorithm (group) that acts for them.
-        axis: its seed axis.
-        storage: the group's storage (seed k's is ``members[k].storage``).
+        algo: the algorithm (group) that acts for them (through its ``seed_axis``).
+        storage: the storage of every seed (``[K, ...]``).
         settings: the run's settings.
         env_name: the env's name, for the one-line errors.
         where: where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``).
     """
 
-    def __init__(self, members: list[Member], algo: Algorithm, axis: SeedAxis,
-                 storage: SeedReplay | SeedRollouts, settings: Settings, env_name: str,
+    def __init__(self, members: list[Member], algo: Algorithm,
+                 storage: ReplayBuffer | RolloutBuffer, settings: Settings, env_name: str,
                  where: Callable[[], str]) -> None:
-        self.members, self.algo, self.axis, self.storage = members, algo, axis, storage
+        self.members, self.algo, self.axis, self.storage = members, algo, algo.seed_axis, storage
         self.s, self.env_name, self.where = settings, env_name, where
         self.horizon = algo.action_horizon
-        self.envs = SeedEnvs([m.env for m in members])
+        self.envs: list[VecEnv] = [m.env for m in members]
+        # envs that keep their worlds as tensors (env.backend=warp): the device their
+        # observations stay on, [K, E, ...] tensors there; else None (numpy)
+        self.device = tensor_device(self.envs)
         self.seeds = [m.seed for m in members]
         self.everyone = np.arange(len(members))
         # the policy's call for every seed, obs [K, E, ...] -> [K, E, H * A]; replayed from a
         # CUDA graph under cudagraphs (rlzoo.run.accel.GraphedAct, set by the trainer)
         self.policy_call: Callable[[torch.Tensor], torch.Tensor] = (
-            lambda obs: self.axis.call(self.algo.act, obs))
+            lambda obs: self.axis.call(self.algo, self.algo.act, obs))
 
     # ------------------------------------------------------------------ the loop arrays
     def reset(self) -> None:
@@ -75,8 +76,8 @@ class Collector:
         arrays views of its slice."""
         ms = self.members
         self.obs = np.stack([np.asarray(m.obs) for m in ms])
-        if self.envs.device is not None:  # env.backend=warp: the observations stay there
-            self.obs = torch.as_tensor(self.obs).to(self.envs.device)
+        if self.device is not None:  # env.backend=warp: the observations stay there
+            self.obs = torch.as_tensor(self.obs).to(self.device)
         self.env_state = (None if ms[0].env_state is None
                           else np.stack([np.asarray(m.env_state) for m in ms]))
         self.chunk = np.stack([m.chunk for m in ms])
@@ -102,11 +103,10 @@ class Collector:
         live = np.ones(len(steps), dtype=bool) if s.on_policy else steps < s.total_steps
         seeds = np.flatnonzero(live)
         if self.algo.normalizes:  # the statistics take in what the last step collected
-            fold_seeds(self.algo, [self.axis.slot(int(k)) for k in seeds], self.obs[seeds],
-                       None if self.env_state is None else self.env_state[seeds],
-                       [self.members[k].pending for k in seeds], s.device)
+            fold_seeds(self.algo, seeds, self.obs, self.env_state,
+                       [m.pending for m in self.members], s.device)
         action, pre_tanh = self.choose_actions(live, steps)
-        result = self.envs.step(action, seeds)
+        result = self.step_envs(action, seeds)
         # the action first: a policy gone NaN is the cause of the NaN it then gets back
         self.check(seeds, action=action, reward=result.reward, agent_reward=result.agent_reward,
                    obs=result.obs, state=result.state)
@@ -115,8 +115,10 @@ class Collector:
         def mine(a: np.ndarray | None) -> np.ndarray | None:
             return a if a is None or all_live else a[seeds]
 
-        extra = {} if pre_tanh is None else {"pre_tanh": pre_tanh}
-        self.storage.add(seeds, mine(self.obs), action, result.reward, result.obs,
+        # on-policy: every seed's rollout (all live); off-policy: the live seeds' replays
+        extra = {"pre_tanh": pre_tanh} if s.on_policy else {
+            "which": None if all_live else seeds}
+        self.storage.add(mine(self.obs), action, result.reward, result.obs,
                          result.terminated, result.truncated, result.reset_step,
                          state=mine(self.env_state), next_state=result.state,
                          agent_reward=result.agent_reward, **extra)
@@ -139,13 +141,15 @@ class Collector:
         s, H, K = self.s, self.horizon, len(live)
         obs = torch.as_tensor(self.obs, dtype=torch.float32).to(s.device, non_blocking=True)
         if s.on_policy:
-            action, pre = self.axis.call(self.algo.explore, obs)  # type: ignore[attr-defined]
+            action, pre = self.axis.call(self.algo, self.algo.explore, obs)  # type: ignore[attr-defined]
             return action.cpu().numpy(), pre
         warm = steps < s.learning_starts
         renew = self.chunk_pos >= H  # [K, E]: this env needs a fresh chunk
         acting = live & ~warm & renew.any(axis=1)
-        if acting.any():
-            fresh = self.act(obs, acting).cpu().numpy()
+        if acting.any():  # every env of an acting seed, as its single run acts on all of them
+            rows = np.repeat(acting[:, None], len(renew[0]), axis=1)
+            fresh = self.axis.call_rows(self.algo, self.algo.act, obs, rows,
+                                        whole=self.policy_call).cpu().numpy()
             chunk = self.chunk
             new = fresh.reshape(chunk.shape)
             update = renew & acting[:, None]
@@ -161,26 +165,31 @@ class Collector:
             action[k] = random.astype(np.float32) * m.env.act_mask  # padding 0
         return (action if live.all() else action[live]), None
 
-    def act(self, obs: torch.Tensor, acting: np.ndarray) -> torch.Tensor:
-        """``algo.act`` for every seed at once (``obs [K, E, ...]`` -> ``[K, E, H * A]``), as if
-        only the seeds in ``acting [K]`` acted: the other seeds' slices of the algorithm's
-        buffers (state an act may advance) and their generators (``Member.draws``) are put
-        back after the call."""
-        if acting.all():
-            return self.policy_call(obs)
-        K = len(acting)
-        idle = torch.as_tensor(np.flatnonzero(~acting))
-        kept = [(b, i, b[i].clone()) for b in self.algo.buffers() if b.dim() and b.shape[0] == K
-                for i in [idle.to(b.device)]]
-        draws = [(g, g.get_state()) for k in idle.tolist()
-                 if (g := self.members[k].draws) is not None]
-        fresh = self.policy_call(obs)
-        with torch.no_grad():
-            for buffer, i, before in kept:
-                buffer[i] = before
-        for generator, state in draws:
-            generator.set_state(state)
-        return fresh
+    def step_envs(self, action: np.ndarray, seeds: np.ndarray) -> StepResult:
+        """Step the envs of the seeds ``seeds`` (``[n]`` indices, in order) with ``action [n,
+        E, *act_shape]``; one :class:`StepResult` whose arrays are ``[n, E, ...]``, row i
+        being seed ``seeds[i]``'s (the other seeds' envs are left as they are). Envs in worker
+        processes (``step_async``/``step_wait``) of every seed step at the same time."""
+        chosen: list[Any] = [self.envs[k] for k in seeds]
+        if all(hasattr(env, "step_async") for env in chosen):  # env workers: all at once
+            for i, env in enumerate(chosen):
+                env.step_async(action[i])
+            results = [env.step_wait() for env in chosen]
+        elif self.device is not None:  # observations stay tensors on it
+            results = [env.step_device(action[i]) for i, env in enumerate(chosen)]
+        else:
+            results = [env.step(action[i]) for i, env in enumerate(chosen)]
+        first = results[0]
+
+        def stack(name: str) -> Any:
+            if getattr(first, name) is None:
+                return None
+            values = [getattr(r, name) for r in results]
+            return torch.stack(values) if torch.is_tensor(values[0]) else np.stack(values)
+
+        return StepResult(stack("obs"), stack("reward"), stack("terminated"),
+                          stack("truncated"), stack("reset_step"), state=stack("state"),
+                          agent_reward=stack("agent_reward"))
 
     def advance(self, seeds: np.ndarray, result: StepResult, all_live: bool) -> None:
         """Take in the step ``result`` (rows: ``seeds``): add its rewards to the open episodes,

@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import torch
 
-from rlzoo.algos.seeds import SeedAxis, generators_forked
+from rlzoo.algos.base import Algorithm
 from rlzoo.envs.base import run_episodes
 from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.run.callbacks import EvalCallback, Evaluation
@@ -33,22 +33,22 @@ def reset_eval_env(m: Member, episodes: int) -> np.ndarray:
     return m.eval_env.reset(seed=seed0)[0]  # the same seeds at every evaluation
 
 
-def evaluate(members: list[Member], axis: SeedAxis, horizon: int, episodes: int,
+def evaluate(members: list[Member], algo: Algorithm, horizon: int, episodes: int,
              device: torch.device, deterministic: bool = True) -> list[np.ndarray]:
-    """``episodes`` episodes of every member at once, each on its own eval envs; returns each
-    member's (team) returns ``[episodes]`` and keeps each agent's mean return in its
-    ``last_eval_agents [N]`` (multi-agent)."""
+    """``episodes`` episodes of every member at once, each on its own eval envs, acted by
+    ``algo`` (through its seed axis); returns each member's (team) returns ``[episodes]`` and
+    keeps each agent's mean return in its ``last_eval_agents [N]`` (multi-agent)."""
     obs = [reset_eval_env(m, episodes) for m in members]
-
-    act = functools.partial(axis.algo.act, deterministic=deterministic)
+    axis = algo.seed_axis
+    act = functools.partial(algo.act, deterministic=deterministic)
 
     def policy(batch: np.ndarray, live: np.ndarray) -> np.ndarray:  # [K, B, ...] -> [K, B, H * A]
         x = torch.as_tensor(batch, dtype=torch.float32).to(device, non_blocking=True)
-        return axis.call_rows(act, x, live).cpu().numpy()  # each seed on its running envs
+        return axis.call_rows(algo, act, x, live).cpu().numpy()  # each seed on its running envs
 
     # a sampling evaluation draws on from each seed's generator, as its single run draws on
     # from the process's (which the loop forks), and leaves training's draws where they were
-    with generators_forked(axis.algo):
+    with axis.forked():
         results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
                                horizon, tensors=True,  # env.backend=warp: obs on its device
                                rows=True)

@@ -1,13 +1,14 @@
 """A seed group on disk: one ordinary run dir per seed, tied together by ``group.json``.
 
 Every run is a group: ``seeds=K`` trains seeds ``seed .. seed + K - 1`` in one process
-(``rlzoo.algos.seeds``), and a single run is a group of one, with the same ``group.json``. Each seed
-gets its own run dir, named like a single run of that seed (``<stamp>-s<seed>``), holding its
-own ``.hydra/config.yaml`` (with its own ``seed``), TensorBoard events, ``summary.json`` and
-``policy.pt``, so every reader of run dirs treats it as a run. The group's checkpoints (every
-seed's weights, optimizers, replay and envs: one file) and its ``train.log`` live in the first
-seed's dir, the group's *home*; every member's ``group.json`` names the home and the members
-(paths relative to the parent folder), so ``resume=`` on any member continues the whole group.
+(``rlzoo.algos.seed_axis``), and a single run is a group of one, with the same ``group.json``.
+Each seed gets its own run dir, named like a single run of that seed (``<stamp>-s<seed>``),
+holding its own ``.hydra/config.yaml`` (with its own ``seed``), TensorBoard events,
+``summary.json`` and ``policy.pt``, so every reader of run dirs treats it as a run. The group's
+checkpoints (every seed's weights, optimizers, replay and envs: one file) and its ``train.log``
+live in the first seed's dir, the group's *home*; every member's ``group.json`` names the home
+and the members (paths relative to the parent folder), so ``resume=`` on any member continues
+the whole group.
 A run dir written before single runs wrote ``group.json`` is read as a group of one
 (:func:`run_group`). This module is the one place that knows how many members a group has
 (:meth:`SeedGroup.member_state`); its callers never branch on it.
@@ -69,9 +70,7 @@ class SeedGroup:
         """Member ``k``'s part of the group's checkpointed algorithm state (module weights
         with the seed axis first, ``[K, ...]``, a group of one's too): slice ``k`` of its
         module weights, a single run's state dict."""
-        from rlzoo.algos.seeds import seed_weights  # torch: only when weights are read
-
-        return seed_weights(algo_state["modules"], k)
+        return {name: value[k] for name, value in algo_state["modules"].items()}
 
     def write(self, dirs: tuple[Path, ...] | None = None) -> None:
         """``group.json`` into every member's dir (or into ``dirs``)."""

@@ -31,7 +31,6 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from rlzoo.algos.seeds import SeedAxis, stack_records
 from rlzoo.run import tracking
 from rlzoo.run.accel import GraphedAct, resolve_accel, update_fn
 from rlzoo.run.assemble import (
@@ -90,9 +89,9 @@ class Trainer(Stopping):
         dirs: the run dir of each seed (``seeds=K``; default: ``run_dir`` alone).
 
     The K seeds ``seed .. seed + K - 1`` (K = 1 for a single run) are K members
-    (``rlzoo.run.member``): each has its own envs, storage, warm-up generator and outputs, and
-    one algorithm holds all their weights; the loop speaks to it through a
-    :class:`~rlzoo.algos.seeds.SeedAxis`, every tensor with the seed axis first. The loop's
+    (``rlzoo.run.member``): each has its own envs, warm-up generator and outputs, one storage
+    holds their data and one algorithm all their weights; the loop speaks to it through its
+    :class:`~rlzoo.algos.seed_axis.SeedAxis`, every tensor with the seed axis first. The loop's
     clock (``clock.step``: schedules, updates) is the slowest member's step; a member that
     reaches ``total_steps`` first stops collecting.
     """
@@ -110,9 +109,9 @@ class Trainer(Stopping):
         self.members, self.algo, self.spec, self.storage = build_members(cfg, s,
                                                                          dirs or [run_dir])
         self.seeds = [m.seed for m in self.members]
-        self.axis = SeedAxis(self.algo, len(self.members))
+        self.axis = self.algo.seed_axis
         self.horizon = self.algo.action_horizon
-        self.collector = Collector(self.members, self.algo, self.axis, self.storage, s,
+        self.collector = Collector(self.members, self.algo, self.storage, s,
                                    str(cfg.env.name), self.last_good_checkpoint_note)
         accel = resolve_accel(s.compile, s.cudagraphs, s.device, type(self.algo),
                               str(cfg.algo.name))
@@ -224,7 +223,7 @@ class Trainer(Stopping):
         if self.members[0].last_eval is None:  # resumed at the end from a checkpoint without one
             self.evaluate_and_log()
         if resume:  # a crash after the last checkpoint may have left policy.pt behind it
-            write_policies(outputs_behind(self.members)[0], self.members, self.algo, self.axis,
+            write_policies(outputs_behind(self.members)[0], self.members, self.algo,
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
         summaries = [summary_record(m, self.members, self.cfg, self.clock.wall_time,
@@ -266,25 +265,23 @@ class Trainer(Stopping):
         """The updates owed after ``past_warmup`` new env steps beyond the warm-up; returns the
         last update's metrics (``[K]`` each).
 
-        On-policy: one update per full rollout (every member's, stacked), then the rollouts are
-        cleared. Off-policy: ``utd`` updates per env step, each on one batch ``[K, B, ...]``
+        On-policy: one update per full rollout (every seed's, ``[K, ...]``), then the rollouts
+        are cleared. Off-policy: ``utd`` updates per env step, each on one batch ``[K, B, ...]``
         drawn from every seed's replay in one call; a signal ends them early and the rest stay
         owed in ``clock.update_credit`` (checkpointed), made before the next env step of the
         resumed run.
         """
-        stores: list[Any] = [m.storage for m in self.members]
+        storage: Any = self.storage
         if self.settings.on_policy:
-            if not all(store.full for store in stores):
+            if not storage.full:
                 return {}
-            metrics = self.axis.update(self.update,
-                                       stack_records([store.rollout() for store in stores]))
-            for store in stores:
-                store.clear()
+            metrics = self.axis.update(self.update, storage.rollout())
+            storage.clear()
             return metrics
         s, E, H, clock = self.settings, self.settings.num_envs, self.horizon, self.clock
         metrics: dict[str, torch.Tensor] = {}
         # an H-step window needs H - 1 newer rows: none can start in the newest H - 1
-        ready = all(len(store) > (H - 1) * E for store in stores)
+        ready = bool(storage.lengths().min() > (H - 1) * E)
         if past_warmup > 0 and ready:
             clock.earn(s.utd, clock.step - past_warmup - s.learning_starts,
                        clock.step - s.learning_starts)  # int(utd x steps) in all
@@ -318,7 +315,7 @@ class Trainer(Stopping):
         cuda = [s.device] if s.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             try:
-                every = evaluate(self.members, self.axis, self.horizon, s.eval_episodes, s.device)
+                every = evaluate(self.members, self.algo, self.horizon, s.eval_episodes, s.device)
             except BaseException:  # this step has no evaluation: a resume must not reuse one
                 for m in self.members:  # of an earlier step as this step's (summary.json)
                     m.last_eval = m.last_eval_agents = None
@@ -326,7 +323,7 @@ class Trainer(Stopping):
         if log_evaluation(self.members, every, self.clock.step, str(self.cfg.env.name),
                           self.on_eval):
             self.stop_requested = True
-        self.filming.after_eval(self.members[0], self.axis, self.horizon, s.device, self.clock.step)
+        self.filming.after_eval(self.members[0], self.algo, self.horizon, s.device, self.clock.step)
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, notify: bool = True) -> Path:
@@ -343,8 +340,7 @@ class Trainer(Stopping):
         save_checkpoint(path, state)
         if self.restored is not None and self.good == self.restored:  # the leg's first
             drop_stale_summaries(self.members)  # an earlier leg's summary.json: gone past it
-        write_policies(self.members, self.members, self.algo, self.axis,
-                       dataclasses.asdict(self.spec))
+        write_policies(self.members, self.members, self.algo, dataclasses.asdict(self.spec))
         self.good = path  # written from a checked state: the newest to go back to
         prune_checkpoints(self.checkpoint_dir, self.settings.checkpoint_keep, newest=path)
         if notify and self.on_checkpoint is not None and self.on_checkpoint(

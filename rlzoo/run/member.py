@@ -1,8 +1,9 @@
 """One seed's share of a run: its envs, its storage, its warm-up generator, its open episodes and
 its outputs (run dir, logger, summary). A single run has one member; ``seeds=K`` has K, all
-updated together by one algorithm group (``rlzoo.algos.seeds``) and collected together by one
-``rlzoo.run.collect.Collector`` (whose stacked arrays a member's loop arrays are views of), while
-everything here stays separate per seed."""
+updated together by one algorithm group (its ``seed_axis``), stored in one storage (``[K, ...]``:
+a member's part is its ``index``) and collected together by one ``rlzoo.run.collect.Collector``
+(whose stacked arrays a member's loop arrays are views of), while everything here stays
+separate per seed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.buffers.replay import ReplayBuffer
-from rlzoo.buffers.rollout import RolloutStore
+from rlzoo.buffers.rollout import RolloutBuffer
 from rlzoo.envs.base import VecEnv
 from rlzoo.run.logger import Logger
 from rlzoo.run.state import host_array
@@ -32,21 +33,24 @@ class Member:
         cfg: the run config with this member's ``seed``.
         run_dir: where its events, ``summary.json`` and ``policy.pt`` go.
         env: its ``num_envs`` training envs.
-        storage: its replay buffer or rollout store.
+        index: its place on the seed axis (k: the algorithm's slice k, the storage's buffer k).
+        storage: the storage of every member (its part: buffer ``index``).
         rng: its warm-up action generator.
         step: env steps (transitions) it has collected.
         draws: in a group on the CPU (``seed_kernels=exact``), the generator its policy and
-            updates draw from (``rlzoo.algos.seeds``: torch's generator carries on this one's
-            stream while the seed computes): its single run's process generator, from where
-            that was after building its algorithm; ``None`` for a single run (which draws from
-            the process's generator), a batched group and on CUDA.
+            updates draw from (the algorithm's ``seed_axis.generators[index]``: torch's
+            generator carries on this one's stream while the seed computes): its single run's
+            process generator, from where that was after building its algorithm; ``None`` for a
+            single run (which draws from the process's generator), a batched group and on
+            CUDA.
     """
 
     seed: int
     cfg: DictConfig
     run_dir: Path
     env: VecEnv
-    storage: ReplayBuffer | RolloutStore
+    index: int
+    storage: ReplayBuffer | RolloutBuffer
     rng: np.random.Generator
     step: int = 0
     draws: torch.Generator | None = None

@@ -5,9 +5,8 @@
   rebuild the same modules and their statistics load with the weights);
 * :func:`check_observations` refuses, in one line, an env whose observations a running mean and
   variance cannot describe;
-* :func:`fold_collected` updates a member's statistics from what its training envs collected;
-  :func:`fold_seeds` is the loop's one call, for every seed at once (one merge for all seeds
-  whenever their steps allow it, seed by seed otherwise).
+* :func:`fold_collected` updates a seed's statistics from what its training envs collected;
+  :func:`fold_seeds` is the loop's one call, for every seed (each into its own statistics).
 
 When the statistics change, relative to acting and updating, follows SimbaV2's
 ``run_online.py`` and wrappers exactly (github.com/dojeon-ai/SimbaV2, commit 14fafb2): at each
@@ -84,35 +83,33 @@ def pending(result: StepResult) -> dict[str, np.ndarray]:
             "valid": ~np.asarray(result.reset_step, dtype=bool)}
 
 
-def fold_collected(algo: Algorithm, seed: int | None, obs: np.ndarray, state: Any,
-                   last: dict[str, np.ndarray] | None, device: torch.device,
-                   skip: frozenset[str] = frozenset()) -> None:
-    """Merge one member's collected data into its statistics (seed slot ``seed`` of a group,
-    ``None`` for a single run), just before its policy acts on ``obs``.
+def fold_collected(algo: Algorithm, obs: np.ndarray, state: Any,
+                   last: dict[str, np.ndarray] | None, device: torch.device) -> None:
+    """Merge one seed's collected data into its statistics (``algo``'s normalizers, with that
+    seed's slices in place in a group: :func:`fold_seeds`), just before its policy acts on
+    ``obs``.
 
     Args:
-        algo: the algorithm (or group) whose normalizers to update.
+        algo: the algorithm whose normalizers to update.
         obs: ``[E, *obs_shape]`` the observations about to be acted on (raw).
         state: ``[E, S]`` the global state beside them (multi-agent), else None.
         last: :func:`pending` of the step that returned them; None before the first step
             (nothing is merged then).
         device: the algorithm's device.
-        skip: ``"obs"`` and/or ``"reward"``: statistics already merged (:func:`fold_seeds`).
     """
     if last is None or not algo.normalizes:
         return
     keep = np.flatnonzero(~last["ended"])  # the final observation of an episode is not merged
-    if keep.size and "obs" not in skip:
+    if keep.size:
         for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
             if normalizer is not None and value is not None:
-                normalizer.update(float32_on(value, device)[torch.as_tensor(keep, device=device)],
-                                  seed)
+                normalizer.update(float32_on(value, device)[torch.as_tensor(keep, device=device)])
     envs = np.flatnonzero(last["valid"])
-    if algo.reward_scaler is not None and envs.size and "reward" not in skip:
+    if algo.reward_scaler is not None and envs.size:
         algo.reward_scaler.update(
             torch.as_tensor(last["reward"], device=device),
             torch.as_tensor(last["ended"], device=device),
-            torch.as_tensor(envs, device=device), seed)
+            torch.as_tensor(envs, device=device))
 
 
 def float32_on(value: Any, device: torch.device) -> torch.Tensor:
@@ -123,34 +120,13 @@ def float32_on(value: Any, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(value, dtype=np.float32), device=device)
 
 
-def fold_seeds(algo: Algorithm, slots: list[int | None], obs: np.ndarray, state: Any,
+def fold_seeds(algo: Algorithm, seeds: np.ndarray, obs: Any, state: Any,
                last: list[dict[str, np.ndarray] | None], device: torch.device) -> None:
-    """:func:`fold_collected` for several seeds (seed slots ``slots``; ``obs [n, E, ...]``,
-    ``state [n, E, S]`` or None, ``last[i]`` the pending record of ``slots[i]``), with one merge
-    for all seeds of a group (``slots`` = every slot, in order) when the step allows it: the
-    observations when no seed's last step ended an episode (every row is merged), the rewards
-    when each seed has one env and its step was a transition. Anything else goes seed by
-    seed. The arithmetic is
-    the per-seed one either way (``RunningMeanStd.update_seeds``)."""
+    """:func:`fold_collected` of each seed k of ``seeds`` (``obs [K, E, ...]``, ``state [K, E,
+    S]`` or None, ``last[k]`` seed k's pending record) into its own statistics: through the
+    seed axis (``SeedAxis.each``), which puts seed k's slices of the weights in place, as for
+    any other update of them, so each seed's arithmetic is its single run's."""
     if not algo.normalizes:
         return
-    whole = slots == list(range(len(slots))) and len(slots) > 1 and None not in last
-    records = [r for r in last if r is not None]
-    obs_all = whole and not any(r["ended"].any() for r in records)
-    # one env per seed only: the variance of E > 1 returns, reduced per row of [K, E], rounds
-    # otherwise than a seed's own [E] (the observations' [K, E, ...] reduction does not)
-    reward_all = whole and all(r["valid"].all() and r["valid"].size == 1 for r in records)
-    if obs_all:
-        for normalizer, value in ((algo.obs_normalizer, obs), (algo.state_normalizer, state)):
-            if normalizer is not None and value is not None:
-                normalizer.update_seeds(float32_on(value, device))
-    if reward_all and algo.reward_scaler is not None:
-        algo.reward_scaler.update_seeds(
-            torch.as_tensor(np.stack([r["reward"] for r in records]), device=device),
-            torch.as_tensor(np.stack([r["ended"] for r in records]), device=device))
-    if obs_all and reward_all:
-        return
-    skip = frozenset({"obs"} if obs_all else set()) | frozenset({"reward"} if reward_all else set())
-    for i, (slot, record) in enumerate(zip(slots, last)):
-        fold_collected(algo, slot, obs[i], None if state is None else state[i], record, device,
-                       skip)
+    algo.seed_axis.each(algo, lambda k: fold_collected(
+        algo, obs[k], None if state is None else state[k], last[k], device), seeds)

@@ -11,7 +11,6 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.algos.seeds import SeedAxis
 from rlzoo.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rlzoo.run.member import Member
 from rlzoo.run.rundir import write_atomic
@@ -31,7 +30,7 @@ def log_scalars(members: list[Member], metrics: dict[str, Any], perf: dict[str, 
 
 
 def write_policies(members: list[Member], everyone: list[Member], algo: Algorithm,
-                   axis: SeedAxis, spec: dict[str, Any]) -> None:
+                   spec: dict[str, Any]) -> None:
     """``policy.pt`` of ``members`` (of ``everyone``, the run's members in seed order) from the
     weights now: each seed's slice of the weights, its config and its step."""
     if not members:
@@ -42,7 +41,7 @@ def write_policies(members: list[Member], everyone: list[Member], algo: Algorith
             config = OmegaConf.to_container(m.cfg, resolve=True)
             save_checkpoint(m.run_dir / POLICY_FILE, {
                 **record, "step": int(m.step), "config": config,
-                "weights": axis.weights(record["weights"], k)})
+                "weights": algo.seed_axis.weights(record["weights"], k)})
 
 
 def outputs_behind(members: list[Member]) -> tuple[list[Member], list[Member]]:
@@ -117,8 +116,10 @@ def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time:
         "wall_time_s": wall_time,
         "steps_per_sec": speeds["learning_steps_per_sec"] or overall,
         **speeds,
-        # the replay buffer's allocation, and the part of it that holds transitions
-        "buffer_bytes": {"capacity": m.storage.nbytes, "used": m.storage.used_nbytes},
+        # its replay buffer's allocation (its share of the seed axis's storage), and the part
+        # of it that holds transitions
+        "buffer_bytes": {"capacity": m.storage.nbytes // len(members),
+                         "used": m.storage.used_nbytes(m.index)},
         "updates": updates,
         "episodes": m.episodes,
     }

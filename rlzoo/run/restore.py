@@ -133,12 +133,13 @@ def check_against_live(state: dict[str, Any], algo: Algorithm, members: list[Mem
     part of which does not fit the live object it goes into, before any of it is loaded: the
     algorithm's state (``rlzoo.run.seed_layout.check_saved_state``: weights, buffers,
     normalizer statistics and tuner of exactly the live shapes and dtypes, optimizer moments
-    of their parameters', step counts within the updates), and each seed's replay or rollout
-    store (``check_state``) and open episodes (``Member.check_loop_state``). Call after the
-    envs' first reset."""
+    of their parameters', step counts within the updates), every seed's part of the replay or
+    rollout storage (``check_states``) and each seed's open episodes
+    (``Member.check_loop_state``). Call after the envs' first reset."""
     check_saved_state(algo, state["algo"], has_seed_axis(state))
-    for k, (m, part) in enumerate(zip(members, saved_members(state, members[0].seed))):
-        m.storage.check_state(part["buffer"])
+    parts = saved_members(state, members[0].seed)
+    members[0].storage.check_states([part["buffer"] for part in parts])  # the one storage
+    for k, (m, part) in enumerate(zip(members, parts)):
         m.check_loop_state(part["loop"], f"members.{k}.loop")
 
 

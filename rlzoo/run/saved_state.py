@@ -74,7 +74,7 @@ def member_state(m: Member) -> dict[str, Any]:
     """One seed's part of a checkpoint (``draws``: its policy's generator, in a CPU group)."""
     part: dict[str, Any] = {
         "seed": m.seed,
-        "buffer": m.storage.state_dict(),
+        "buffer": m.storage.state_dict(m.index),
         "env": m.env.get_state(),
         "loop": m.loop_state(),
         "counters": {"step": m.step, "episodes": m.episodes,
@@ -140,7 +140,7 @@ def has_seed_axis(state: dict[str, Any]) -> bool:
 
 def load_member_state(m: Member, part: dict[str, Any]) -> None:
     """Put back :func:`member_state` (after the envs' first reset)."""
-    m.storage.load_state_dict(part["buffer"], take=True)  # loaded from disk: kept as is
+    m.storage.load_state_dict(part["buffer"], m.index)
     m.env.set_state(part["env"])
     m.load_loop_state(part["loop"])
     counters = part["counters"]

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 
 from rlzoo.algos.saved import check_algorithm_state
-from rlzoo.algos.seeds import group_size
 from rlzoo.state_match import StateMismatch
 
 
@@ -21,7 +20,7 @@ def saved_state(group: Any) -> dict[str, Any]:
     checkpoint keeps it: :func:`with_seed_axis` for one seed (views of the live tensors), so a
     single run's checkpoint has a group of one's layout; a group's as it is."""
     state = group.state_dict()
-    return state if group_size(group) > 1 else with_seed_axis(state)
+    return state if group.seed_axis.size > 1 else with_seed_axis(state)
 
 
 def load_saved_state(group: Any, state: dict[str, Any], seed_axis: bool = True) -> None:
@@ -48,7 +47,7 @@ def _in_group_layout(group: Any, state: Any, seed_axis: bool) -> Any:
                 for saved in state["optimizers"].values()):
         raise StateMismatch("algo is not an algorithm's state (modules, optimizers with "
                             "their state, updates)")
-    if group_size(group) == 1 and seed_axis:
+    if group.seed_axis.size == 1 and seed_axis:
         return without_seed_axis(state)
     return state
 

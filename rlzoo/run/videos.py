@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from rlzoo.algos.seeds import generators_forked
 from rlzoo.envs.base import run_episodes
 from rlzoo.errors import EnvFailed, UserError, one_line
 from rlzoo.files import check_inside, library_file, make_dir
@@ -44,7 +43,7 @@ from rlzoo.video import (
 )
 
 if TYPE_CHECKING:  # rlzoo.evaluate imports this module: not the loop's (TensorBoard) modules
-    from rlzoo.algos.seeds import SeedAxis
+    from rlzoo.algos.base import Algorithm
     from rlzoo.run.member import Member
 
 VIDEO_TAG = "eval/video"
@@ -110,7 +109,7 @@ class Filming:
         if self.every:
             self.next = (step // self.every + 1) * self.every
 
-    def after_eval(self, m: Member, axis: SeedAxis, horizon: int, device: torch.device,
+    def after_eval(self, m: Member, algo: Algorithm, horizon: int, device: torch.device,
                    step: int) -> Path | None:
         """After the evaluation at ``step``: film ``m`` (the first seed) when a video is due;
         returns the MP4 written, else None."""
@@ -119,12 +118,12 @@ class Filming:
         self.next = (step // self.every + 1) * self.every
         rng = global_rng_state()  # the policy's and env's draws leave the run's untouched
         try:
-            return film_episode(m, axis, horizon, device, step)
+            return film_episode(m, algo, horizon, device, step)
         finally:
             restore_global_rng(rng)
 
 
-def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
+def film_episode(m: Member, algo: Algorithm, horizon: int, device: torch.device,
                  step: int) -> Path:
     """One deterministic episode of member ``m`` (its group's first: the policy is called for
     every seed on ``m``'s observations, the first seed's actions used) on a render env of its
@@ -133,11 +132,11 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
     path = folder / f"eval_step_{step}.mp4"
     check_inside(m.run_dir, path)  # a link or a hard-linked file there: refused before filming
     env = make_env(m.cfg, 1, m.seed + EVAL_SEED_OFFSET, render_mode="rgb_array")
-    name, seeds = env_label(m.cfg), axis.seeds
+    name, axis = env_label(m.cfg), algo.seed_axis
 
     def policy(batch: np.ndarray) -> np.ndarray:  # [1, B, ...] -> [1, B, H * A]
-        x = torch.as_tensor(np.repeat(batch, seeds, axis=0), dtype=torch.float32).to(device)
-        return axis.call(axis.algo.act, x, True)[:1].cpu().numpy()
+        x = torch.as_tensor(np.repeat(batch, axis.size, axis=0), dtype=torch.float32).to(device)
+        return axis.call(algo, algo.act, x, True)[:1].cpu().numpy()
 
     try:
         obs = env.reset(seed=m.seed + EVAL_SEED_OFFSET)[0]
@@ -151,7 +150,7 @@ def film_episode(m: Member, axis: SeedAxis, horizon: int, device: torch.device,
                 preview.add(frame)
 
             film(0, 0)  # the reset's frame
-            with generators_forked(axis.algo):  # a sampling policy leaves the seeds' draws
+            with axis.forked():  # a sampling policy leaves the seeds' draws
                 run_episodes([env], [obs], policy, horizon, film)
     finally:
         env.close()
