@@ -31,6 +31,7 @@ from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import UserError, one_line
 from rlzoo.run.added_keys import with_added_keys
 from rlzoo.run.normalize import attach_normalizers
+from rlzoo.run.rundir import which_run
 from rlzoo.run.settings import LOOP_KEYS, Normalize, Settings, resolve_device
 from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
@@ -59,10 +60,8 @@ def read_run_config(
         )
     path = run_dir / ".hydra" / "config.yaml"
     if not path.is_file():
-        raise UserError(
-            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
-            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
-        )
+        raise UserError(f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run "
+                        f"directory; {which_run(run_dir)}")
     try:
         cfg = load_yaml(path)  # size, aliases and interpolations bounded (rlzoo.bounded)
         OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
