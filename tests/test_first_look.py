@@ -84,3 +84,13 @@ def test_resume_of_a_parent_dir_lists_the_runs_inside(tmp_path: Path) -> None:
     assert_user_error(proc, f"it holds 7 run dirs (the last 5 by name: {made[2]}")
     proc = run_cli([f"resume={runs / 'Pendulum'}"])
     assert_user_error(proc, "pass the directory rlzoo.train wrote")
+
+
+def test_the_readme_cost_table_gives_no_gpu_number_not_measured_on_this_code() -> None:
+    """Issue 57: the GPU column mixed numbers measured before CUDA graphs became the default
+    with "not measured"; nothing on a GPU has been measured on the current code."""
+    lines = README.split("| algo | CPU, Hopper-v5 |", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert lines[0].strip().endswith("| GPU |"), lines[0]
+    rows = [line for line in lines[2:] if line.startswith("| `")]
+    assert len(rows) >= 9
+    assert all(row.rstrip(" |").rsplit("|", 1)[1].strip() == "not measured" for row in rows)
