@@ -8,6 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
 from conftest import TINY, assert_user_error, read_summary, run_cli
 from from_yaml import composed
 
@@ -94,3 +95,23 @@ def test_the_readme_cost_table_gives_no_gpu_number_not_measured_on_this_code() -
     rows = [line for line in lines[2:] if line.startswith("| `")]
     assert len(rows) >= 9
     assert all(row.rstrip(" |").rsplit("|", 1)[1].strip() == "not measured" for row in rows)
+
+
+@pytest.mark.parametrize("algo", ["maddpg", "hasac", "coma"])
+def test_short_presets_are_named_and_evaluate_ten_times(algo: str) -> None:
+    """preset=short, one per multi-agent algorithm: named in the README and docs/multi_agent.md
+    with its minutes, shorter than the algorithm's default, ten evaluations."""
+    default = composed(f"algo={algo}", "env=mpe/simple_spread")
+    short = composed(f"algo={algo}", "env=mpe/simple_spread", "preset=short")
+    assert short.total_steps < default.total_steps
+    assert short.total_steps // short.eval.every == 10
+    assert short.critic.hidden == [64, 64] and short.algo.actor.hidden == [64, 64]
+    # a key on the command line still wins over the preset
+    assert composed(f"algo={algo}", "env=mpe/simple_spread", "preset=short",
+                    "total_steps=1000").total_steps == 1000
+    guide = (REPO / "docs" / "multi_agent.md").read_text()
+    command = f"algo={algo} env=mpe/simple_spread preset=short"
+    assert command in guide and command in README
+    (row,) = [line for line in guide.splitlines() if line.startswith(f"| `{algo}` |")]
+    steps = f"{short.total_steps:,}"
+    assert row.startswith(f"| `{algo}` | {steps} | ") and (" min |" in row or "not measured" in row)
