@@ -214,8 +214,65 @@ def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -
         assert fragment in lines[0], (fragment, lines[0])
 
 
+# What each extra of pyproject.toml brings that tests need, by importable module. A test marked
+# ``@pytest.mark.extra("sweep")`` is skipped, with the reason, where the extra is not installed,
+# and fails where RLZOO_REQUIRE_EXTRAS (comma-separated extras; .ci/run sets it) names it: CI
+# must run those tests, not skip them.
+EXTRA_MODULES = {
+    "sweep": ("hydra_plugins.hydra_joblib_launcher", "hydra_plugins.hydra_ray_launcher", "ray"),
+    "compare": ("rliable", "rliable.library"),
+}
+REQUIRE_EXTRAS = "RLZOO_REQUIRE_EXTRAS"
+
+
+def extra_missing(extra: str, environ: dict[str, str] | os._Environ[str] = os.environ,
+                  modules: dict[str, tuple[str, ...]] = EXTRA_MODULES) -> tuple[str, str] | None:
+    """None when ``extra``'s modules import; else ``("skip" | "fail", reason)``: "fail" when
+    ``environ[REQUIRE_EXTRAS]`` names the extra."""
+    import importlib.util
+
+    def found(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is not None
+        except ImportError:  # its parent package is missing
+            return False
+
+    absent = [m for m in modules[extra] if not found(m)]
+    if not absent:
+        return None
+    required = {e.strip() for e in environ.get(REQUIRE_EXTRAS, "").split(",")}
+    if extra in required:
+        return "fail", (f"{', '.join(absent)} missing, but {REQUIRE_EXTRAS} says rlzoo[{extra}] "
+                        f"must be installed here (.ci/run: pip install -e '.[test,{extra}]')")
+    return "skip", f"needs pip install -e '.[{extra}]' ({', '.join(absent)} not installed)"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("extra"):
+        missing = extra_missing(mark.args[0])
+        if missing is not None:
+            action, reason = missing
+            (pytest.fail if action == "fail" else pytest.skip)(reason)
+
+
+# ``pytest -m smoke``: did my install work? One of each kind of run (README, "Setup"): SAC on
+# MuJoCo through the CLI (run dir, checkpoints, TensorBoard), MADDPG on MPE and its resume,
+# rlzoo.compare (tables, figures, rliable), the README's first command.
+SMOKE = (
+    "tests/test_cli.py::test_smoke_run_writes_the_run_dir_contract[Hopper-sac]",
+    "tests/test_first_look.py::test_a_multi_agent_run_resumes_where_it_stopped",
+    "tests/test_compare_figures.py::test_one_env_one_seed_is_flagged_and_without_rliable_one_line"
+    "[rliable]",
+    "tests/test_first_look.py::test_the_first_look_evaluates_ten_times_and_is_under_an_hour",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``cuda`` need a GPU: skipped, with the reason, where torch sees none."""
+    """The :data:`SMOKE` tests get the ``smoke`` mark. Tests marked ``cuda`` need a GPU:
+    skipped, with the reason, where torch sees none."""
+    for item in items:
+        if item.nodeid in SMOKE:
+            item.add_marker(pytest.mark.smoke)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")

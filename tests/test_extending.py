@@ -122,7 +122,7 @@ def test_doc_python_block_runs(index: int, tmp_path: Path) -> None:
 # the critic's and the actor's contract checks; the four critic bases' signatures (sizes first,
 # the YAML's keys after, only network (and n_agents) with a default); a SAC subclass built from the
 # composed YAML (its ensemble of 4 and SAC's critic lr 1e-3 from conf/algo/sac.yaml) and its
-# update's metrics;
+# update's metrics; TD3's hooks' shapes and metrics; HASAC's (simple_spread: 3 agents);
 # the import trap (one line naming the folder, then the clone's package, working).
 SIGNATURE = (r"\(obs_dim: 'int', act_dim: 'int', [^=]*, dropout: 'float', "
              r"network: [^=]* = None(, n_agents: 'int' = 1)?\) -> 'None'")
@@ -134,6 +134,13 @@ BLOCK_PRINTS = [
     [r"EnsembleCritic 4 0\.001",
      r"\['loss/actor', 'loss/alpha', 'loss/critic', 'stats/alpha', 'stats/entropy', "
      r"'stats/q_mean'.*\]"],
+    [r"\{'critic_loss': torch\.Size\(\[\]\), 'q': torch\.Size\(\[2, 32\]\), "
+     r"'actor_loss': torch\.Size\(\[\]\)\}",
+     r"\['loss/actor', 'loss/critic', 'stats/q_mean'\]"],
+    [r"EnvSpec\(obs_dim=18, act_dim=5, n_agents=3, state_dim=54, .*\{'target': "
+     r"torch\.Size\(\[1, 8\]\), 'agents': \[[012], [012], [012]\], 'joint_sample': "
+     r"torch\.Size\(\[8, 3, 5\]\)\}",
+     r"\['loss/actor', 'loss/actor/agent_0', .*'stats/q_mean'\]"],
     [r"rlzoo: warning: 'rlzoo' is the folder .*/rlzoo here \(a clone\), not the installed "
      r"package; the package inside it, .*/rlzoo/rlzoo, is used; .*\"The import trap\"\)",
      r".*/rlzoo/rlzoo/__init__\.py True"],
@@ -267,3 +274,51 @@ def test_crossq_actor_step_uses_running_statistics() -> None:
     assert all(p.grad is None for p in algo.critic.parameters())  # critic frozen
     assert any(p.grad is not None for p in algo.actor.parameters())
     assert log_prob.shape == (32,)
+
+
+def recipe() -> tuple[dict[str, str], list[str]]:
+    """docs/extending.md's "whole recipe": its files (blocks whose first line is ``# proj/...``)
+    and the rlzoo commands of its bash block."""
+    text = DOC.read_text().split("## The whole recipe", 1)[1].split("\n## ", 1)[0]
+    files = {}
+    for block in re.findall(r"^```(?:python|yaml)\n(.*?)^```", text, flags=re.S | re.M):
+        first, _, rest = block.partition("\n")
+        files[first.removeprefix("# ").strip()] = rest
+    (bash,) = re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
+    return files, [line for line in bash.splitlines() if line.startswith("python -m rlzoo.")]
+
+
+def test_the_outside_package_recipe_runs_as_written(tmp_path: Path) -> None:
+    """The recipe's package, written outside the repository, found through PYTHONPATH and
+    hydra.searchpath; its resume refused in one line without trust and run with it; evaluated
+    with --trust. Run from a folder that holds neither rlzoo nor the package."""
+    files, commands = recipe()
+    assert set(files) == {"proj/my_pkg/__init__.py", "proj/my_pkg/my_critic.py",
+                          "proj/my_pkg/conf/critic/pessimistic.yaml"}, files
+    for name, content in {**files, "proj/my_pkg/conf/__init__.py": ""}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(content)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "proj"), str(REPO)]),
+           "OMP_NUM_THREADS": "1"}
+    train, resume, evaluate = (shlex.split(c.split("#")[0]) for c in commands)
+    small = ["total_steps=600", "algo.learning_starts=300", "eval.every=300", "eval.episodes=1",
+             "critic.hidden=[16]", "algo.actor.hidden=[16]", "log.progress=false"]
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, *args[1:]], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    proc = run(train + small)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = (work / "runs" / "mine" / ".hydra" / "config.yaml").read_text()
+    assert "_target_: my_pkg.my_critic.PessimisticCritic" in config and "beta: 0.5" in config
+    untrusted = run([a for a in resume if not a.startswith("trust=")][:-1] + ["total_steps=900"])
+    assert untrusted.returncode == 2 and "my_pkg" in untrusted.stderr, untrusted.stderr[-2000:]
+    assert "trust" in untrusted.stderr.splitlines()[-1]
+    proc = run(resume[:-1] + ["total_steps=900"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((work / "runs" / "mine" / "summary.json").read_text())["total_steps"] == 900
+    proc = run(evaluate + ["--episodes", "1"])
+    assert proc.returncode == 0, proc.stderr[-3000:]

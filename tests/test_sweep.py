@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.extra("sweep")  # the launchers: pip install -e '.[sweep]'
 REPO = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Tiny networks and 600 env steps: each job takes seconds; eval at 300 and 600 gives curves.
@@ -124,7 +125,6 @@ def test_hparams_recorded_for_tensorboard(joblib_sweep: Path) -> None:
 
 @pytest.mark.slow  # starts a local Ray instance: ~30 s on 2 cores
 def test_ray_sweep(tmp_path: Path) -> None:
-    pytest.importorskip("hydra_plugins.hydra_ray_launcher.ray_launcher")
     sweep_dir = tmp_path / "multirun"
     proc = run(
         "rlzoo.train", "-m", "seed=0,1", "hydra/launcher=ray",

@@ -32,6 +32,7 @@ from rlzoo.errors import EnvFailed, UserError, one_line
 from rlzoo.files import refusal
 from rlzoo.run.added_keys import with_added_keys
 from rlzoo.run.normalize import attach_normalizers
+from rlzoo.run.rundir import which_run
 from rlzoo.run.settings import LOOP_KEYS, Normalize, Settings, resolve_device
 from rlzoo.run.targets import user_frame, user_modules
 from rlzoo.run.trust import check_targets
@@ -62,10 +63,8 @@ def read_run_config(
     if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
         raise refusal(path, os.lstat(path).st_mode, reading=True)  # a FIFO, a link: not read
     if not path.is_file():
-        raise UserError(
-            f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
-            "directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and summary.json)"
-        )
+        raise UserError(f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run "
+                        f"directory; {which_run(run_dir)}")
     try:
         cfg = load_yaml(path)  # size, aliases and interpolations bounded (rlzoo.bounded)
         OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line

@@ -262,3 +262,41 @@ def _names(path: Path, fd: int) -> bool:
     except OSError:
         return False
     return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
+
+
+RUNS_LISTED = 5  # run dirs a "not a run dir" error names (the last by name: rlzoo's are timed)
+
+
+def runs_inside(directory: Path, depth: int = 4, budget: int = 10_000) -> list[Path]:
+    """The run dirs (a dir holding ``.hydra/config.yaml``) below ``directory``, down to ``depth``
+    levels (``runs/<env>/<algo>/<run>`` is 3), not through links and looking at no more than
+    ``budget`` entries; sorted by name, then path (rlzoo's names start with their timestamp)."""
+    found: list[Path] = []
+    stack, seen = [(directory, 0)], 0
+    while stack and seen < budget:
+        folder, level = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                dirs = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        seen += len(dirs)
+        for d in dirs:
+            if (d / ".hydra" / "config.yaml").is_file():
+                found.append(d)
+            elif level + 1 < depth:
+                stack.append((d, level + 1))
+    return sorted(found, key=lambda p: (p.name, str(p)))
+
+
+def which_run(directory: Path) -> str:
+    """How to fix a dir that is not a run dir: the run dirs inside it when it holds some (a
+    parent such as ``runs/``), else what a run dir holds."""
+    runs = runs_inside(directory)
+    if not runs:
+        return ("pass the directory rlzoo.train wrote (it holds .hydra/, checkpoints/ and "
+                "summary.json)")
+    last = f"the last {RUNS_LISTED} by name: " if len(runs) > RUNS_LISTED else ""
+    shown = ", ".join(str(r) for r in runs[-RUNS_LISTED:])
+    held = "1 run dir" if len(runs) == 1 else f"{len(runs)} run dirs"
+    return f"it holds {held} ({last}{shown}); pass one of them"

@@ -16,6 +16,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlzoo.errors import UserError
+from rlzoo.run.progress import read_progress_every
 
 # Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
 # constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
@@ -265,11 +266,6 @@ def read_settings(cfg: DictConfig) -> Settings:
     progress = cfg.log.progress
     if progress not in ("auto", True, False):
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
-    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)  # older run configs
-    if every_s != "auto" and (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
-                              or not math.isfinite(every_s) or every_s < 0):
-        raise UserError(f"log.progress_every_s must be auto or a number of seconds >= 0, got "
-                        f"{every_s!r}; e.g. log.progress_every_s=60")
     accel = {}
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)  # run dirs written before auto existed: false
@@ -303,7 +299,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         batch_size=int_key(cfg, "algo.batch_size", 1),
         buffer_size=int_key(cfg, "algo.buffer_size", 2),
         utd=float(utd),
-        progress_every_s=every_s if every_s == "auto" else float(every_s),
+        progress_every_s=read_progress_every(cfg),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
         seeds=seeds,
