@@ -72,6 +72,15 @@ class UserError(Exception):
     """A mistake the user can fix; the message reads ``<what>; <how to fix>``."""
 
 
+class EnvFailed(UserError):
+    """An env's own constructor raised ``cause`` (kept for callers that explain it better, as
+    filming does for a GL back end that fails at ``import mujoco``)."""
+
+    def __init__(self, message: str, cause: Exception) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 def _silence(stream: TextIO) -> None:
     """Point ``stream``'s file descriptor at /dev/null (its reader is gone)."""
     try:

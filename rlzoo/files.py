@@ -63,17 +63,18 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{host_name()}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
 
 
-def refusal(path: Path, mode: int, want: str = "file") -> UserError:
-    """The one line for ``path``, found to be of ``mode`` (``st_mode``) where rlzoo reads or
-    writes its own ``want`` (``"file"`` or ``"folder"``)."""
+def refusal(path: Path, mode: int, want: str = "file", reading: bool = False) -> UserError:
+    """The one line for ``path``, found to be of ``mode`` (``st_mode``) where rlzoo reads
+    (``reading``) or writes its own ``want`` (``"file"`` or ``"folder"``)."""
     kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
     if stat.S_ISLNK(mode):
         with contextlib.suppress(OSError):
             kind = f"a symbolic link to {os.readlink(path)}"
+    how = "reads through links or from" if reading else "writes through links or into"
     return UserError(
-        f"{path} is {kind}, not a {want} of the run's own; rlzoo never writes through links or "
-        f"into special files (a copied or downloaded run dir may hold them): replace it with "
-        f"a real {want} (or remove it); nothing was written"
+        f"{path} is {kind}, not a {want} of the run's own; rlzoo never {how} special files "
+        f"(a copied or downloaded run dir may hold them): replace it with a real {want} (or "
+        f"remove it); nothing was {'read' if reading else 'written'}"
     )
 
 

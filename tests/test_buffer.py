@@ -48,6 +48,27 @@ def test_observations_are_stored_once() -> None:
     assert buffer.nbytes == expected
 
 
+def test_used_bytes_count_the_rows_written_until_the_ring_wraps() -> None:
+    """summary.json's ``buffer_bytes.used``: the rows that hold data (one per step and the
+    first observation's), all of them once the ring has wrapped; a checkpoint round-trip keeps
+    the count."""
+    buffer = ReplayBuffer(10, (3,), (2,), 1)
+    row = buffer.nbytes // 10
+    assert buffer.used_nbytes == 0
+    obs = np.zeros((1, 3), np.float32)
+    for value in range(1, 5):
+        buffer.add(obs, np.zeros((1, 2)), np.array([value]), obs + value, np.array([False]),
+                   np.array([False]), np.array([False]))
+    assert buffer.used_nbytes == 5 * row  # 4 steps: rows 0-4
+    loaded = ReplayBuffer(10, (3,), (2,), 1)
+    loaded.load_state_dict(buffer.state_dict())
+    assert loaded.used_nbytes == 5 * row
+    for _ in range(20):
+        buffer.add(obs, np.zeros((1, 2)), np.array([0.0]), obs, np.array([False]),
+                   np.array([False]), np.array([False]))
+    assert buffer.used_nbytes == buffer.nbytes
+
+
 def test_ring_evicts_oldest_and_stays_uniform() -> None:
     buffer = ReplayBuffer(8, (1,), (1,), 1)
     feed(buffer, [(float(i), False, False, False) for i in range(1, 21)])

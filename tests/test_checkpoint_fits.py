@@ -198,6 +198,12 @@ REFUSED: dict[str, tuple[Edit, str]] = {
                         "saved env attribute 'state' (f array [3])"),
     "env-attribute-float": (_member("env", "envs", 0, "attributes", "max_speed",
                                     change=lambda n: 8.5), "saved env attribute 'max_speed'"),
+    # a setting of the env (the same kind, another value): the config makes the env, not the file
+    "env-setting-gravity": (_member("env", "envs", 0, "attributes", "g", change=lambda g: 0.0),
+                            "saved env attribute 'g' is 0.0 where this PendulumEnv is made "
+                            "with 10.0"),
+    "env-setting-torque": (_member("env", "envs", 0, "attributes", "max_torque",
+                                   change=lambda t: 1e9), "'max_torque' is 1000000000.0"),
     # counters: integers in their range, consistent with each other
     "updates-negative": (_set("algo", "updates", value=-5), "algo.updates=int -5"),
     "updates-1e18": (_set("algo", "updates", value=10**18), "algo.updates=int 1000000000000000000"),

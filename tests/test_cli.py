@@ -10,6 +10,7 @@ import torch
 from conftest import TINY, assert_user_error, read_summary, run_cli
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from rlzoo.buffers import ReplayBuffer
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 
 SUMMARY_KEYS = {"algo", "env", "seed", "total_steps", "final_eval_return", "final_eval_return_std",
@@ -37,7 +38,14 @@ def test_smoke_run_writes_the_run_dir_contract(tmp_path: Path, algo: str, env: s
     assert SUMMARY_KEYS <= set(summary)
     assert summary["algo"] == algo and summary["env"] == env and summary["seed"] == 3
     assert summary["total_steps"] == 300
-    assert summary["buffer_bytes"] > 0 and summary["steps_per_sec"] > 0
+    assert summary["steps_per_sec"] > 0
+    # the buffer's allocation (10,000 rows of this env's obs and action) and the rows written:
+    # 300 steps' and the first observation's (a reset after an episode's end adds none or one)
+    obs, act = {"Hopper": (11, 3), "Humanoid": (348, 17)}[env]
+    capacity = ReplayBuffer(10_000, (obs,), (act,)).nbytes
+    assert summary["buffer_bytes"]["capacity"] == capacity
+    rows, rest = divmod(summary["buffer_bytes"]["used"] * 10_000, capacity)
+    assert rest == 0 and 301 <= rows <= 301 + summary["episodes"], (rows, summary)
     assert isinstance(summary["final_eval_return"], float)
     assert (run_dir / ".hydra" / "config.yaml").is_file()  # the resolved config recorded
     tags = scalar_tags(run_dir)

@@ -640,3 +640,22 @@ def test_groups_that_differ_only_in_a_config_group_are_labelled_by_its_choice(
     assert results["simbav2 net=mlp"]["final_eval_returns"] == [-300.0, -300.0]
     assert "[2]" not in proc.stdout + proc.stderr  # never the fallback for a clash
     assert not any(label.startswith(("sac family", "sac algo_")) for label in results)
+
+
+@pytest.mark.parametrize("planted", ["comparison.json", "comparison.md", "Pendulum-v1.png"])
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+def test_a_link_in_the_out_folder_is_refused_and_nothing_outside_changes(
+        runs_tree: Path, tmp_path: Path, planted: str, how: str) -> None:
+    """compare writes its files through rlzoo's checked writer: a symbolic or hard link planted
+    where a report file goes is refused in one line and the file it points at keeps its bytes."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / planted).symlink_to(outside) if how == "symlink" else (out / planted).hardlink_to(
+        outside)
+    proc = run_cli(str(runs_tree / "runs"), "--out", str(out), "--poi", "sac", "td3")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("rlzoo: error: ")]
+    assert len(errors) == 1 and planted in errors[0], proc.stderr
+    assert outside.read_text() == "keep"

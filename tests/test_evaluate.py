@@ -187,6 +187,13 @@ def test_errors_are_one_line(
     (broken / ".hydra").mkdir(parents=True)
     (broken / ".hydra" / "config.yaml").write_text("algo: ${missing.key}\nenv: {}\n")
     assert "cannot read" in in_process_error(capsys, str(broken))
+    fifo = tmp_path / "fifo"  # a FIFO or a link to /dev/zero named config.yaml: said, not read
+    (fifo / ".hydra").mkdir(parents=True)
+    os.mkfifo(fifo / ".hydra" / "config.yaml")
+    assert "config.yaml is a FIFO" in in_process_error(capsys, str(fifo))
+    (fifo / ".hydra" / "config.yaml").unlink()
+    (fifo / ".hydra" / "config.yaml").symlink_to("/dev/zero")
+    assert "is a symbolic link to /dev/zero" in in_process_error(capsys, str(fifo))
 
 
 def poisoned_copy(run_dir: Path, dest: Path, value: float) -> Path:
@@ -303,3 +310,17 @@ def test_multi_agent_run_repeats_the_final_evaluation(tmp_path: Path) -> None:
     record, summary = written_record(proc), json.loads((run_dir / "summary.json").read_text())
     assert record["mean"] == pytest.approx(summary["final_eval_return"], rel=1e-6)
     assert record["lengths"] == [25, 25] and np.asarray(record["agent_returns"]).shape == (2, 3)
+
+
+def test_no_room_for_a_temporary_file_is_one_line(pendulum_run: Path) -> None:
+    """With no byte writable (``ulimit -f 0``: a full disk as a process sees it) building the
+    algorithm fails where torch wants a temporary file: one line, exit 2, no traceback."""
+    import resource
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlzoo.evaluate", str(pendulum_run), "--episodes", "1"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    line = one_error_line(proc)
+    assert "cannot build algo=sac" in line and "TMPDIR" in line, line

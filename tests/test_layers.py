@@ -30,14 +30,14 @@ LAYER_OF = {
     "cli_check": "cli_check", "cli_groups": "cli_check", "cli_messages": "cli_check",
     "evaluate": "evaluate", "evaluate_checkpoint": "evaluate", "evaluate_episodes": "evaluate",
     "policy": "policy", "policy_file": "policy", "policy_export": "policy",
-    "compare": "analysis", "analysis": "analysis",
+    "compare": "compare", "analysis": "analysis",
     "run": "run", "envs": "envs", "algos": "algos", "nets": "nets", "buffers": "buffers",
     "tuners": "tuners", "optim": "optim", "errors": "errors", "video": "video",
     "threads": "threads", "reproduce": "reproduce", "bounded": "bounded", "readers": "bounded",
-    "files": "files", "rundirs": "rundirs", "state_match": "state_match",
+    "files": "files", "rundirs": "rundirs", "floors": "rundirs", "state_match": "state_match",
 }
 # what a user calls (rundirs: the run-dir API for tools, the results tool's way into rlzoo)
-ENTRY = ("train", "launch", "cli_check", "evaluate", "policy", "rundirs")
+ENTRY = ("train", "launch", "cli_check", "evaluate", "policy", "rundirs", "compare")
 # import no rlzoo layer but errors (bounded: reading run-dir files at bounded cost, used by
 # policy and run)
 LEAVES = ("optim", "errors", "video", "threads", "bounded",
@@ -57,6 +57,8 @@ FORBIDDEN = {
     "evaluate": ("train", "launch", "policy", "analysis"),
     "policy": ("train", "launch", "evaluate", "analysis"),
     "rundirs": ("train", "launch", "evaluate", "policy", "cli_check", "analysis"),
+    # python -m rlzoo.compare: the analysis, and rlzoo.floors (lazily) for --floors
+    "compare": ("train", "launch", "evaluate", "policy", "cli_check"),
     **{leaf: tuple(sorted(set(LAYER_OF.values()) - {leaf, "errors"})) for leaf in LEAVES},
 }
 # The loop is reached only by the entry point that runs it; factories live in rlzoo.run.build.
@@ -69,7 +71,7 @@ TOOL = "reproduce"
 # ... and reaches rlzoo only through its public API (docs/architecture.md), imported at the top of
 # its modules: these modules, or a module of these packages.
 TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.bounded",
-            "rlzoo.analysis")
+            "rlzoo.analysis", "rlzoo.floors")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
 OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells",

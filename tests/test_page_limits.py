@@ -68,6 +68,7 @@ def synth_cell(results: Path, suite: str, task: str, row: str, seeds: range, bud
     steps = np.arange(5_000, budget + 1, 5_000)
     for seed in seeds:
         run = results / suite / task / f"{row}-s{seed}"
+        shutil.rmtree(run, ignore_errors=True)  # a real seed already in results/ is replaced
         shutil.copytree(template / ".hydra", run / ".hydra")
         for path in (run / ".hydra").iterdir():
             config = path.read_text().replace("HalfCheetah", task)

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import TINY, run_cli
+from conftest import REPO, TINY, run_cli
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlzoo.run import logger as logger_module
@@ -215,9 +215,10 @@ def test_the_bar_shows_the_learning_rate_and_its_eta_never_tqdms(
 def test_learning_start_is_announced_and_a_first_eta_follows_soon(
     tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture
 ) -> None:
-    """Off a terminal with the default 300 s between lines, a newcomer hears when the warm-up
-    ends and gets an eta FIRST_ESTIMATE_S (30 s) into learning, not 5 minutes later."""
-    log = Logger(tmp_path, total_steps=10_000, progress=False, learning_starts=1000)
+    """Off a terminal with 300 s between lines, a newcomer hears when the warm-up ends and gets
+    an eta FIRST_ESTIMATE_S (30 s) into learning, not 5 minutes later."""
+    log = Logger(tmp_path, total_steps=10_000, progress=False, learning_starts=1000,
+                 progress_every_s=300)
     for _ in range(10):  # 1000 random steps in 2 s
         clock.now += 0.2
         log.advance(100)
@@ -233,7 +234,7 @@ def test_learning_start_is_announced_and_a_first_eta_follows_soon(
     log.advance(10)
     (line,) = progress_lines(capsys.readouterr().err)
     assert line.group(1) == "1300" and line.string.endswith("eta 0:14:30"), line.string
-    for _ in range(100):  # then every progress_every_s (300 s) as before
+    for _ in range(100):  # then every progress_every_s (300 s)
         clock.now += 1.0
         log.advance(10)
     assert not capsys.readouterr().err
@@ -292,3 +293,55 @@ def test_episode_lengths_come_back_from_a_checkpoint_and_odd_ones_are_refused() 
                 np.zeros(5, dtype=np.int64)):
         with pytest.raises(StateMismatch, match="episode_length"):
             m.load_loop_state({**loop, "episode_length": odd})
+
+
+def seconds_between_lines(log: Logger, clock: Clock, capsys: pytest.CaptureFixture,
+                          seconds: int, steps_per_s: int) -> list[float]:
+    """Advance ``log`` one second at a time at ``steps_per_s`` for ``seconds``; the clock times
+    of the progress lines on stderr."""
+    times = []
+    for _ in range(seconds):
+        clock.now += 1.0
+        log.advance(steps_per_s)
+        if progress_lines(capsys.readouterr().err):
+            times.append(clock.now)
+    return times
+
+
+@pytest.mark.parametrize("total_steps, every", [(20_000, 60.0), (100_000, 300.0)])
+def test_auto_interval_follows_the_expected_length(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture, total_steps: int, every: float
+) -> None:
+    """The default (auto): a line every minute for a run that will take under an hour (the
+    README's 20k-step first look), every 5 minutes once its pace says an hour or more; the warm
+    -up (pace unknown) is a short run's. At 10 steps/s after a 1,000-step warm-up: 20k steps
+    are 32 min, 100k are 2 h 45 min."""
+    from rlzoo.run.logger import AUTO_EVERY_S
+
+    log = Logger(tmp_path, total_steps=total_steps, progress=False, learning_starts=1000)
+    assert log.progress_every_s == "auto"
+    warm = seconds_between_lines(log, clock, capsys, 125, 1)  # 125 random steps
+    assert len(warm) == 2 and warm[1] - warm[0] == AUTO_EVERY_S, warm
+    seconds_between_lines(log, clock, capsys, 5, 200)  # past learning_starts
+    # the first estimate, 30 s into learning, then the interval
+    times = seconds_between_lines(log, clock, capsys, 1000, 10)
+    assert len(times) >= 3, times
+    assert {b - a for a, b in zip(times[1:], times[2:])} == {every}, times
+    log.close()
+
+
+def test_a_resumed_long_run_keeps_its_own_interval_and_auto_is_checked(tmp_path: Path) -> None:
+    """A run dir made before auto existed keeps its number; a bad value is one line."""
+    from omegaconf import OmegaConf
+
+    from rlzoo.errors import UserError
+    from rlzoo.run.settings import read_settings
+
+    cfg = OmegaConf.load(REPO / "tests" / "fixtures" / "format2" / "sac" / ".hydra" /
+                         "config.yaml")
+    assert read_settings(cfg).progress_every_s == 300.0
+    cfg.log.progress_every_s = "auto"
+    assert read_settings(cfg).progress_every_s == "auto"
+    cfg.log.progress_every_s = "often"
+    with pytest.raises(UserError, match="log.progress_every_s must be auto or a number"):
+        read_settings(cfg)

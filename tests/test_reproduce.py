@@ -25,9 +25,9 @@ import pytest
 import torch
 
 from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
+from rlzoo.floors import floor_key
 from rlzoo.reproduce.files import CHECKOUT as REPRODUCE_REPO
 from rlzoo.reproduce.files import repo_relative
-from rlzoo.reproduce.page import scale as page_scale
 from rlzoo.reproduce.page import verdicts
 from rlzoo.reproduce.page.data import (
     SuiteData,
@@ -41,7 +41,6 @@ from rlzoo.reproduce.page.headline import aggregate_lines, detail_lines, seed_li
 from rlzoo.reproduce.page.method import method_lines
 from rlzoo.reproduce.page.render import render_page
 from rlzoo.reproduce.page.runs import first_columns, updates_by
-from rlzoo.reproduce.page.scale import scale_line, scale_returns
 from rlzoo.reproduce.page.section import pair_lines, status_lines, suite_section
 from rlzoo.reproduce.peer import peer_settings
 from rlzoo.reproduce.processes import FileLock
@@ -49,6 +48,7 @@ from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, publ
 from rlzoo.reproduce.report import write_page
 from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+from rlzoo.run.build import read_run_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "reproduce.py"
@@ -164,7 +164,9 @@ def test_smoke_suite_end_to_end(smoke: tuple[Path, str]) -> None:
     report = out / "results" / "smoke" / "report"
     assert (report / "Pendulum.png").read_bytes()[:4] == b"\x89PNG"
     table = (report / "comparison.md").read_text()
-    for label in ("| sac |", "| td3 |", *(["| sb3_sac |"] if HAS_SB3 else [])):
+    # rlzoo's rows set the net on their command line, SB3's does not: beside SB3 the labels say so
+    net = " critic.hidden=[16] algo.actor.hidden=[16]" if HAS_SB3 else ""
+    for label in (f"| sac{net} |", f"| td3{net} |", *(["| sb3_sac |"] if HAS_SB3 else [])):
         assert label in table, table
     page = (out / "results.md").read_text()
     assert "## `smoke`" in page, page
@@ -718,16 +720,17 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     group = {"n_runs": 1, "total_steps": [25_000], "iqm": -20.0, "iqm_ci": [-21.0, -19.0],
              "mean": -20.0, "std": 0.0, "final_eval_returns": [-20.0]}
     results = {}
-    for task in ("mpe-simple_spread", "mamujoco-HalfCheetah-2x3"):
+    floors = {}
+    for i, task in enumerate(("mpe-simple_spread", "mamujoco-HalfCheetah-2x3")):
         run = root / task / "maddpg-s0"
-        run.mkdir(parents=True)
+        shutil.copytree(REPO / "results" / "marl" / task / "maddpg-s0" / ".hydra", run / ".hydra")
         (run / "summary.json").write_text(json.dumps({"final_eval_return": -20.0}))
         results[task] = {"maddpg": {**group, "runs": [str(run)]}}
+        key = floor_key(read_run_config(run), 0, 10)
+        floors[key] = {"random": [-30.0 - i] * 10, "zero": [-20.0 - i] * 10}
     (root / "report").mkdir()
     (root / "report" / "comparison.json").write_text(json.dumps({"results": results}))
-    scale = {task: {"episodes": 7, "random": [-30.0 - i, 5.0], "zero": [-20.0 - i, 4.0]}
-             for i, task in enumerate(results)}
-    (root / "scale.json").write_text(json.dumps(scale))  # read, not recomputed
+    (root / "floors.json").write_text(json.dumps(floors))  # read, not recomputed
     data = SuiteData.read(SUITES["marl"], tmp_path / "results")
     text = "\n".join(suite_section(data, verdicts.Tests(), Path("../results/marl"),
                                   LEADS["marl"]))
@@ -736,35 +739,16 @@ def test_marl_notes_follow_the_task_family(tmp_path: Path,
     assert "shows that the multi-agent rows run, not how well" in lead  # said once, at the top
     assert "divide HARL's by the number of agents" in lead and "divide HARL's" not in rest
     assert "Every agent gets the env's one reward" in mamujoco and "one reward" not in mpe
-    assert "7 episodes each on env seeds 10,000-10,006" in mpe
-    assert "uniform random actions -30.0 ± 5.0, the env's zero action (no force or torque) " \
-           "-20.0 ± 4.0: floors" in mpe
-    assert "uniform random actions -31.0 ± 5.0" in mamujoco
-    # each seed's final return (-20.0) against the zero action's mean: not above -20, above -21
-    assert "beats the zero action's: maddpg 0 of 1." in mpe
-    assert "beats the zero action's: maddpg 1 of 1." in mamujoco
+    assert "env seeds seed + 10,000 to seed + 10,009" in mpe
+    assert "uniform random actions -30.0, the env's zero action (no force or torque) " \
+           "-20.0: floors" in mpe
+    assert "uniform random actions -31.0, the env's zero action -21.0." in mamujoco
+    # the seed's final return (-20.0) against its own zero action's: not above -20, above -21
+    assert "beats their own zero action's (by the final return minus it): maddpg 0 of 1 " \
+           "(0.00)." in mpe
+    assert "maddpg 1 of 1 (+1.0)." in mamujoco
     assert "Row-wide note." in mpe and "Row-wide note. One-task note." in mamujoco
     assert "One-task note." not in mpe
-
-
-def test_scale_line_is_computed_once_and_reproducible(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A task missing from scale.json is computed (random and zero actions on the evaluations'
-    seeds), written, and read back next time; the numbers repeat exactly and differ between the
-    two policies."""
-    monkeypatch.setattr(page_scale, "SCALE_EPISODES", 6)
-    suite = SUITES["marl"]
-    assert scale_line(suite, "Hopper", tmp_path) is None  # not a marl task
-    line = scale_line(suite, "mpe-simple_spread", tmp_path)
-    cached = json.loads((tmp_path / "scale.json").read_text())["mpe-simple_spread"]
-    assert cached["episodes"] == 6 and line is not None
-    assert "6 episodes each on env seeds 10,000-10,005" in line
-    again = scale_returns("mpe/simple_spread", 6)
-    assert again == {k: cached[k] for k in ("random", "zero")}
-    assert again["random"] != again["zero"]
-    assert all(np.isfinite(v).all() and v[0] < 0 for v in again.values())  # distance costs
-    monkeypatch.setattr(page_scale, "scale_returns", lambda *a: pytest.fail("recomputed"))
-    assert scale_line(suite, "mpe-simple_spread", tmp_path) == line
 
 
 def test_results_page_is_a_fresh_rendering_of_the_committed_results() -> None:

@@ -204,18 +204,22 @@ def test_a_yardstick_is_counted_apart_and_never_preferred(tmp_path: Path) -> Non
 
 
 def test_the_multi_agent_rows_against_the_zero_action(page: str) -> None:
-    """Each multi-agent task's scale line counts the seeds whose final return (summary.json)
-    beats the env's zero action (scale.json), row by row."""
-    scale = json.loads((RESULTS / "marl" / "scale.json").read_text())
+    """Each multi-agent task's floors line counts the seeds whose final return (summary.json)
+    beats the zero action on the seed's own evaluation episodes (floors.json), row by row."""
+    from rlzoo.floors import floor_key, read_cache
+    from rlzoo.run.build import read_run_config
+
+    floors = read_cache(RESULTS / "marl" / "floors.json")
     marl = page.split("## `marl`", 1)[1].split("\n## ", 1)[0]
-    for task, value in scale.items():
-        zero = value["zero"][0]
+    for task in sorted({key.split("/", 1)[0] for key in floors}):
         section = marl.split(f"### {task}\n", 1)[1].split("\n### ", 1)[0]
         line = next(line for line in section.splitlines()
-                    if "Seeds whose final return beats the zero action's" in line)
-        rows: dict[str, list[float]] = {}
+                    if "Seeds whose final return beats their own zero action's" in line)
+        rows: dict[str, list[bool]] = {}
         for run in sorted((RESULTS / "marl" / task).glob("*-s[0-9]*")):
-            rows.setdefault(run.name.rsplit("-s", 1)[0], []).append(
-                json.loads((run / "summary.json").read_text())["final_eval_return"])
-        for row, finals in rows.items():
-            assert f"{row} {sum(f > zero for f in finals)} of {len(finals)}" in line, (task, row)
+            seed = int(run.name.rsplit("-s", 1)[1])
+            zero = floors[floor_key(read_run_config(run), seed, 10)]["zero"]
+            final = json.loads((run / "summary.json").read_text())["final_eval_return"]
+            rows.setdefault(run.name.rsplit("-s", 1)[0], []).append(final > np.mean(zero))
+        for row, above in rows.items():
+            assert f"{row} {sum(above)} of {len(above)} (" in line, (task, row)

@@ -192,6 +192,8 @@ def test_a_run_dir_in_use_is_refused(tmp_path: Path) -> None:
         for args in ([*PENDULUM, "total_steps=200"], [f"resume={run_dir}", "total_steps=300"]):
             proc = run_cli(args, None if args[0].startswith("resume=") else run_dir)
             assert_user_error(proc, "in use", f"pid {live.pid}")
+            # a new run may go elsewhere; a resume is of this dir only
+            assert ("choose another" in proc.stderr) != args[0].startswith("resume="), proc.stderr
         assert (run_dir / ".hydra" / "config.yaml").read_bytes() == config
         assert live.poll() is None
     finally:

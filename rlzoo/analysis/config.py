@@ -14,6 +14,10 @@ from rlzoo.conf.history import ADDED
 
 IGNORED_KEYS: dict[str, str] = {
     "seed": "the replication axis: runs that differ only in their seed are the samples of a group",
+    "seeds": "how many seeds one process trained together (docs/seeds.md): each seed is its "
+    "single run (bit for bit on the CPU), so the replication axis too",
+    "seed_kernels": "how a seed group computes its seeds (each in turn, or one batched call); "
+    "speed only, the same algorithm",
     "resume": "the run dir a run was continued from; a resumed run continues the same experiment",
     "device": "where the tensors live (cpu, cuda); the same algorithm, up to float rounding",
     "torch_threads": "CPU threads of torch; speed only",

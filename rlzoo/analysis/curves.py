@@ -17,6 +17,7 @@ import numpy as np
 
 from rlzoo.analysis.messages import note
 from rlzoo.analysis.runs import EVENT_PREFIX, RETURN_LIMIT, STEP_LIMIT, FinishedRun
+from rlzoo.files import write_atomic
 from rlzoo.readers import BoundError, open_file, read_bytes
 
 CURVE_TAG = "eval/return"
@@ -221,12 +222,13 @@ def write_scalars_csv(
         steps, values = scalars[tag]
         for step, value in zip(np.asarray(steps).tolist(), np.asarray(values).tolist()):
             by_step.setdefault(int(step), {})[tag] = float(value)
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["step", *tags])
-        for step in sorted(by_step):
-            row = by_step[step]
-            writer.writerow([step, *(repr(row[t]) if t in row else "" for t in tags)])
+    f = io.StringIO()
+    writer = csv.writer(f, lineterminator="\n")
+    writer.writerow(["step", *tags])
+    for step in sorted(by_step):
+        row = by_step[step]
+        writer.writerow([step, *(repr(row[t]) if t in row else "" for t in tags)])
+    write_atomic(Path(path), f.getvalue())  # checked (rlzoo.files): never through a link
 
 
 def load_scalars(

@@ -7,21 +7,12 @@ algo's other groups in the same env (``sac``, ``sac critic=ensemble``, ``sac alg
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
-from rlzoo.analysis.config import MISSING, canon, format_value, is_measurement, normalize, under
-from rlzoo.analysis.groups import Group, known_keys, unknown_key_error
-from rlzoo.analysis.messages import CompareError
-from rlzoo.analysis.runs import FinishedRun
+from rlzoo.analysis.config import MISSING, canon, format_value, is_measurement, under
+from rlzoo.analysis.groups import Group
 from rlzoo.conf import INTERNAL_GROUPS
 
 MAX_LABEL_TERMS = 6
 """At most this many ``key=value`` terms in a label; the rest are counted (``(+3)``)."""
-
-_AUTO_LABEL_FIELDS = ("label", "algo", "env")
 
 # --------------------------------------------------------------------------- automatic labels
 
@@ -60,8 +51,11 @@ def label_env(groups: list[Group]) -> None:
     and ``sac algo.utd=5``. Two groups that would still get one label (values that only the
     defaults rule or the term limit hid) are both labelled with every key and choice that sets
     them apart, so a label never falls back to an order-dependent suffix and never names the
-    wrong group. A group whose runs have no readable config is marked ``(no config)`` next to
-    the algo's other groups. The groups are then sorted in place: by algo, configured first,
+    wrong group. Across algorithms, a group also shows every key and choice its own command line
+    set (``.hydra/overrides.yaml``) whose value another group of the env does not have, so
+    ``hasac algo.n_step=5`` next to ``maddpg`` says what was set by hand where the algo
+    alone would hide it. A group whose runs have no readable config is marked ``(no config)``
+    next to the algo's other groups. The groups are then sorted in place: by algo, configured first,
     fewer terms first, then by the terms' values.
     """
     position: dict[str, float] = {}
@@ -82,6 +76,7 @@ def label_env(groups: list[Group]) -> None:
         for g in mine:
             keys = [*(candidates if g.has_config else []), *measured]
             g.terms = _terms(g, keys, compressed, measured, configured, groups)
+            g.terms.update(_set_here(g, groups, {*keys, *compressed}, position))
             _write_label(g, configured)
         _separate_clashes(mine, configured, position)
     seen: dict[str, int] = {}
@@ -100,6 +95,31 @@ def label_env(groups: list[Group]) -> None:
             [(position.get(k, 0.0), _natural(v)) for k, v in g.terms.items()],
         )
     )
+
+
+def _set_here(g: Group, groups: list[Group], shown: set[str],
+              position: dict[str, float]) -> dict[str, str]:
+    """The keys and choices ``g``'s command line set, not among ``shown`` (its algo's candidate
+    terms), whose value some other configured group of the env does not share: choices first
+    (``critic=ensemble``; not ``algo``, ``env`` nor :data:`rlzoo.conf.INTERNAL_GROUPS`), then
+    keys in config order."""
+    if not g.has_config or any(r.overridden is None for r in g.runs):  # unknown: not shown
+        return {}
+    others = [h for h in groups if h is not g and h.has_config]
+    found = {}
+    for name, choice in g.choices.items():
+        if (name not in shown and name not in ("algo", "env", *INTERNAL_GROUPS)
+                and "|" not in choice  # its runs chose differently: pooled (--group-by)
+                and not g.untouched(name, True)
+                and any(h.choices.get(name) != choice for h in others)):
+            found[name] = choice
+    for key in sorted(g.values, key=lambda k: position.get(k, 0.0)):
+        value = canon(g.values[key])
+        if (key not in shown and key not in ("algo", "env") and not is_measurement(key)
+                and not g.untouched(key, False)
+                and any(canon(h.values.get(key, MISSING)) != value for h in others)):
+            found[key] = format_value(g.values[key])
+    return found
 
 
 def _value_order(g: Group) -> list[tuple[str, str]]:
@@ -253,146 +273,3 @@ def _terms(g: Group, keys: list[str], compressed: list[str], measured: list[str]
         else:
             g.defaults[key] = format_value(value)
     return terms
-
-
-# --------------------------------------------------------------------------- --label rules
-
-
-@dataclass
-class LabelRule:
-    """One ``--label``: ``KEY=VALUE [KEY=VALUE ...]=NAME`` (``selector``, ``name``) or a format
-    string with ``{KEY}`` fields (``template``)."""
-
-    text: str
-    selector: list[tuple[str, str]] = field(default_factory=list)
-    name: str = ""
-    template: str = ""
-    used: bool = False
-
-
-def _split_terms(text: str) -> list[str]:
-    """Split on whitespace outside brackets: ``'a=[1, 2] b=3'`` -> ``['a=[1, 2]', 'b=3']``."""
-    terms, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "[{("
-        depth -= ch in "]})"
-        if ch.isspace() and depth <= 0:
-            if current:
-                terms.append(current)
-            current = ""
-        else:
-            current += ch
-    if current:
-        terms.append(current)
-    return terms
-
-
-_USAGE = (
-    "write --label 'KEY=VALUE=NAME' (e.g. 'critic.n=5=REDQ-5', several KEY=VALUE separated by "
-    "spaces) or a format string such as '{algo} n={critic.n}'"
-)
-
-
-def parse_label(text: str) -> LabelRule:
-    """Parse one ``--label`` argument; CompareError when it is neither form."""
-    if "{" in text or "}" in text:
-        fields = re.findall(r"\{([^{}]*)\}", text)
-        if not fields or any(not f.strip() for f in fields) or re.sub(
-            r"\{[^{}]*\}", "", text
-        ).count("{") + re.sub(r"\{[^{}]*\}", "", text).count("}"):
-            raise CompareError(f"--label {text!r} has an empty or unbalanced {{}} field; {_USAGE}")
-        return LabelRule(text, template=text)
-    selector, _, name = text.rpartition("=")
-    terms = _split_terms(selector)
-    pairs = [term.split("=", 1) for term in terms]
-    if not name.strip() or not pairs or any(len(p) != 2 or not p[0] for p in pairs):
-        raise CompareError(f"--label {text!r} is not KEY=VALUE=NAME; {_USAGE}")
-    return LabelRule(text, selector=[(k, v) for k, v in pairs], name=name.strip())
-
-
-def _parse_value(text: str) -> Any:
-    """A selector's value as the config would hold it (``5`` -> 5, ``[64,64]`` -> a list)."""
-    import yaml
-
-    try:
-        return normalize(yaml.safe_load(text))
-    except yaml.YAMLError:
-        return text
-
-
-def _term_matches(g: Group, key: str, value: str) -> bool:
-    if key == "algo" and (g.algo == value or g.choices.get("algo") == value):
-        return True
-    if key == "env" and (g.env == value or g.choices.get("env") == value):
-        return True
-    same, shared = g.shared(key)
-    if same and shared is not MISSING:
-        return canon(shared) == canon(_parse_value(value))
-    if value == "(unset)":
-        return same
-    return g.choices.get(key) == value
-
-
-def _fill_template(g: Group, template: str) -> str:
-    def field_value(match: re.Match[str]) -> str:
-        key = match.group(1).strip()
-        if key == "label":
-            return g.auto_label
-        if key == "algo":
-            return g.algo
-        if key == "env":
-            return g.env
-        same, shared = g.shared(key)
-        if same and shared is not MISSING:
-            return format_value(shared)
-        if key in g.choices:
-            return g.choices[key]
-        return format_value(shared) if same else "*"
-
-    return re.sub(r"\{([^{}]*)\}", field_value, template)
-
-
-def apply_labels(
-    per_env: dict[str, list[Group]], rules: Sequence[LabelRule], runs: Sequence[FinishedRun]
-) -> None:
-    """Rename groups by the ``--label`` rules: the first rule that applies to a group names it.
-
-    Raises:
-        CompareError: a rule names a key no run has, matches no group, or gives two groups of
-            one env the same label.
-    """
-    known = known_keys(runs)
-    for rule in rules:
-        keys = [k for k, _ in rule.selector] or [
-            f.strip() for f in re.findall(r"\{([^{}]*)\}", rule.template)
-        ]
-        for key in keys:
-            if key not in known and key not in _AUTO_LABEL_FIELDS:
-                raise unknown_key_error(f"--label {rule.text!r}", key, runs)
-    for env, groups in per_env.items():
-        for g in groups:
-            for rule in rules:
-                if rule.template:
-                    g.label = _fill_template(g, rule.template)
-                elif all(_term_matches(g, k, v) for k, v in rule.selector):
-                    g.label = rule.name
-                else:
-                    continue
-                rule.used = True
-                break
-        by_label: dict[str, list[str]] = {}
-        for g in groups:
-            by_label.setdefault(g.label, []).append(g.auto_label)
-        for label, autos in by_label.items():
-            if len(autos) > 1:
-                raise CompareError(
-                    f"--label gives {len(autos)} groups of {env} the label {label!r} "
-                    f"({'; '.join(autos)}); make the rules more specific so each group keeps "
-                    "its own name"
-                )
-    for rule in rules:
-        if not rule.used:
-            labels = sorted({g.auto_label for groups in per_env.values() for g in groups})
-            raise CompareError(
-                f"--label {rule.text!r} matches no group; the groups are: {'; '.join(labels)}"
-            )

@@ -15,7 +15,8 @@ from typing import Any
 
 from rlzoo.analysis.config import MISSING, canon, is_ignored, is_measurement, under
 from rlzoo.analysis.groups import Group, known_keys, unknown_key_error
-from rlzoo.analysis.labels import apply_labels, label_env, parse_label
+from rlzoo.analysis.label_rules import apply_labels, parse_label
+from rlzoo.analysis.labels import label_env
 from rlzoo.analysis.messages import note
 from rlzoo.analysis.runs import FinishedRun
 
@@ -81,7 +82,8 @@ def group_runs(
             ``algo.utd``). Either way runs that differ in a
             :data:`~rlzoo.analysis.config.MEASUREMENT_KEYS` value are never pooled; when
             ``group_by`` does not name one that splits groups, a one-line note says so.
-        labels: ``--label`` rules (:func:`~rlzoo.analysis.labels.parse_label`), applied in order.
+        labels: ``--label`` rules (:func:`~rlzoo.analysis.label_rules.parse_label`), applied
+            in order.
 
     Returns:
         ``{env: [Group, ...]}``, envs and groups sorted (algo, then the label's values).

@@ -9,18 +9,22 @@ Statistics are in :mod:`rlzoo.analysis.stats` (rliable's definitions, numpy impl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import rlzoo.analysis.stats as stats
+from rlzoo.analysis.aggregate import Aggregate, compute_aggregate, rliable_missing
 from rlzoo.analysis.config import IGNORED_KEYS, MEASUREMENT_KEYS, MISSING, is_measurement
 from rlzoo.analysis.curves import CURVE_TAG, Curve, group_curve
+from rlzoo.analysis.floor_summary import EnvFloors, Floors, GroupFloors, env_floors, group_floors
 from rlzoo.analysis.groups import Group
 from rlzoo.analysis.messages import CompareError, Progress, note
+from rlzoo.analysis.normalization import RangeRule, check_rules, ranges_for
 from rlzoo.analysis.pooling import group_runs
+from rlzoo.analysis.published import PublishedCurve
 from rlzoo.analysis.runs import FinishedRun
 
 
@@ -33,7 +37,8 @@ class GroupResult:
     ``eval.*``) every run of the group shares. ``iqm_ci`` is ``[low, high]``; ``std`` is the
     sample std (ddof=1), None with one run. ``seeds``, ``final_eval_returns``, ``total_steps``
     (as summary.json has it, None where absent) and ``runs`` (run dirs) are per run, in the same
-    order. Returns are in the env's reward units, steps in env steps.
+    order. Returns are in the env's reward units, steps in env steps. ``floors``: the runs
+    against their own paired floors (``--floors``), else None.
     """
 
     algo: str
@@ -52,6 +57,7 @@ class GroupResult:
     final_eval_returns: list[float]
     total_steps: list[Any]
     runs: list[str]
+    floors: GroupFloors | None = None
 
 
 @dataclass
@@ -100,13 +106,19 @@ class Improvement:
 class Comparison:
     """Everything a report shows: ``results[env][label]`` rows, ``curves[env][label]`` (only the
     envs and groups with a curve), ``probability_of_improvement`` (None without ``--poi``),
-    ``method`` (how the numbers were made, as written to comparison.json) and ``n_runs``."""
+    ``method`` (how the numbers were made, as written to comparison.json) and ``n_runs``;
+    ``floors[env]`` (with ``--floors``), ``published[env]`` (``--published``), the
+    ``aggregate`` across envs (rliable) or why it is missing (``aggregate_missing``)."""
 
     n_runs: int
     method: dict[str, Any]
     results: dict[str, dict[str, GroupResult]]
     curves: dict[str, dict[str, CurveResult]]
     probability_of_improvement: Improvement | None
+    floors: dict[str, EnvFloors] = field(default_factory=dict)
+    published: dict[str, list[PublishedCurve]] = field(default_factory=dict)
+    aggregate: Aggregate | None = None
+    aggregate_missing: str | None = None
 
 
 def resolve_poi(name: str, env: str, groups: list[Group]) -> Group | None:
@@ -242,6 +254,7 @@ def compute_comparison(
     max_points: int = 500,
     group_by: Sequence[str] | None = None,
     labels: Sequence[str] = (),
+    references: References | None = None,
 ) -> Comparison:
     """Group the runs and compute every number of the report; write nothing.
 
@@ -253,12 +266,16 @@ def compute_comparison(
         tag: the scalar of the learning curves (default ``eval/return``), read from the runs'
             event files; max_points: at most this many steps per curve (default 500).
         group_by, labels: as :func:`~rlzoo.analysis.pooling.group_runs`.
+        references: floors, published curves, normalization ranges and whether to aggregate
+            across envs (:class:`References`; default: aggregate where rliable imports).
 
     Raises:
-        CompareError: a wrong ``group_by`` key, ``labels`` rule or ``poi`` name; raised before
-            any statistic or curve is computed.
+        CompareError: a wrong ``group_by`` key, ``labels`` rule, ``poi`` name or normalization
+            rule; raised before any statistic or curve is computed.
     """
+    refs = references or References()
     per_env = group_runs(runs, group_by, labels)
+    check_rules(refs.normalize, list(per_env))
     poi_groups: dict[str, tuple[Group | None, Group | None]] = {}
     if poi is not None:
         for env, groups in per_env.items():
@@ -271,13 +288,17 @@ def compute_comparison(
                     f"{'; '.join(choices)}"
                 )
 
+    floors = refs.floors(runs) if callable(refs.floors) else refs.floors
+    ranges = ranges_for(list(per_env), refs.normalize, _floor_means(per_env, floors))
     results: dict[str, dict[str, GroupResult]] = {}
     curves: dict[str, dict[str, CurveResult]] = {}
     progress = Progress("reading curves, runs", len(runs))
     for env, groups in per_env.items():
         results[env] = {}
         for g in groups:
-            results[env][g.label] = _group_result(g, env, reps, confidence, seed)
+            results[env][g.label] = row = _group_result(g, env, reps, confidence, seed)
+            if floors is not None:
+                row.floors = group_floors(row.runs, row.final_eval_returns, floors)
             curve = group_curve(g.runs, tag, max_points, f"{env}/{g.label}", progress.advance)
             if curve is not None:
                 point, low, high = stats.iqm_curve_ci(
@@ -289,4 +310,43 @@ def compute_comparison(
     if poi is not None:
         improvement = _improvement(poi, poi_groups, reps, confidence, seed)
     method = _method(reps, seed, confidence, tag, max_points, group_by, labels)
-    return Comparison(len(runs), method, results, curves, improvement)
+    comparison = Comparison(len(runs), method, results, curves, improvement)
+    comparison.published = {env: [c for c in refs.published if c.task == env] for env in results}
+    if floors is not None:
+        comparison.floors = {env: f for env, groups in per_env.items()
+                             if (f := env_floors([(str(r.path), r.seed) for g in groups
+                                                  for r in g.runs], floors))}
+    if refs.aggregate and len(results) > 1:
+        comparison.aggregate_missing = rliable_missing()
+        if comparison.aggregate_missing is None:
+            finals = {env: {label: row.final_eval_returns for label, row in rows.items()}
+                      for env, rows in results.items()}
+            comparison.aggregate = compute_aggregate(finals, ranges, reps, confidence, seed)
+    return comparison
+
+
+@dataclass(frozen=True)
+class References:
+    """What a report sets beside the runs: ``floors`` (each run dir's paired floors,
+    :mod:`rlzoo.floors`, or a function of the runs that computes them, called once the groups
+    are known to be valid; None: none drawn), ``published`` curves (``--published``), per-env
+    normalization rules (``--normalize``; known ranges are used for the other envs) and
+    whether to compute the ``aggregate`` across envs (rliable; with two envs or more)."""
+
+    floors: Floors | Callable[[Sequence[FinishedRun]], Floors] | None = None
+    published: Sequence[PublishedCurve] = ()
+    normalize: Sequence[RangeRule] = ()
+    aggregate: bool = True
+
+
+def _floor_means(per_env: dict[str, list[Group]], floors: Floors | None
+                 ) -> dict[str, dict[str, float]]:
+    """``{env: {"zero": mean, "random": mean}}`` of the env's paired floors (``{}`` without)."""
+    if floors is None:
+        return {}
+    means = {}
+    for env, groups in per_env.items():
+        found = env_floors([(str(r.path), r.seed) for g in groups for r in g.runs], floors)
+        if found is not None:
+            means[env] = found.mean
+    return means

@@ -185,6 +185,12 @@ class ReplayBuffer:
         tensors += [t for t in (self.state, self.agent_reward) if t is not None]
         return sum(t.numel() * t.element_size() for t in tensors)
 
+    @property
+    def used_nbytes(self) -> int:
+        """Bytes of the rows that hold data, ``[0, filled)`` of every field (:attr:`nbytes`
+        once the ring has wrapped; what a checkpoint stores of the buffer)."""
+        return self.nbytes * self.filled // self.rows
+
     def slots(self, batch_size: int, exclude_newest_rows: int = 0) -> torch.Tensor:
         """``[batch_size]`` FIFO slots drawn uniformly (from this buffer's generator) among
         the valid starts, leaving out those in the newest ``exclude_newest_rows`` rows; the

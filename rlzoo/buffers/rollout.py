@@ -167,6 +167,12 @@ class RolloutStore:
         """Bytes allocated by the storage tensors."""
         return sum(t.numel() * 4 for t in self._tensors().values())
 
+    @property
+    def used_nbytes(self) -> int:
+        """:attr:`nbytes`: every rollout fills the whole store (it is cleared after each
+        update, so the rows written now say nothing of what was used)."""
+        return self.nbytes
+
     def _tensors(self) -> dict[str, torch.Tensor]:
         """The storage tensors by field name (the fields this store has)."""
         return {f.name: getattr(self, f.name) for f in fields(Rollout)

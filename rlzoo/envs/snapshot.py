@@ -198,6 +198,8 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
         if not _same_kind(value, mine):
             raise ValueError(f"saved env attribute {key!r} ({_kind(value)}) is not of the kind "
                              f"this {type(base).__name__} holds there ({_kind(mine)})")
+    if state.get("attributes"):
+        _check_settings(env, state["attributes"])
     set_wrapper_state(env, state["wrappers"])
     if "np_random" in state:
         base.np_random.bit_generator.state = state["np_random"]
@@ -207,6 +209,57 @@ def set_env_state(env: gym.Env, state: dict[str, Any]) -> None:
         # Arrays keep their saved dtype: an env may change it during an episode (MountainCar's
         # state is float64 after reset, float32 after a step).
         setattr(base, key, value)
+
+
+def env_settings(env: gym.Env, steps: int = 2) -> dict[str, Any]:
+    """The base env's numeric attributes that are settings, not episode state: those a fresh env
+    made from ``env.spec`` (the same id and keyword arguments) holds unchanged through a reset
+    and ``steps`` random steps (Pendulum's ``g``, ``max_torque``, ``dt``; CartPole's masses).
+    Empty for an env without a spec (made by its class, not ``gym.make``)."""
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        return {}
+    try:
+        probe = gym.make(spec)
+    except Exception:  # noqa: BLE001 - whatever a custom constructor raises: no settings known
+        return {}
+    try:
+        before = _plain_attributes(probe.unwrapped)
+        probe.reset(seed=0)
+        for _ in range(steps):
+            probe.step(probe.action_space.sample())
+        after = _plain_attributes(probe.unwrapped)
+    except Exception:  # noqa: BLE001 - an env that cannot be probed: no settings known
+        return {}
+    finally:
+        probe.close()
+    return {key: value for key, value in before.items() if not isinstance(value, bool)
+            and key in after and _equal(value, after[key])}
+
+
+def _check_settings(env: gym.Env, saved: dict[str, Any]) -> None:
+    """Refuse saved attributes that change a setting of the env (:func:`env_settings`): a
+    checkpoint continues the episode of the env the config makes, never another env."""
+    for key, setting in env_settings(env).items():
+        if key in saved and not _equal(saved[key], setting):
+            raise ValueError(f"saved env attribute {key!r} is {_shown(saved[key])} where this "
+                             f"{type(env.unwrapped).__name__} is made with {_shown(setting)} (a "
+                             "setting, not episode state: set it in env.kwargs, not in a "
+                             "checkpoint)")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    a, b = (x[SCALAR_TAG] if isinstance(x, dict) and SCALAR_TAG in x else x for x in (a, b))
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
+
+
+def _shown(value: Any) -> str:
+    value = value[SCALAR_TAG] if isinstance(value, dict) and SCALAR_TAG in value else value
+    return repr(value.tolist() if isinstance(value, np.ndarray) and value.size <= 4
+                else value)[:60]
 
 
 def _kind(value: Any) -> str:

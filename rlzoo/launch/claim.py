@@ -6,6 +6,7 @@ run made from Python gets, as Hydra's command line writes them.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -71,8 +72,11 @@ def claim(
 
 
 def run_dir_override(run_dir: Path) -> str:
-    """``hydra.run.dir='<run_dir>'``, quoted for Hydra's override grammar."""
-    quoted = str(run_dir).replace("\\", "\\\\").replace("'", "\\'")
+    """``hydra.run.dir='<run_dir>'``, quoted for Hydra's override grammar, where a backslash
+    escapes only a quote or the backslashes before a quote or the closing quote (``a\\b`` stays
+    as it is: doubling it would name another dir)."""
+    quoted = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", str(run_dir))
+    quoted = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, quoted)
     return f"hydra.run.dir='{quoted}'"
 
 

@@ -50,7 +50,7 @@ def prepare_resume(
                 f"resume continues a run with its own config, so {item!r} cannot be changed; "
                 f"only {', '.join(k + '=...' for k in RESUME_OPTIONS)} may be given"
             )
-    RunLock.acquire(run_dir) if run_dir.is_dir() else None
+    RunLock.acquire(run_dir, "resume") if run_dir.is_dir() else None
     try:
         cfg = OmegaConf.merge(read_run_config(run_dir, trust=trust),
                               OmegaConf.from_dotlist(overrides))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rlzoo.analysis import compare, find_runs
 from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 from rlzoo.analysis.messages import CompareError
+from rlzoo.analysis.report import References
 from rlzoo.bounded import read_bytes, read_text
 from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
@@ -176,7 +177,8 @@ def compare_and_draw(plan: Plan, runs: list[FinishedRun], report_dir: Path) -> N
     path of this machine), then the page's figures: each task's with the published curves, and
     the performance profile at each headline budget. A failed comparison is one line."""
     try:
-        kept = compare(runs, report_dir)
+        # the page draws its own aggregate and figures (below): no grid, no rliable needed
+        kept = compare(runs, report_dir, references=References(aggregate=False), grid=False)
         for path in report_dir.glob("*.json"):  # no path of this machine
             write_text_atomic(path, repo_relative(read_text(path, RECORDS_LIMIT)))
         for path in report_dir.glob(f"*{PUBLISHED_SUFFIX}"):

@@ -28,7 +28,8 @@ from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_family_env
 from rlzoo.envs.workers import WorkerVecEnv
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import EnvFailed, UserError, one_line
+from rlzoo.files import refusal
 from rlzoo.run.added_keys import with_added_keys
 from rlzoo.run.normalize import attach_normalizers
 from rlzoo.run.settings import LOOP_KEYS, Normalize, Settings, resolve_device
@@ -58,6 +59,8 @@ def read_run_config(
             "(runs/<env>/<algo>/<timestamp>-s<seed>)"
         )
     path = run_dir / ".hydra" / "config.yaml"
+    if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+        raise refusal(path, os.lstat(path).st_mode, reading=True)  # a FIFO, a link: not read
     if not path.is_file():
         raise UserError(
             f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run directory; pass the "
@@ -74,8 +77,6 @@ def read_run_config(
         ) from None
     check_targets(cfg, trust, source=str(path))
     return cfg
-
-
 
 
 # --------------------------------------------------------------------------- the env
@@ -124,15 +125,6 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         raise
     except Exception as err:  # noqa: BLE001 - the env's own constructor failed
         raise env_failed(cfg, err) from None
-
-
-class EnvFailed(UserError):
-    """An env whose own constructor raised ``cause`` (kept for callers that explain it better,
-    e.g. a GL back end that fails at ``import mujoco`` when filming)."""
-
-    def __init__(self, message: str, cause: Exception) -> None:
-        super().__init__(message)
-        self.cause = cause
 
 
 def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
@@ -286,6 +278,10 @@ def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device,
                 f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
                 "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
             ) from None
+        if isinstance(cause, OSError):  # torch imports what needs a temporary file (dynamo)
+            raise UserError(f"cannot build algo={cfg.algo.name}: {type(cause).__name__}: "
+                            f"{one_line(cause, 160)}; free space in the temporary directory or "
+                            "point TMPDIR elsewhere (a full disk, or a file size limit)") from None
         # the user's own constructor raised: name its line (any exception: it is their code)
         where = user_frame(err, user_modules(cfg))
         if where is not None:

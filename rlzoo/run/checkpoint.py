@@ -308,7 +308,8 @@ def load_latest_valid(
             state = load_checkpoint(path, map_location)
         except CheckpointError as err:
             unreadable += 1
-            warnings.warn(f"skipping {err}; trying the previous checkpoint", stacklevel=2)
+            warnings.warn(f"skipping a checkpoint: {err}; trying the previous checkpoint",
+                          stacklevel=2)
             continue
         bad = nonfinite_entries(state)
         if not bad:

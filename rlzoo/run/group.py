@@ -83,7 +83,7 @@ class SeedGroup:
 def _plain_name(value: object, what: str) -> str:
     """``value`` if it is the name of a folder beside the group's home (no path parts)."""
     if not isinstance(value, str) or not value or value in (".", "..") \
-            or Path(value).name != value or "\\" in value or "\0" in value:
+            or Path(value).name != value or "\0" in value:
         raise ValueError(f"{what} {value!r} is not the name of a folder beside the group's home")
     return value
 

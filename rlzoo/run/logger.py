@@ -9,7 +9,9 @@ episode's return, the last evaluation's return, elapsed time and an estimate of 
 the learning phase's own rate: the random warm-up, often 50x faster, never enters it; speeds and
 their phases are :mod:`rlzoo.run.progress`'s) go through the ``rlzoo`` logger when learning
 starts (and ``FIRST_ESTIMATE_S`` later, with a first estimate), at each evaluation and every
-``progress_every_s`` seconds: to stderr as
+``progress_every_s`` seconds (``auto``, the default: every ``AUTO_EVERY_S`` seconds, every
+``AUTO_LONG_EVERY_S`` once the learning phase's measured pace says the run takes ``LONG_RUN_S``
+or more): to stderr as
 ``rlzoo: <line>`` (not while a tqdm bar shows the same on a terminal) and always to the run
 dir's ``train.log``. Under Hydra, ``train.log`` is Hydra's job log file (its handler on the root
 logger is reused); otherwise (a resumed run) the Logger opens ``<run dir>/train.log`` for
@@ -38,7 +40,9 @@ from rlzoo.run.progress import Rates, duration
 from rlzoo.run.rundir import check_run_dir
 
 LOG = logging.getLogger("rlzoo")
-PROGRESS_EVERY_S = 300.0  # default seconds between time-based progress lines
+AUTO_EVERY_S = 60.0  # log.progress_every_s=auto: s between time-based progress lines ...
+AUTO_LONG_EVERY_S = 300.0  # ... and once the run is expected to take LONG_RUN_S or more
+LONG_RUN_S = 3600.0  # elapsed + time left (this process, the learning phase's rate)
 POSTFIX_EVERY_S = 1.0  # seconds between refreshes of the bar's rate and eta
 FIRST_ESTIMATE_S = 30.0  # s into learning: the first line with an eta (if progress_every_s > it)
 # tqdm's own rate and eta would mix in the warm-up: the bar shows ours (postfix) instead
@@ -113,8 +117,10 @@ class Logger:
         initial_step: where the bar starts (resumed runs); TensorBoard drops any event at or
             after ``purge_step`` left by a run that crashed after its last checkpoint.
         purge_step: see above (``None`` for a fresh run).
-        progress_every_s: seconds between time-based progress lines (``log.progress_every_s``,
-            default 300); 0 = progress lines only at evaluations.
+        progress_every_s: seconds between time-based progress lines (``log.progress_every_s``);
+            0 = progress lines only at evaluations; ``"auto"`` (default) = ``AUTO_EVERY_S``
+            while the run's expected length (elapsed + time left at the learning phase's rate)
+            is under ``LONG_RUN_S`` or not measured yet, ``AUTO_LONG_EVERY_S`` once it is not.
         text: route the ``rlzoo`` log lines to stderr and ``train.log`` (default); the other
             members of a seed group write only their event files, so each line appears once.
         learning_starts: the env step where the warm-up ends (``algo.learning_starts``; 0 when
@@ -128,7 +134,7 @@ class Logger:
         progress: str | bool = "auto",
         initial_step: int = 0,
         purge_step: int | None = None,
-        progress_every_s: float = PROGRESS_EVERY_S,
+        progress_every_s: float | str = "auto",
         text: bool = True,
         learning_starts: int = 0,
     ) -> None:
@@ -148,7 +154,8 @@ class Logger:
         self.last_eval: tuple[float, float | None] | None = None
         self.total_steps = total_steps
         self.step = initial_step
-        self.progress_every_s = float(progress_every_s)
+        self.progress_every_s = (progress_every_s if progress_every_s == "auto"
+                                 else float(progress_every_s))
         self._start_step = initial_step
         self._start = self._last_line = self._last_postfix = time.monotonic()
         self.learning_starts = int(learning_starts)
@@ -299,14 +306,23 @@ class Logger:
             check_run_dir(self.run_dir, self.step)
         if not self.bar.disable and now >= self._last_postfix + POSTFIX_EVERY_S:
             self.postfix()
-        every = self.progress_every_s
+        every = self.every_s(now)
         if every > 0 and now >= self._last_line + every:
             self._progress()
+
+    def every_s(self, now: float) -> float:
+        """Seconds between time-based progress lines now (``progress_every_s``, resolved)."""
+        if self.progress_every_s != "auto":
+            return float(self.progress_every_s)
+        left = self.rates.seconds_left(now, self.total_steps)
+        if left is not None and now - self._start + left >= LONG_RUN_S:
+            return AUTO_LONG_EVERY_S
+        return AUTO_EVERY_S
 
     def _learning_began(self, now: float) -> None:
         """One line (train.log; stderr without a bar) when the warm-up ends, and the first line
         with an estimate of the time left ``FIRST_ESTIMATE_S`` into learning."""
-        every = self.progress_every_s
+        every = self.every_s(now)
         if not self.text or every <= 0:
             return
         warm = self.rates.warm_up_rate

@@ -117,7 +117,8 @@ def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time:
         "wall_time_s": wall_time,
         "steps_per_sec": speeds["learning_steps_per_sec"] or overall,
         **speeds,
-        "buffer_bytes": m.storage.nbytes,
+        # the replay buffer's allocation, and the part of it that holds transitions
+        "buffer_bytes": {"capacity": m.storage.nbytes, "used": m.storage.used_nbytes},
         "updates": updates,
         "episodes": m.episodes,
     }

@@ -86,15 +86,20 @@ class Rates:
         text = "n/a steps/s" if rate is None else f"{rate:.1f} steps/s"
         return text + (" (warm-up)" if self.warming_up else "")
 
-    def eta(self, now: float, total_steps: int) -> str:
-        """The time left to ``total_steps`` at the learning phase's rate (``n/a (warm-up)``
-        before it is measured: the warm-up's speed says nothing about learning's)."""
+    def seconds_left(self, now: float, total_steps: int) -> float | None:
+        """Seconds to ``total_steps`` at the learning phase's rate; None before that rate is
+        measured (the warm-up's speed says nothing about learning's)."""
         left = max(total_steps - self.step, 0)
-        learning = self.learning(now)
         if left == 0:
-            return duration(0)
-        if learning:
-            return duration(left / learning)
+            return 0.0
+        learning = self.learning(now)
+        return left / learning if learning else None
+
+    def eta(self, now: float, total_steps: int) -> str:
+        """:meth:`seconds_left` as ``H:MM:SS`` (``n/a (warm-up)`` before it is measured)."""
+        left = self.seconds_left(now, total_steps)
+        if left is not None:
+            return duration(left)
         return "n/a (warm-up)" if self.warming_up else "n/a (learning just started)"
 
     def summary(self, now: float) -> dict[str, float | None]:

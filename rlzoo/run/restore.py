@@ -76,8 +76,8 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
                 state = load_checkpoint(path, device)
         except (Exception, MemoryError) as err:  # noqa: BLE001 - any failure: try the previous
             unreadable += 1
-            print(f"rlzoo: warning: skipping {_reason(path, err)}; trying the previous "
-                  "checkpoint", file=sys.stderr, flush=True)
+            print(f"rlzoo: warning: skipping a checkpoint: {_reason(path, err)}; trying the "
+                  "previous checkpoint", file=sys.stderr, flush=True)
             continue
         try:
             bad = nonfinite_entries(state)
@@ -95,8 +95,8 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
             reason = str(err).removeprefix("cannot resume: ")
         except (Exception, MemoryError) as err:  # noqa: BLE001 - any failure: try the previous
             reason = _reason(path, err)
-        print(f"rlzoo: warning: skipping {one_line(reason, 300)}; trying the previous "
-              "checkpoint", file=sys.stderr, flush=True)
+        print(f"rlzoo: warning: skipping a checkpoint: {one_line(reason, 300)}; trying the "
+              "previous checkpoint", file=sys.stderr, flush=True)
     if first is not None and foreign == len(found):
         raise first
     checked = len(found) - unreadable - poisoned - foreign

@@ -146,9 +146,10 @@ def holds_a_run(path: Path) -> bool:
 def in_use(run_dir: Path, owner: str, option: str = "hydra.run.dir") -> UserError:
     """The one line for a run dir whose lock the live process ``owner`` (a pid) holds;
     ``option`` names the caller's run dir setting (``run_dir`` for ``rlzoo.train``)."""
+    other = "" if option == "resume" else f", or choose another {option}"
     return UserError(
         f"{run_dir} is in use by a running rlzoo process (pid {owner}); wait for it to finish or "
-        f"stop it, or choose another {option}"
+        f"stop it{other}"
     )
 
 
@@ -163,7 +164,7 @@ class RunLock:
         self.run_dir, self.fd = run_dir, fd
 
     @classmethod
-    def acquire(cls, run_dir: Path) -> RunLock:
+    def acquire(cls, run_dir: Path, option: str = "hydra.run.dir") -> RunLock:
         key = run_dir.resolve()
         if key in _held:
             return _held[key]
@@ -184,7 +185,7 @@ class RunLock:
                     owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                 finally:
                     os.close(fd)
-                raise in_use(run_dir, owner) from None
+                raise in_use(run_dir, owner, option) from None
             if _names(path, fd):
                 break
             os.close(fd)  # closing drops the lock on the removed file

@@ -70,7 +70,7 @@ class Settings:
     utd: float
     compile: bool | str  # True, False or "auto" (rlzoo.run.accel.resolve_accel)
     cudagraphs: bool | str  # True, False or "auto"
-    progress_every_s: float
+    progress_every_s: float | str  # seconds, or "auto" (rlzoo.run.logger.Logger)
     on_policy: bool
     rollout_steps: int  # on-policy only (0 off-policy)
     seeds: int  # K: seeds seed .. seed + K - 1 trained together as one group
@@ -266,9 +266,10 @@ def read_settings(cfg: DictConfig) -> Settings:
     if progress not in ("auto", True, False):
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
     every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)  # older run configs
-    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
-            or not math.isfinite(every_s) or every_s < 0):
-        raise UserError(f"log.progress_every_s must be a number of seconds >= 0, got {every_s!r}")
+    if every_s != "auto" and (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
+                              or not math.isfinite(every_s) or every_s < 0):
+        raise UserError(f"log.progress_every_s must be auto or a number of seconds >= 0, got "
+                        f"{every_s!r}; e.g. log.progress_every_s=60")
     accel = {}
     for key in ("compile", "cudagraphs"):
         value = cfg.get(key, False)  # run dirs written before auto existed: false
@@ -302,7 +303,7 @@ def read_settings(cfg: DictConfig) -> Settings:
         batch_size=int_key(cfg, "algo.batch_size", 1),
         buffer_size=int_key(cfg, "algo.buffer_size", 2),
         utd=float(utd),
-        progress_every_s=float(every_s),
+        progress_every_s=every_s if every_s == "auto" else float(every_s),
         on_policy=on_policy,
         rollout_steps=int_key(cfg, "algo.rollout_steps", 1) if on_policy else 0,
         seeds=seeds,
@@ -311,17 +312,18 @@ def read_settings(cfg: DictConfig) -> Settings:
         normalize=read_normalize(cfg, num_envs),
         **accel,
     )
-    if settings.batch_size > settings.buffer_size:
-        raise UserError(
-            f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
-            f"({settings.buffer_size}); lower the batch or raise the buffer"
-        )
-    if settings.buffer_size < 2 * settings.num_envs:
-        raise UserError(
-            f"algo.buffer_size ({settings.buffer_size}) must hold at least two steps of each of "
-            f"the {settings.num_envs} envs; raise algo.buffer_size"
-        )
+    check_buffer(settings)
     return settings
+
+
+def check_buffer(settings: Settings) -> None:
+    """The replay buffer holds a batch and two steps of each env; one line otherwise."""
+    if settings.batch_size > settings.buffer_size:
+        raise UserError(f"algo.batch_size ({settings.batch_size}) is larger than algo.buffer_size "
+                        f"({settings.buffer_size}); lower the batch or raise the buffer")
+    if settings.buffer_size < 2 * settings.num_envs:
+        raise UserError(f"algo.buffer_size ({settings.buffer_size}) must hold at least two steps "
+                        f"of each of the {settings.num_envs} envs; raise algo.buffer_size")
 
 
 def check_values(cfg: DictConfig) -> None:

@@ -29,9 +29,9 @@ from omegaconf import DictConfig
 
 from rlzoo.algos.seeds import generators_forked
 from rlzoo.envs.base import run_episodes
-from rlzoo.errors import UserError, one_line
+from rlzoo.errors import EnvFailed, UserError, one_line
 from rlzoo.files import check_inside, library_file, make_dir
-from rlzoo.run.build import EVAL_SEED_OFFSET, EnvFailed, make_env
+from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.run.state import global_rng_state, restore_global_rng
 from rlzoo.video import (
     RENDER_HELP,

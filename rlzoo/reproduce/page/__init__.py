@@ -27,7 +27,7 @@ The modules, in reading order:
 - ``temperature``: a row's entropy temperature and policy entropy, read from its ``train.csv``;
 - ``findings``: what was found where a row stands apart, its numbers computed from the curves;
 - ``section``: one suite in detail (final returns, references, pairs, findings, status);
-- ``scale``: the multi-agent tasks' scripted-policy floors;
+- ``floors``: the multi-agent tasks' scripted-policy floors, paired with each seed's episodes;
 - ``readme``: the README's results paragraph;
 - ``render``: the whole page.
 """

@@ -28,7 +28,7 @@ from typing import Any
 
 from rlzoo.analysis.curves import CURVE_TAG, SCALARS_CSV, read_scalars_csv
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT, SUMMARY_BYTES_LIMIT
-from rlzoo.readers import BoundError, read_text
+from rlzoo.bounded import BoundError, read_text
 from rlzoo.reproduce.console import UsageError
 from rlzoo.reproduce.files import CHECKOUT, TRAIN_CSV
 from rlzoo.reproduce.page.runs import run_rows

@@ -1,5 +1,6 @@
 """The page's figures: each task's learning curves with the published curves beside them, and
-the performance profile across tasks (drawn by the report step, linked by the page)."""
+the performance profile across tasks (drawn by the report step, linked by the page), with
+rlzoo.compare's drawing code (:mod:`rlzoo.analysis.figures`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ from typing import Any
 import numpy as np
 
 from rlzoo.analysis import stats
+from rlzoo.analysis.figures import (
+    Line,
+    Panel,
+    PublishedLine,
+    draw_profile,
+    plot_panel,
+    pyplot,
+    save,
+)
 from rlzoo.reproduce.files import PUBLISHED_SUFFIX
 from rlzoo.reproduce.page.runs import WINDOW, kilo, row_of_runs
 from rlzoo.reproduce.references import MODERN_ROWS, NORMALIZER, REFERENCES
@@ -46,37 +56,25 @@ def plot_published(env: str, curves: dict[str, dict[str, Any]], path: Path,
     last = max((max(c["steps"]) for c in by_row.values() if c["steps"]), default=0)
     if not refs or last <= 0:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
-    colors = {}
-    for i, (label, c) in enumerate(by_row.items()):
-        color = ROW_COLORS[rank.get(label, len(rank) + i) % len(ROW_COLORS)]
-        ax.plot(c["steps"], c["iqm"], color=color, label=f"{label}, n={c['n_runs']}")
-        ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=color, alpha=0.2,
-                        linewidth=0)
-        colors[label] = color
+    colors = {label: ROW_COLORS[rank.get(label, len(rank) + i) % len(ROW_COLORS)]
+              for i, label in enumerate(by_row)}
+    lines = [Line(label, np.asarray(c["steps"]), np.asarray(c["iqm"]), np.asarray(c["ci_low"]),
+                  np.asarray(c["ci_high"]), c["n_runs"], colors[label])
+             for label, c in by_row.items()]
+    published = []
     for marker, ref in zip(REFERENCE_MARKERS * 2, refs):
         steps, values = ref.curve()  # type: ignore[misc]
         keep = np.flatnonzero(steps <= last)
         row = next(label for label in ref.rows if label in by_row)
-        style = SOURCE_STYLES.get(ref.source, "--") if len(keep) >= SPARSE else "none"
-        ax.plot(steps[keep], [stats.iqm(values[:, i]) for i in keep],
-                color="black" if ref.rows == MODERN_ROWS else colors[row], marker=marker,
-                markerfacecolor="white", markersize=5, linestyle=style, linewidth=1,
-                label=f"{ref.algo}, published, n={len(values)}")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("eval/return")
-    ax.set_title(f"{env}: IQM over seeds (rlzoo: lines and 95% CI; published: hollow markers)")
-    ax.grid(True, alpha=0.3)
-    # beside the axes, not on them: with a dozen rows an inside legend covers the curves
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+        published.append(PublishedLine(
+            f"{ref.algo}, published", steps[keep],
+            np.array([stats.iqm(values[:, i]) for i in keep]), len(values),
+            "black" if ref.rows == MODERN_ROWS else colors[row], marker,
+            SOURCE_STYLES.get(ref.source, "--") if len(keep) >= SPARSE else "none"))
+    panel = Panel(f"{env}: IQM over seeds (rlzoo: lines and 95% CI; published: hollow markers)",
+                  "eval/return", lines, published)
+    # the legend beside the axes, not on them: with a dozen rows an inside legend covers curves
+    plot_panel(panel, path, size=(10, 4.5), legend="outside")
     return True
 
 
@@ -86,28 +84,17 @@ def plot_profile(tasks: list[str], scores: dict[str, np.ndarray], steps: int, pa
     ``create_performance_profile`` without its bootstrap bands). False when there is nothing."""
     if not scores:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     pooled = np.concatenate([s.ravel() for s in scores.values()])
     taus = np.linspace(min(0.0, pooled.min()), 1.05 * max(pooled.max(), 0.1), 201)
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=100)
-    colors = plt.get_cmap("tab20").colors  # 20 distinct colours: a dozen rows and more
-    for i, (label, s) in enumerate(scores.items()):
-        flat = s.ravel()
-        ax.plot(taus, [(flat > t).mean() for t in taus], color=colors[i % len(colors)],
-                linestyle="--" if label[0].isupper() else "-",
-                label=f"{label} ({s.shape[0]} seeds x {s.shape[1]} tasks)")
-    ax.set_xlabel(f"normalized score tau (0: {NORMALIZER}'s untrained policy, 1: its mean at 1M)")
-    ax.set_ylabel("fraction of runs with score > tau")
+    fig, ax = pyplot().subplots(figsize=(10, 4.5), dpi=100)
+    draw_profile(ax, taus, {label: np.array([(s.ravel() > t).mean() for t in taus])
+                            for label, s in scores.items()}, None,
+                 {label: f"{s.shape[0]} seeds x {s.shape[1]} tasks" for label, s in scores.items()},
+                 f"normalized score tau (0: {NORMALIZER}'s untrained policy, 1: its mean at 1M)",
+                 styles={label: "--" for label in scores if label[0].isupper()})
     ax.set_title(f"Performance profile at {kilo(steps)} env steps\n({', '.join(tasks)}; "
                  f"{kilo(WINDOW)} windows)", fontsize="medium")
-    ax.grid(True, alpha=0.3)
     # beside the axes, not on them: with a dozen rows an inside legend covers the curves
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    save(fig, path.with_suffix(""), ["png"])
     return True

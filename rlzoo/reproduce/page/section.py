@@ -10,6 +10,7 @@ from rlzoo.reproduce.files import REPORT_DIR, repo_relative, summary_steps
 from rlzoo.reproduce.page import text
 from rlzoo.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from rlzoo.reproduce.page.findings import finding_lines
+from rlzoo.reproduce.page.floors import MULTI_AGENT_PREFIXES, scale_lines
 from rlzoo.reproduce.page.runs import (
     WINDOW,
     cell_wall_time,
@@ -18,11 +19,9 @@ from rlzoo.reproduce.page.runs import (
     kilo,
     machine,
     row_names,
-    row_of_runs,
     run_rows,
     updates_by,
 )
-from rlzoo.reproduce.page.scale import MULTI_AGENT_PREFIXES, scale_line
 from rlzoo.reproduce.page.verdicts import Tests, iqm_text, untested_text
 from rlzoo.reproduce.references import UNPUBLISHED
 from rlzoo.reproduce.schema import Suite
@@ -198,11 +197,10 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
         references_shown = references_shown or bool(published)
         lines += published
         lines += pair_lines(data, tests, env)
-        finals = {row_of_runs(g["runs"]): g["final_eval_returns"] for g in groups.values()}
-        scale = scale_line(suite, env, data.root, finals, brief=scale_line_shown)
-        scale_line_shown = scale_line_shown or scale is not None
-        if scale:
-            lines += [scale, ""]
+        scale = scale_lines(suite, env, data.root, data.runs.get(env), brief=scale_line_shown)
+        scale_line_shown = scale_line_shown or bool(scale)
+        for paragraph in scale:
+            lines += [paragraph, ""]
         rows = data.runs.get(env) or run_rows(data.root / env)
         notes = [UNPUBLISHED[key] for label in rows for key in (label, f"{env}/{label}")
                  if key in UNPUBLISHED]
