@@ -1,16 +1,17 @@
-"""A custom critic: TQC's truncated quantile critic (Kuznetsov et al., "Controlling Overestimation
-Bias with Truncated Mixture of Continuous Distributional Quantile Critics", ICML 2020).
+"""A critic written yourself: a pessimistic ensemble, the belief of Tactical Optimism and Pessimism
+(Moskovitz, Parker-Holder, Pacchiano, Arbel, Jordan, "Tactical Optimism and Pessimism for Deep
+Reinforcement Learning", NeurIPS 2021) with a fixed degree of pessimism ``beta``.
 
-N networks each predict M quantiles ``z_n,m(s, a)`` of the return at the fractions
-``tau_m = (2m + 1) / (2M)``. With it, ``algo=sac`` *is* TQC, because the critic contract leaves
-the bootstrap value and the loss to the critic:
+N heads ``Q_1..Q_N`` are trained to the same target, and both the bootstrap value and the value the
+actor ascends are ``mean_i Q_i - beta std_i Q_i`` (the spread over the heads, ``std`` without
+Bessel's correction): ``beta = 0`` is REDQ's mean, and with two heads ``beta = 1`` is the clipped
+double Q of SAC and TD3 (``mean - |Q_1 - Q_2| / 2 = min``). TOP learns ``beta`` online with a
+bandit; here it is a hyperparameter.
 
-* ``next_value``: pool the N * M target atoms at ``(s', a')``, sort them and keep the smallest
-  ``K = N (M - d)`` (drop the top ``d`` per network: the truncation that controls overestimation);
-  SAC then builds ``K`` targets ``y_k = r + discount * (z_(k) - alpha log pi(a'|s'))``.
-* ``td_loss``: the quantile Huber loss (kappa = 1) of every predicted quantile against every
-  target atom, averaged as the reference code does.
-* ``forward`` / ``actor_value``: the mean over atoms, so the actor ascends the mean of all N * M.
+The critic contract (``rlzoo/nets/critics.py``) splits a critic's network pass (``outputs``: the
+heads' values ``[N, B]``, inherited) from what is computed with it: overriding
+``next_value_from`` and ``actor_value`` is the whole class, and since the pass stays split it also
+trains inside the joint ``[s; s']`` pass (``algo=crossq critic=pessimistic``).
 """
 
 from __future__ import annotations
@@ -20,20 +21,19 @@ from collections.abc import Sequence
 import torch
 
 from rlzoo.nets import EnsembleCritic
-from rlzoo.nets.ensemble import NetworkFactory, make_network
+from rlzoo.nets.ensemble import NetworkFactory
 
 
-class TruncatedQuantileCritic(EnsembleCritic):
-    """N quantile networks as one batched ensemble (subclasses EnsembleCritic, so SAC takes it).
+class PessimisticCritic(EnsembleCritic):
+    """N Q-heads whose value is ``mean - beta std`` over the heads (module docstring).
 
     Args:
-        obs_dim, act_dim: sizes.
-        n: N, networks (TQC: 5).
-        quantiles: M, quantiles per network (TQC: 25).
-        drop_per_member: d, top atoms dropped per network in the target (TQC: 2; HalfCheetah 0).
-        actor_reduce: reduction of the members' means for the actor (``mean``: TQC).
-        hidden, activation, layer_norm, dropout, network: as EnsembleCritic (TQC: 512-512-512
-            ReLU; conf/critic/tqc.yaml).
+        obs_dim, act_dim: sizes (the algorithm passes them).
+        n: N, heads (>= 2).
+        pessimism: beta (TOP's is learned; 1 with two heads is the min).
+        hidden, activation, layer_norm, dropout, network: the trunk, as ``EnsembleCritic``'s.
+
+    Every value is declared once, in ``examples/conf/critic/pessimistic.yaml``.
     """
 
     def __init__(
@@ -41,49 +41,29 @@ class TruncatedQuantileCritic(EnsembleCritic):
         obs_dim: int,
         act_dim: int,
         n: int,
-        quantiles: int,
-        drop_per_member: int,
-        actor_reduce: str,
+        pessimism: float,
         hidden: Sequence[int],
         activation: str,
         layer_norm: bool,
         dropout: float,
         network: NetworkFactory | None = None,
     ) -> None:
-        # subset=n: the base's min over a random subset is never used (next_value is TQC's own)
-        super().__init__(obs_dim, act_dim, n=n, subset=n, actor_reduce=actor_reduce,
-                         hidden=hidden, activation=activation, layer_norm=layer_norm,
-                         dropout=dropout, network=network)
-        if not 0 <= drop_per_member < quantiles:
-            raise ValueError(f"critic.drop_per_member must be in [0, {quantiles}), got "
-                             f"{drop_per_member}")
-        # the same trunk as the base's (an MLP, or `net=simbav2`'s), with a head of M quantiles
-        self.net = make_network(network, n, obs_dim + act_dim, quantiles, heads=1, hidden=hidden,
-                                activation=activation, layer_norm=layer_norm, dropout=dropout)
-        self.kept_atoms = n * (quantiles - drop_per_member)  # K
-        self.register_buffer("tau", (torch.arange(quantiles) + 0.5) / quantiles)
+        if n < 2:
+            raise ValueError(f"critic.n must be >= 2 (a spread needs two heads), got {n}")
+        # subset and actor_reduce: the base's reductions, which this class replaces
+        super().__init__(obs_dim, act_dim, n=n, subset=n, actor_reduce="mean", hidden=hidden,
+                         activation=activation, layer_norm=layer_norm, dropout=dropout,
+                         network=network)
+        self.pessimism = float(pessimism)
 
-    def quantiles(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """``obs [B, O]``, ``action [B, A]`` -> ``z [N, B, M]``."""
-        return self.net(torch.cat([obs, action], dim=-1))
+    def belief(self, q: torch.Tensor) -> torch.Tensor:
+        """``mean_i q_i - beta std_i q_i`` of the heads' values ``q [N, B]`` -> ``[B]``."""
+        return q.mean(dim=0) - self.pessimism * q.std(dim=0, correction=0)
 
-    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """Each network's mean over its quantiles, ``[N, B]``."""
-        return self.quantiles(obs, action).mean(dim=-1)
+    def next_value_from(self, outputs: torch.Tensor) -> torch.Tensor:
+        """The bootstrap value ``[1, B]`` from the heads' values at ``(s', a')``."""
+        return self.belief(outputs).unsqueeze(0)
 
-    def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """The K smallest of the N * M pooled atoms at ``(s', a')``, ascending: ``[K, B]``."""
-        z = self.quantiles(next_obs, next_action)  # [N, B, M]
-        pooled = z.transpose(0, 1).reshape(z.shape[1], -1)  # [B, N * M]
-        return pooled.sort(dim=1).values[:, : self.kept_atoms].T
-
-    def td_loss(
-        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Quantile Huber loss of ``z [N, B, M]`` against the atoms ``target [K, B]``."""
-        z = self.quantiles(obs, action)
-        delta = target.T[None, :, None, :] - z.unsqueeze(-1)  # [N, B, M, K]
-        abs_delta = delta.abs()
-        huber = torch.where(abs_delta <= 1.0, 0.5 * delta.pow(2), abs_delta - 0.5)
-        weight = (self.tau[:, None] - (delta < 0).float()).abs()  # |tau_m - 1{delta < 0}|
-        return (weight * huber).mean(), z.mean(dim=-1)
+    def actor_value(self, q: torch.Tensor) -> torch.Tensor:
+        """The value the actor ascends, ``[B]``."""
+        return self.belief(q)

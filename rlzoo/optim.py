@@ -183,18 +183,37 @@ class Adam(torch.optim.Adam):
             p.grad = None
 
 
-def adam(params: Any, lr: float, capturable: bool = False) -> torch.optim.Adam:
+ADAM_BETAS = (0.9, 0.999)
+"""torch's (and Kingma & Ba's) Adam betas: what an optimizer gets where no ``algo.adam_betas``
+says otherwise (the temperature's, and the algorithms without that key)."""
+
+
+def check_betas(betas: Sequence[float], key: str = "algo.adam_betas") -> tuple[float, float]:
+    """``(beta1, beta2)`` if ``betas`` holds two numbers in ``[0, 1)``; ``key`` names the
+    setting in the message."""
+    values = tuple(betas) if isinstance(betas, Sequence) and not isinstance(betas, str) else ()
+    if len(values) != 2 or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                                   and 0.0 <= b < 1.0 for b in values):
+        raise ValueError(f"{key} must be two numbers in [0, 1), [beta1, beta2], got {betas!r}; "
+                         "e.g. [0.9, 0.999] (torch's) or [0.5, 0.999] (CrossQ's)")
+    return float(values[0]), float(values[1])
+
+
+def adam(params: Any, lr: float, capturable: bool = False,
+         betas: Sequence[float] = ADAM_BETAS) -> torch.optim.Adam:
     """Adam with the fused step (one kernel for all tensors, on CPU and CUDA alike).
 
     Falls back to the multi-tensor (``foreach``) step for devices without a fused kernel.
-    ``capturable=True`` keeps the step counter on the device (needed for CUDA graphs).
+    ``capturable=True`` keeps the step counter on the device (needed for CUDA graphs);
+    ``betas``: the decay rates of the moment estimates (:func:`check_betas`).
     """
     check_lr(lr)
+    betas = check_betas(betas)
     params = list(params)
     fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
     if fused:
-        return Adam(params, lr=lr, fused=True, capturable=capturable)
-    return Adam(params, lr=lr, foreach=True, capturable=capturable)
+        return Adam(params, lr=lr, betas=betas, fused=True, capturable=capturable)
+    return Adam(params, lr=lr, betas=betas, foreach=True, capturable=capturable)
 
 
 class MemberAdam(torch.optim.Optimizer):

@@ -69,16 +69,19 @@ def sgemm_peak(seconds: float = 0.5) -> dict[str, float]:
 
 
 def rlzoo_cli_sps(algo: str, env: str, warmup: int, steps: int, seed: int,
-                  extra: tuple[str, ...] = ()) -> float:
-    """Env steps/s of the real CLI over the training phase (after the warm-up)."""
+                  extra: tuple[str, ...] = (), settings: bool = False) -> float:
+    """Env steps/s of the real CLI over the training phase (after the warm-up). ``settings``:
+    ``extra`` is the whole config (the algorithm and its settings, scripts/bench_peers.py) in
+    place of ``algo=<algo>`` with this benchmark's common settings."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    config = list(extra) if settings else [f"algo={algo}", *COMMON, *LRS.get(algo, []), *extra]
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "rlzoo.train", f"algo={algo}", f"env={env}",
+        cmd = [sys.executable, "-m", "rlzoo.train", f"env={env}",
                f"total_steps={warmup + steps}", f"algo.learning_starts={warmup}",
                f"log.every={math.gcd(warmup, steps)}",
-               f"seed={seed}", f"hydra.run.dir={run_dir}", *COMMON, *LRS.get(algo, []), *extra]
+               f"seed={seed}", f"hydra.run.dir={run_dir}", *config]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
         if proc.returncode != 0:
             raise RuntimeError(f"{algo} on {env} failed: {proc.stderr[-500:]}")

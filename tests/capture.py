@@ -40,6 +40,11 @@ CASES: dict[str, tuple[str, ...]] = {
     "redq": ("algo=redq",),
     "stac": ("algo=stac",),
     "sac-categorical": ("algo=sac", "critic=categorical"),
+    "sac-tqc": ("algo=sac", "critic=tqc", "critic.quantiles=5"),
+    "ddpg": ("algo=ddpg",),
+    # batch renorm past its warm-up within the test (the switch is on the device counter)
+    "crossq": ("algo=crossq", "critic.network.norm.warmup_steps=4",
+               "algo.actor.network.norm.warmup_steps=1"),
     "sac-action_sequence": ("algo=sac", "critic=action_sequence"),
     "sac-normalized": ("algo=sac", "normalize.obs=true", "normalize.reward=true"),
     "simbav2": ("algo=simbav2", "algo.gamma=0.995", "algo.lr_decay_updates=6"),

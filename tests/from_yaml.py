@@ -67,7 +67,7 @@ def _partial(node: DictConfig, changes: dict[str, Any], drop: tuple[str, ...] = 
 
 
 EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
-EXAMPLE_ALGOS, EXAMPLE_CRITICS = ("crossq", "ppo", "sac_quick"), ("batchnorm", "tqc")
+EXAMPLE_ALGOS, EXAMPLE_CRITICS = ("ppo", "sac_quick"), ("pessimistic",)
 
 
 def _algo(algo: str) -> DictConfig:

@@ -24,7 +24,7 @@ from tests.capture import CASES, TracedUpdate, batches, build, spec_of, state_te
 # Per case: overrides that make every phase come round within a short test (REDQ's actor steps
 # every 20 critic steps by default; the capture does not depend on the period).
 SHORT = {"redq": ("algo.policy_delay=2",)}
-UPDATES = {"coma": 24, "td3": 12, "redq": 12, "flashsac": 12}
+UPDATES = {"coma": 24, "td3": 12, "redq": 12, "flashsac": 12, "crossq": 15}
 
 
 def assert_same_state(a: torch.nn.Module, b: torch.nn.Module, **tol: float) -> None:
@@ -78,7 +78,7 @@ def stacked(items: list[list[Any]]) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize("name", ["sac", "flashsac", "hasac", "coma"])
+@pytest.mark.parametrize("name", ["sac", "flashsac", "hasac", "coma", "crossq"])
 def test_a_seed_groups_replayed_update_equals_the_eager_one(name: str) -> None:
     """A group of two seeds (``seeds=2``: the update vmapped over the seed axis, HASAC's
     per-seed agent orders and member steps) is captured as well as a single run."""

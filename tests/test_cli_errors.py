@@ -37,8 +37,9 @@ def error_of(args: list[str]) -> str:
     pytest.param(["hydra/launcher=joblbi"], "did you mean hydra/launcher=joblib?", ["basic"],
                  marks=pytest.mark.extra("sweep")),
     (["-m", "algo=sac,tdd3", "seed=0,1"], "did you mean algo=td3?", ["sac"]),
-    ([EXAMPLES, "critic=tqcc"], "did you mean critic=tqc?", ["batchnorm", "twin"]),
-    ([EXAMPLES, "algo=crossqq"], "did you mean algo=crossq?", ["sac"]),
+    ([EXAMPLES, "critic=pessimistc"], "did you mean critic=pessimistic?", ["tqc", "twin"]),
+    ([EXAMPLES, "algo=sac_quik"], "did you mean algo=sac_quick?", ["crossq", "ppo"]),
+    (["algo=crosq"], "did you mean algo=crossq?", ["ddpg", "sac"]),
 ])
 def test_mistyped_group_lists_choices_and_nearest(
     args: list[str], suggestion: str, listed: list[str]
@@ -101,10 +102,11 @@ SAC_DEFAULT = {"algo.name": "sac", "algo._target_": "rlzoo.algos.SAC", "env.id":
     pytest.param(["-m", "hydra/launcher=joblib", "algo=sac,td3", "seed=0,1"], None,
                  marks=pytest.mark.extra("sweep")),
     (["--multirun", "seed=range(40)", "algo=sac,td3"], None),
-    ([EXAMPLES, "algo=crossq"],
-     {"algo._target_": "examples.crossq.CrossQ", "algo.adam_beta1": 0.5,
-      "critic._target_": "examples.crossq.BatchNormCritic", "critic.hidden": [2048, 2048]}),
-    ([EXAMPLES, "-m", "critic=tqc,twin"], None),
+    (["algo=crossq"],
+     {"algo._target_": "rlzoo.algos.SAC", "algo.adam_betas": [0.5, 0.999],
+      "algo.target_networks": "none", "critic._target_": "rlzoo.nets.TwinCritic",
+      "critic.hidden": [1024, 1024]}),
+    ([EXAMPLES, "-m", "critic=pessimistic,tqc"], None),
     (["+env.kwargs.max_episode_steps=500"], {"env.kwargs": {"max_episode_steps": 500}}),
     (["env=gym", "env.id=MountainCarContinuous-v0"],
      {"env.id": "MountainCarContinuous-v0", "env.name": "MountainCarContinuous-v0"}),

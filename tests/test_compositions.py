@@ -28,6 +28,11 @@ COMPOSITIONS = [
     (["algo=redq"], "redq", 250, 20),  # 50 env steps x G = 20 critic updates
     (["algo=stac"], "stac", 100, 1),
     (["algo=sac", "critic=gaussian"], "sac", 100, 1),
+    (["algo=sac", "critic=tqc"], "sac", 100, 1),
+    (["algo=ddpg"], "ddpg", 100, 1),
+    (["algo=crossq"], "crossq", 100, 1),
+    (["algo=crossq", "critic=tqc"], "crossq", 100, 1),  # TQC's critic in the joint pass
+    (["algo=td3", "net=batch_norm"], "td3", 100, 1),
 ]
 
 

@@ -8,20 +8,15 @@ import re
 import shlex
 import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
 
-from examples.crossq import BatchNormCritic, CrossQ
-from examples.custom_critic import TruncatedQuantileCritic
-from rlzoo.algos import EnvSpec
-from rlzoo.buffers.batch import Batch
-from rlzoo.nets import TanhGaussianActor
+from examples.custom_critic import PessimisticCritic
+from rlzoo.nets import TwinCritic
 from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.tuners.entropy import AutoAlpha
-from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
+from tests.from_yaml import critic_args
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "extending.md"
@@ -30,7 +25,6 @@ SMOKE = [
     "total_steps=300", "algo.learning_starts=150", "algo.batch_size=64", "eval.episodes=2",
     "algo.actor.hidden=[32,32]", "critic.hidden=[32,32]", "log.progress=false",
 ]
-TQC_SMALL = ["++critic.n=2", "++critic.quantiles=5"]  # the quantile loss is costly on a CPU
 
 
 def documented_commands() -> list[str]:
@@ -47,20 +41,20 @@ def documented_commands() -> list[str]:
 
 def test_the_doc_shows_both_examples() -> None:
     commands = documented_commands()
-    assert any("critic=tqc" in c for c in commands)
+    assert any("algo=sac critic=pessimistic" in c for c in commands)
+    assert any("algo=crossq critic=pessimistic" in c for c in commands)
     assert any("critic._target_=examples.custom_critic" in c for c in commands)
-    assert any("algo=crossq" in c for c in commands)
     assert any("algo=sac_quick" in c for c in commands)
+    assert not (REPO / "examples" / "crossq.py").exists()  # CrossQ ships: no copy here
 
 
 @pytest.mark.parametrize("command", documented_commands())
 def test_documented_command_runs(command: str, tmp_path: Path) -> None:
     args = shlex.split(command)
     assert args[:3] == ["python", "-m", "rlzoo.train"]
-    extra = TQC_SMALL if "tqc" in command or "Quantile" in command else []
     run_dir = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, *args[1:], *SMOKE, *extra, f"hydra.run.dir={run_dir}"],
+        [sys.executable, *args[1:], *SMOKE, f"hydra.run.dir={run_dir}"],
         capture_output=True, text=True, cwd=REPO, timeout=600,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
@@ -72,7 +66,7 @@ def test_documented_command_runs(command: str, tmp_path: Path) -> None:
     if "crossq" in command:
         assert summary["algo"] == "crossq"
         assert not any(k.startswith("target_critic.") for k in modules)  # no target network
-        assert "critic.net.0.running_mean" in modules  # the input BatchNorm
+        assert "critic.net.layers.0.running_mean" in modules  # the input's batch renorm
         evaluated = subprocess.run(
             [sys.executable, "-m", "rlzoo.evaluate", str(run_dir), "--episodes", "2",
              "--trust", "examples"],
@@ -87,7 +81,8 @@ def test_documented_command_runs(command: str, tmp_path: Path) -> None:
         assert "_target_: rlzoo.algos.SAC" in config and "critic_lr: 0.001" in config
     else:
         assert summary["algo"] == "sac"
-        assert modules["critic.net.layers.4.weight"].shape == (2, 32, 5)  # N = 2, M = 5 quantiles
+        heads = 3 if "+critic.n=3" in command else 2
+        assert modules["critic.net.layers.4.weight"].shape == (heads, 32, 1)
 
 
 def python_blocks() -> list[str]:
@@ -170,110 +165,32 @@ def test_a_bare_rlzoo_folder_is_named_in_one_warning(monkeypatch: pytest.MonkeyP
         'folder (docs/extending.md, "The import trap")\n')
 
 
-# --------------------------------------------------------------------------- TQC critic
+# --------------------------------------------------------------------------- the critic
 
 
-def constant_quantile_critic(values: list[float], drop: int = 0) -> TruncatedQuantileCritic:
-    """One network whose M quantiles are ``values`` whatever the input."""
-    critic = TruncatedQuantileCritic(1, 1, **critic_args("tqc", n=1, quantiles=len(values),
-                                                         drop_per_member=drop, hidden=[4]))
-    with torch.no_grad():
-        out = critic.net.output_layer
-        out.weight.zero_()
-        out.bias.copy_(torch.tensor(values).view(1, 1, -1))
-    return critic
+def test_one_pessimism_with_two_heads_is_the_twin_critics_min() -> None:
+    """beta = 1 over two heads is min(Q1, Q2): the tutorial critic is SAC's twin critic there,
+    bootstrap and actor value alike; beta = 0 is the heads' mean."""
+    trunk = {k: v for k, v in critic_args("twin", hidden=[8]).items() if k != "actor_reduce"}
+    critic = PessimisticCritic(3, 2, n=2, pessimism=1.0, **trunk)
+    twin = TwinCritic(3, 2, actor_reduce="min", **trunk)
+    twin.load_state_dict(critic.state_dict())
+    obs, action = torch.randn(6, 3), torch.rand(6, 2) * 2 - 1
+    torch.testing.assert_close(critic.next_value(obs, action), twin.next_value(obs, action))
+    q = critic(obs, action)
+    torch.testing.assert_close(critic.actor_value(q), twin.actor_value(q))
+    critic.pessimism = 0.0
+    torch.testing.assert_close(critic.actor_value(q), q.mean(0))
+    assert critic.joins_passes()  # outputs and td_loss_from are the base's: joint passes work
+    with pytest.raises(ValueError, match="critic.n must be >= 2"):
+        PessimisticCritic(3, 2, n=1, pessimism=1.0, **trunk)
 
 
-def test_quantile_huber_loss_by_hand() -> None:
-    critic = constant_quantile_critic([0.0, 1.0])  # tau = (0.25, 0.75)
-    obs, action = torch.zeros(3, 1), torch.zeros(3, 1)
-    loss, q = critic.td_loss(obs, action, torch.full((2, 3), 0.5))
-    # delta = 0.5 - 0 = 0.5 (weight |0.25 - 0| = 0.25) and 0.5 - 1 = -0.5 (weight |0.75 - 1|):
-    # each term 0.25 * 0.5 * 0.5^2 = 0.03125
-    assert loss.item() == pytest.approx(0.03125)
-    assert q.shape == (1, 3) and torch.allclose(q, torch.full((1, 3), 0.5))
-    # beyond |delta| = 1 the Huber loss is linear: target 3 -> deltas 3 and 2, weights .25 and .75
-    loss, _ = critic.td_loss(obs, action, torch.full((1, 3), 3.0))
-    assert loss.item() == pytest.approx((0.25 * 2.5 + 0.75 * 1.5) / 2)
-
-
-def test_quantile_loss_pulls_each_quantile_to_its_fraction() -> None:
-    critic = constant_quantile_critic([50.0, 50.0, 50.0, 50.0])
-    # a uniform target distribution on [0, 100], [K, 1]: wide against the Huber threshold 1, so
-    # the minimiser is (nearly) the quantile at tau_m = 1/8, 3/8, 5/8, 7/8
-    atoms = torch.linspace(0.0, 100.0, 401).view(-1, 1)
-    obs = torch.zeros(1, 1)
-    z = critic.net.output_layer.bias
-    optimizer = torch.optim.SGD([z], lr=20.0)
-    for _ in range(400):
-        loss, _ = critic.td_loss(obs, obs, atoms)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    assert z.view(-1).tolist() == pytest.approx([12.5, 37.5, 62.5, 87.5], abs=1.0)
-
-
-def test_truncated_next_value() -> None:
-    critic = TruncatedQuantileCritic(
-        3, 2, **critic_args("tqc", n=2, quantiles=4, drop_per_member=1, hidden=[8]))
-    next_obs, next_action = torch.randn(5, 3), torch.randn(5, 2)
-    atoms = critic.next_value(next_obs, next_action)
-    assert atoms.shape == (6, 5)  # K = N (M - d) = 2 * 3
-    pooled = critic.quantiles(next_obs, next_action).transpose(0, 1).reshape(5, 8)
-    assert torch.equal(atoms, pooled.sort(dim=1).values[:, :6].T)  # the 6 smallest, ascending
-    with pytest.raises(ValueError, match="drop_per_member"):
-        TruncatedQuantileCritic(3, 2, **critic_args("tqc", quantiles=4, drop_per_member=4))
-
-
-# --------------------------------------------------------------------------- CrossQ
-
-
-def make_crossq() -> CrossQ:
-    torch.manual_seed(0)
-    return CrossQ(
-        EnvSpec(obs_dim=3, act_dim=2), partial(TanhGaussianActor,
-                                               **actor_args("sac", hidden=[16, 16])),
-        partial(BatchNormCritic, **critic_args("batchnorm", hidden=[16, 16])),
-        partial(AutoAlpha, **tuner_args("auto")), **algo_args("crossq", policy_delay=1),
-    )
-
-
-def random_batch(size: int = 32) -> Batch:
-    return Batch(
-        obs=torch.randn(size, 3), action=torch.rand(size, 2) * 2 - 1, reward=torch.randn(size),
-        next_obs=torch.randn(size, 3) + 2.0, discount=torch.full((size,), 0.99),
-        terminated=torch.zeros(size),
-    )
-
-
-def test_crossq_update() -> None:
-    algo = make_crossq()
-    assert not hasattr(algo, "target_critic")
-    assert algo.optimizers["critic"].param_groups[0]["betas"][0] == 0.5
-    batch = random_batch()
-    input_norm = algo.critic.net[0]
-    before = input_norm.running_mean.clone()
-    critic_params = [p.clone() for p in algo.critic.parameters()]
-    metrics = algo.update(batch)
-    assert {"loss/critic", "loss/actor", "loss/alpha"} <= set(metrics)
-    assert all(torch.isfinite(v) for v in metrics.values())
-    # one momentum step (0.01) toward the mean of the joint batch [s; s'] (s' is shifted by 2);
-    # the actor step, in eval mode, did not move it
-    expected = 0.99 * before[:3] + 0.01 * torch.cat([batch.obs, batch.next_obs]).mean(0)
-    assert input_norm.running_mean[:3].tolist() == pytest.approx(expected.tolist(), abs=1e-6)
-    assert algo.critic.training  # back in training mode after the actor step
-    assert any(not torch.equal(a, b) for a, b in zip(critic_params, algo.critic.parameters()))
-
-
-def test_crossq_actor_step_uses_running_statistics() -> None:
-    algo = make_crossq()
-    stats = {k: v.clone() for k, v in algo.critic.state_dict().items() if "running" in k}
-    loss, log_prob = algo.actor_loss(random_batch().obs, algo.alpha)
-    loss.backward()
-    assert all(torch.equal(v, algo.critic.state_dict()[k]) for k, v in stats.items())
-    assert all(p.grad is None for p in algo.critic.parameters())  # critic frozen
-    assert any(p.grad is not None for p in algo.actor.parameters())
-    assert log_prob.shape == (32,)
+def test_the_example_yaml_builds_the_critic() -> None:
+    critic = PessimisticCritic(3, 2, **critic_args("pessimistic", hidden=[8]))
+    assert (critic.members, critic.pessimism) == (2, 0.5)
+    q = torch.tensor([[1.0, 4.0], [3.0, 0.0]])  # heads x batch: means 2, 2; stds 1, 2
+    assert critic.next_value_from(q).tolist() == [[1.5, 1.0]]
 
 
 def recipe() -> tuple[dict[str, str], list[str]]:

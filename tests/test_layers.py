@@ -74,7 +74,9 @@ TOOL_API = ("rlzoo", "rlzoo.rundirs", "rlzoo.errors", "rlzoo.files", "rlzoo.boun
             "rlzoo.analysis", "rlzoo.floors")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
-OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells")}
+OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells",
+                                   "rlzoo.reproduce.peer_kinds"),
+            "sb3_contrib": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_kinds")}
 
 
 @dataclass(frozen=True)

@@ -480,17 +480,62 @@ def test_peer_settings_match_rlzoo_config() -> None:
         peer_settings(compose_cell_config(["algo=sac", "env=Hopper", "critic=ensemble"]), "sac")
 
 
+def test_the_sb3_contrib_peers_take_the_rows_settings() -> None:
+    """DDPG, TQC and CrossQ's peers read their rows' configs: one critic and no smoothing;
+    TQC's quantiles, drop and per-optimizer rates; CrossQ's batch renorm, delay and betas.
+    A config the peer cannot be is refused with what differs."""
+    from rlzoo.reproduce.suites import SUITES as ALL
+
+    rows = {r.label: r for r in ALL["peers"].rows}
+    cfg = {label: compose_cell_config(["env=Hopper", *rows[label].overrides])
+           for label in ("ddpg", "tqc", "crossq")}
+    ddpg = peer_settings(cfg["ddpg"], "ddpg")
+    assert ddpg.kwargs["policy_kwargs"] == {"net_arch": {"pi": [400, 300], "qf": [400, 300]}}
+    assert (ddpg.kwargs["learning_starts"], ddpg.exploration_noise) == (10_000, 0.1)
+    assert "policy_delay" not in ddpg.kwargs and ddpg.learning_rates == {"actor": 1e-3,
+                                                                         "critic": 1e-3}
+    tqc = peer_settings(cfg["tqc"], "tqc")
+    assert tqc.kwargs["top_quantiles_to_drop_per_net"] == 2 and tqc.kwargs["tau"] == 0.005
+    assert tqc.kwargs["policy_kwargs"] == {"net_arch": {"pi": [256, 256], "qf": [256, 256]},
+                                           "n_critics": 2, "n_quantiles": 25}
+    assert tqc.learning_rates == {"actor": 3e-4, "critic": 3e-4, "alpha": 3e-4}
+    assert not tqc.entropy_env_units and tqc.kwargs["learning_starts"] == 100
+    crossq = peer_settings(cfg["crossq"], "crossq")
+    assert "tau" not in crossq.kwargs and crossq.kwargs["policy_delay"] == 3
+    assert crossq.kwargs["policy_kwargs"] == {
+        "net_arch": {"pi": [256, 256], "qf": [1024, 1024]}, "batch_norm_momentum": 0.01,
+        "batch_norm_eps": 0.001, "renorm_warmup_steps": 100_000,
+        "optimizer_kwargs": {"betas": (0.5, 0.999)}}
+    assert crossq.learning_rates == {"actor": 1e-3, "critic": 1e-3, "alpha": 1e-3}
+    for overrides, peer, fragment in (
+            (["algo=crossq", "net=batch_norm"], "crossq", "net=batch_renorm"),
+            (["algo=crossq", "algo.target_networks=polyak"], "crossq", "target_networks none"),
+            (["algo=ddpg", "algo.policy_noise=0.2"], "ddpg", "no target smoothing"),
+            (["algo=td3"], "ddpg", "one Q-network"),
+            (["algo=sac", "critic=tqc", "net=batch_norm"], "tqc", "MLPs")):
+        with pytest.raises(ValueError, match=fragment):
+            peer_settings(compose_cell_config(["env=Hopper", *overrides]), peer)
+
+
 def test_suites_are_as_the_issue_lists() -> None:
     suites = SUITES
     mujoco = {(t.name, r.label) for t, r in suites["mujoco"].cells()}
     rows = {"sac", "td3", "dsac_t", "sac-ensemble", "sac-action_sequence", "simbav2", "flashsac",
-            "stac", "stac-author", "sac-categorical", "sb3_sac", "sb3_td3"}
+            "stac", "stac-author", "sac-categorical", "sb3_sac", "sb3_td3", "crossq"}
     controls = {("Hopper", "sac-n_step4"), ("Hopper", "dsac_t-sac_start"),
                 ("HalfCheetah", "sac-n_step4")}
+    crossq_elsewhere = {(t, "crossq") for t in ("HalfCheetah",)}  # Hopper only (issue 54)
     walker = {("Walker2d", r) for r in ("sac", "td3", "sb3_sac", "sb3_td3", "stac-author")}
     ant = {("Ant", "sac"), ("Ant", "td3")}
     assert mujoco == ({(t, r) for t in ("Hopper", "HalfCheetah") for r in rows} | controls
-                      | walker | ant)
+                      | walker | ant) - crossq_elsewhere
+    peers = suites["peers"]  # each rlzoo row beside its SB3 / sb3-contrib peer, same config
+    assert [(r.label, r.peer) for r in peers.rows] == [
+        ("ddpg", None), ("sb3_ddpg", "ddpg"), ("tqc", None), ("sb3c_tqc", "tqc"),
+        ("crossq", None), ("sb3c_crossq", "crossq")]
+    for ours, theirs in zip(peers.rows[::2], peers.rows[1::2]):
+        assert ours.overrides == theirs.overrides
+    assert peers.steps == 50_000 and "peers" not in PAGE_SUITES and "17 h" in peers.not_run
     for row in suites["mujoco"].rows:  # a control row says what it controls
         assert (row.label in rows) != row.note.startswith("control for `"), row.label
     assert suites["mujoco"].steps == 100_000 and suites["mujoco"].seeds == 5

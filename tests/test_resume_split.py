@@ -33,6 +33,7 @@ PENDULUM = ["env=Pendulum", *REPLAY, *COMMON]  # 200-step episodes
 FLASHSAC = ["algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8",
             "critic.network.num_blocks=1", "algo.actor.network.num_blocks=1",
             "algo.lr_decay_updates=300"]
+CROSSQ = ["critic.network.norm.warmup_steps=30", "algo.actor.network.norm.warmup_steps=10"]
 MPE = ["env=mpe/simple_spread", *COMMON]  # 25-step episodes
 MAMUJOCO = ["env=mamujoco/HalfCheetah-2x3", "env.kwargs.max_episode_steps=50", *REPLAY,
             *COMMON]
@@ -50,6 +51,11 @@ CASES = {
     "redq": (["algo=redq", "algo.utd=3", "algo.policy_delay=3", *PENDULUM], 121, 230),
     # FlashSAC: batch-norm statistics, repeated exploration noise (split mid-hold), schedules
     "flashsac-2envs": (["algo=flashsac", "num_envs=2", *PENDULUM, *FLASHSAC], 246, 420),
+    # CrossQ: batch renorm statistics and counters (past the warm-up at the split), no target
+    # critic, the joint pass; DDPG; SAC with TQC's critic
+    "crossq": (["algo=crossq", *PENDULUM, *CROSSQ], 137, 260),
+    "ddpg-2envs": (["algo=ddpg", "num_envs=2", *PENDULUM], 226, 420),
+    "sac-tqc": (["algo=sac", "critic=tqc", "critic.quantiles=5", *PENDULUM], 137, 260),
     # MPE
     "maddpg-mpe": (["algo=maddpg", *MPE, *REPLAY], 137, 260),
     "hasac-mpe-2envs": (["algo=hasac", "num_envs=2", *MPE, *REPLAY], 174, 300),
@@ -142,6 +148,10 @@ GROUP_CASES = {
                         "algo.lr_decay_updates=300"], 141, 250),
     "sac-categorical-seeds2": (["algo=sac", "critic=categorical", "seeds=2", *PENDULUM], 143, 250),
     "flashsac-seeds2": (["algo=flashsac", "seeds=2", *PENDULUM, *FLASHSAC], 143, 250),
+    "crossq-seeds2": (["algo=crossq", "seeds=2", *PENDULUM, *CROSSQ], 137, 260),
+    "ddpg-seeds2": (["algo=ddpg", "seeds=2", *PENDULUM], 141, 250),
+    "sac-tqc-seeds2": (["algo=sac", "critic=tqc", "critic.quantiles=5", "seeds=2", *PENDULUM],
+                       143, 250),
     "td3-seeds3-2envs": (["algo=td3", "seeds=3", "num_envs=2", *PENDULUM], 226, 420),
     "coma-mpe-seeds2": (["algo=coma", "seeds=2", "num_envs=2", "algo.rollout_steps=40", *MPE],
                         130, 250),

@@ -150,8 +150,15 @@ def test_a_seed_past_its_warmup_is_its_single_run(tmp_path: Path, algo: str) -> 
     """seeds=2 from seed 3, 60 steps past the warm-up: seed 4 is its single run (seed=4) bit for
     bit: replay, counters, generator, every weight, buffer and optimizer moment of its slice, and
     its evaluation return."""
-    args = [f"algo={algo}", "eval.every=160", "eval.episodes=1", "log.progress=false",
-            "torch_threads=1", "checkpoint.every=160", "total_steps=160", *PAST_WARMUP[algo]]
+    group_past_warmup_is_single_run(tmp_path, [f"algo={algo}", *PAST_WARMUP[algo]])
+
+
+def group_past_warmup_is_single_run(tmp_path: Path, overrides: list[str]) -> dict[str, Any]:
+    """Train ``overrides`` as seeds=2 from seed 3 and as seed 4 alone, 160 steps; assert that
+    seed 4 of the group is its single run bit for bit (its member part, generator, every tensor
+    and optimizer moment of its slice, its evaluation return); the group's checkpoint."""
+    args = ["eval.every=160", "eval.episodes=1", "log.progress=false", "torch_threads=1",
+            "checkpoint.every=160", "total_steps=160", *overrides]
     proc = run_cli([*args, "seeds=2", "seed=3"], tmp_path / "group-s3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = run_cli([*args, "seed=4"], tmp_path / "single")
@@ -169,6 +176,7 @@ def test_a_seed_past_its_warmup_is_its_single_run(tmp_path: Path, algo: str) -> 
     returns = [json.loads((tmp_path / d / "summary.json").read_text())["final_eval_return"]
                for d in ("group-s4", "single")]
     assert returns[0] == returns[1]
+    return group
 
 
 @pytest.mark.usefixtures("fresh_interpreters")  # processes compared bit for bit

@@ -142,7 +142,7 @@ def test_resume_refuses_payload(sac_run: Path, tmp_path: Path) -> None:
     ("rlzoo.run.checkpoint.save_checkpoint", "not an rlzoo component"),  # not a component
     ("rlzoo.nets.TwinCritic.__init__", "dunder"),
     ("rlzooevil.Critic", "outside rlzoo"),  # a prefix of the name, not a package of rlzoo
-    ("examples.custom_critic.TruncatedQuantileCritic", "--trust examples"),  # not named
+    ("examples.custom_critic.PessimisticCritic", "--trust examples"),  # not named
 ])
 def test_targets_that_only_look_like_rlzoo(target: str, fragment: str) -> None:
     cfg = OmegaConf.create({"algo": {"name": "sac"}, "env": {}, "critic": {"_target_": target}})
@@ -167,12 +167,12 @@ def test_interpolated_target_and_env_module(tmp_path: Path) -> None:
 def test_trust_matches_whole_module_components() -> None:
     cfg = OmegaConf.create({
         "algo": {"name": "sac"}, "env": {},
-        "critic": {"_target_": "examples.custom_critic.TruncatedQuantileCritic"},
+        "critic": {"_target_": "examples.custom_critic.PessimisticCritic"},
     })
     check_targets(cfg, ["examples"])
     check_targets(cfg, ["examples.custom_critic"])
     check_targets(cfg, "examples")  # a single name, not its letters
-    for wrong in (["exam"], ["examples.crossq"], ["examplesx"]):
+    for wrong in (["exam"], ["examples.ppo"], ["examplesx"]):
         with pytest.raises(UserError, match="outside rlzoo"):
             check_targets(cfg, wrong)
     with pytest.raises(UserError, match="not a module name"):
@@ -181,14 +181,12 @@ def test_trust_matches_whole_module_components() -> None:
 
 def test_examples_critic_works_when_trusted(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             ) -> None:
-    run_dir = tmp_path / "tqc"
-    proc = run_cli([
-        *SMOKE, "hydra.searchpath=[pkg://examples.conf]", "critic=tqc", "++critic.n=2",
-        "++critic.quantiles=5",
-    ], run_dir)
+    run_dir = tmp_path / "pessimistic"
+    proc = run_cli([*SMOKE, "hydra.searchpath=[pkg://examples.conf]", "critic=pessimistic"],
+                   run_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = in_process_error(capsys, str(run_dir), "--episodes", "1")
-    assert "examples.custom_critic.TruncatedQuantileCritic" in line and "--trust examples" in line
+    assert "examples.custom_critic.PessimisticCritic" in line and "--trust examples" in line
     proc = run_cli([str(run_dir), "--episodes", "1", "--trust", "examples"],
                    module="rlzoo.evaluate")
     assert proc.returncode == 0, proc.stderr

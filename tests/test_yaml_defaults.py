@@ -51,8 +51,10 @@ def compositions() -> Iterator[tuple[str, DictConfig]]:
     jobs += [["algo=sac", f"critic={c}"] for c in options("critic")]
     jobs += [["algo=sac", f"tuner={t}"] for t in options("tuner")]
     jobs += [[f"algo={a}", "net=simbav2"] for a in ("sac", "td3", "maddpg", "hasac", "coma")]
-    jobs += [[EXAMPLES, "algo=crossq"], [EXAMPLES, "algo=ppo"], [EXAMPLES, "algo=sac_quick"],
-             [EXAMPLES, "critic=tqc"]]
+    jobs += [[f"algo={a}", f"net={n}"] for a in ("sac", "td3") for n in ("batch_norm",
+                                                                         "batch_renorm")]
+    jobs += [[EXAMPLES, "algo=ppo"], [EXAMPLES, "algo=sac_quick"],
+             [EXAMPLES, "critic=pessimistic"]]
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         for job in jobs:
             try:
@@ -105,8 +107,9 @@ def test_no_constructor_default_duplicates_its_yaml() -> None:
     # the walk reached every kind of component
     assert {"rlzoo.algos.SAC", "rlzoo.algos.TD3", "rlzoo.algos.COMA", "rlzoo.nets.TwinCritic",
             "rlzoo.nets.TanhGaussianActor", "rlzoo.tuners.AutoAlpha",
-            "rlzoo.nets.HypersphericalMLP", "examples.crossq.CrossQ",
-            "examples.custom_critic.TruncatedQuantileCritic"} <= checked, checked
+            "rlzoo.nets.HypersphericalMLP", "rlzoo.nets.TruncatedQuantileCritic",
+            "rlzoo.nets.BatchNormMLP", "rlzoo.nets.EnsembleBatchRenorm", "examples.ppo.PPO",
+            "examples.custom_critic.PessimisticCritic"} <= checked, checked
 
 
 @pytest.mark.parametrize(("overrides", "path"), [

@@ -1,2 +1,2 @@
-"""Hydra config groups of the examples: ``critic/tqc.yaml``, ``critic/batchnorm.yaml``,
-``algo/crossq.yaml``. Add them with ``'hydra.searchpath=[pkg://examples.conf]'``."""
+"""Hydra config groups of the examples: ``critic/pessimistic.yaml``, ``algo/ppo.yaml``,
+``algo/sac_quick.yaml``. Add them with ``'hydra.searchpath=[pkg://examples.conf]'``."""

@@ -33,6 +33,7 @@ from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import make_target, polyak_update
+from rlzoo.optim import ADAM_BETAS
 from rlzoo.tuners.entropy import Tuner
 
 
@@ -61,7 +62,7 @@ class DSACT(SAC):
     ) -> None:
         super().__init__(
             spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, policy_delay, n_step,
-            target_delay,
+            target_delay, "polyak", "separate", ADAM_BETAS,  # its targets, torch's Adam
         )
         self.target_actor = make_target(self.actor)
 

@@ -21,11 +21,12 @@ the first (``update_step % actor_update_period == 0``):
 and at every update
 
 3. critic: ``a' ~ pi(.|s')`` from the updated actor (running statistics); the target critic
-   and the critic each run ``(s, a)`` and ``(s', a')`` as one batch with batch statistics (as in
-   CrossQ); the target member with the smaller expected value at ``(s', a')`` gives
-   ``y = r + discount (Z'(s', a') - alpha' log pi(a'|s'))`` (the updated temperature), projected
-   onto the support; the loss is the cross-entropy on the ``(s, a)`` half, *averaged* over the
-   members and the batch; then the critic is projected;
+   and the critic each run ``(s, a)`` and ``(s', a')`` as one batch with batch statistics (the
+   joint pass CrossQ uses too, ``rlzoo.nets.batch_norm.joint_pass``); the target member with
+   the smaller expected value at ``(s', a')`` gives ``y = r + discount (Z'(s', a') - alpha'
+   log pi(a'|s'))`` (the updated temperature), projected onto the support; the loss is the
+   cross-entropy on the ``(s, a)`` half, *averaged* over the members and the batch; then the
+   critic is projected;
 4. target critic: ``theta' <- (1 - tau) theta' + tau theta`` for the parameters only (its batch
    norms keep the running statistics of its own passes).
 
@@ -51,10 +52,11 @@ from rlzoo.algos.sac import SAC
 from rlzoo.algos.schedules import Factor, ScheduledRates, Step, ceil_div, warmup_cosine
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
-from rlzoo.nets.categorical import CategoricalCritic, DiscreteReturn
+from rlzoo.nets.batch_norm import batch_statistics, joint_pass
+from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.target import frozen, polyak_update
-from rlzoo.nets.unit_norm import batch_statistics
+from rlzoo.optim import ADAM_BETAS
 from rlzoo.tuners.entropy import Tuner
 
 
@@ -118,8 +120,9 @@ class FlashSAC(SAC):
                 lr_decay_updates = max(1, int(run_updates))
             if lr_warmup_updates is None:
                 lr_warmup_updates = int(lr_warmup_rate * run_updates)
+        # its target critic and torch's Adam; its joint passes are its own update's
         super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr,
-                         policy_delay, n_step, 1)
+                         policy_delay, n_step, 1, "polyak", "separate", ADAM_BETAS)
         for name, value in (("lr_init_fraction", lr_init_fraction),
                             ("lr_end_fraction", lr_end_fraction)):
             if not 0.0 < value <= 1.0:
@@ -179,19 +182,16 @@ class FlashSAC(SAC):
     ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """The cross-entropy loss (mean over members and batch), the mean Q and the critic's
         statistics (module docstring, step 3)."""
-        size = batch.obs.shape[0]
         with torch.no_grad():
             next_action, next_log_prob = self.actor.sample(batch.next_obs)
             next_log_prob = self.tuner.to_units(next_log_prob)
-        obs = torch.cat([batch.obs, batch.next_obs])
-        action = torch.cat([batch.action, next_action])
-        with torch.no_grad(), batch_statistics(self.target_critic):
-            both = self.target_critic.next_value(obs, action)
-            next_value = DiscreteReturn(both.atoms[..., size:], both.probs[..., size:])
+        pair = (batch.obs, batch.action, batch.next_obs, next_action)
+        with torch.no_grad():
+            next_log_probs = joint_pass(self.target_critic, *pair)[1]  # [E, B, N]
+            next_value = self.target_critic.next_value_from(next_log_probs)
             target = batch.reward + batch.discount * (next_value - alpha * next_log_prob)
             projected = self.critic.target_probs(target)  # [B, N]
-        with batch_statistics(self.critic):
-            log_probs = self.critic.log_probs(obs, action)[:, :size]  # [E, B, N]
+        log_probs = joint_pass(self.critic, *pair)[0]  # [E, B, N]
         loss = -(projected * log_probs).sum(-1).mean()
         q = self.critic.moments(log_probs.detach())[0]
         return loss, q.mean(), self.critic.stats()

@@ -41,6 +41,7 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.target import polyak_update
+from rlzoo.optim import ADAM_BETAS
 from rlzoo.tuners.entropy import Tuner
 
 
@@ -99,7 +100,7 @@ class SimbaV2(SAC):
                                  "which nobody passed; set algo.lr_decay_updates")
             lr_decay_updates = max(1, int(run_updates))
         super().__init__(spec, actor, critic, tuner, gamma, tau, actor_lr, critic_lr, 1, n_step,
-                         None)
+                         None, "polyak", "separate", ADAM_BETAS)  # its target, torch's Adam
         if not 0.0 < lr_decay_to <= 1.0:
             raise ValueError(f"algo.lr_decay_to must be in (0, 1], got {lr_decay_to}")
         if lr_decay_updates < 1:

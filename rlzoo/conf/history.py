@@ -19,7 +19,7 @@ class Added:
     """Keys added to one config node's constructor, and what runs written before them did.
 
     Attributes:
-        node: the config node (``algo.actor``, ``critic``, ``tuner``).
+        node: the config node (``algo``, ``algo.actor``, ``critic``, ``tuner``).
         classes: the dotted rlzoo classes whose constructors take the keys; a node whose
             ``_target_`` is one of them or a subclass gets the values when it lacks the keys.
         values: ``{key: the value runs written before it were built with}``.
@@ -48,5 +48,9 @@ ADDED: tuple[Added, ...] = (
           {"loss_form": "log_alpha", "target_std": None, "alpha_optimizer": "adam"},
           "b9e2dda (SimbaV2) loss form, 367edf0 (FlashSAC) target std, f3b34c6 (STAC) "
           "optimizer: SAC's log_alpha loss, the -scale |A| target and Adam before them"),
+    Added("algo", ("rlzoo.algos.sac.SAC", "rlzoo.algos.td3.TD3"),
+          {"target_networks": "polyak", "critic_pass": "separate", "adam_betas": [0.9, 0.999]},
+          "issue 54 (CrossQ, DDPG, TQC): target networks, separate critic passes and torch's "
+          "Adam betas before the options"),
 )
 """Every constructor key added after runs were written without it, oldest first."""

@@ -194,11 +194,16 @@ class CategoricalCritic(Critic):
         pessimistic value as its target)."""
         return self.pessimistic(self.log_probs(obs, action))
 
-    def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> DiscreteReturn:
-        """The target member's distribution at ``(s', a')``, atoms ``[N, B]`` shifted by
-        ``-beta std`` and probabilities ``[N, B]`` (see the module docstring); with G per-agent
-        critics ``[N, G, B]``, the member chosen within each agent's critic."""
-        log_probs = self.by_agent(self.log_probs(next_obs, next_action))  # [G, n, B, N]
+    def outputs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``log p [E, B, N]`` (:meth:`log_probs`): what the joint pass splits."""
+        return self.log_probs(obs, action)
+
+    def next_value_from(self, outputs: torch.Tensor) -> DiscreteReturn:
+        """``next_value``: from the members' ``log p [E, B, N]`` at ``(s', a')``, the target
+        member's distribution, atoms ``[N, B]`` shifted by ``-beta std`` and probabilities
+        ``[N, B]`` (see the module docstring); with G per-agent critics ``[N, G, B]``, the
+        member chosen within each agent's critic."""
+        log_probs = self.by_agent(outputs)  # [G, n, B, N]
         mean, std = self.moments(log_probs)  # [G, n, B]
         value = mean - self.pessimism * std
         member = value.argmin(dim=1, keepdim=True)  # [G, 1, B]
@@ -218,14 +223,6 @@ class CategoricalCritic(Critic):
             self.v_min, self.v_max, self.atoms,
         )
 
-    def td_loss(
-        self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sum over members of ``mean_B(-sum_k m_k log p_ik(s, a))``, ``m`` the projected target;
-        also the members' expected values ``[E, B]``."""
-        losses, q = self.member_losses(obs, action, target)
-        return losses.sum(), q
-
     def td_losses(
         self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -233,12 +230,26 @@ class CategoricalCritic(Critic):
         losses, q = self.member_losses(obs, action, target)
         return self.by_agent(losses).sum(1), q
 
+    def td_loss_from(
+        self, outputs: torch.Tensor, target: DiscreteReturn
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``td_loss``: the sum over members of ``mean_B(-sum_k m_k log p_ik(s, a))``, ``m``
+        the projected target, from the members' ``log p [E, B, N]`` at ``(s, a)``; also the
+        members' expected values ``[E, B]``."""
+        losses, q = self.member_losses_from(outputs, target)
+        return losses.sum(), q
+
     def member_losses(
         self, obs: torch.Tensor, action: torch.Tensor, target: DiscreteReturn
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's ``mean_B(-sum_k m_k log p_ik(s, a))`` ``[E]``, ``m`` its (agent's)
         projected target, and the members' expected values ``[E, B]``."""
-        log_probs = self.log_probs(obs, action)  # [E, B, N]
+        return self.member_losses_from(self.log_probs(obs, action), target)
+
+    def member_losses_from(
+        self, log_probs: torch.Tensor, target: DiscreteReturn
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`member_losses` from the members' ``log p [E, B, N]`` at ``(s, a)``."""
         projected = self.target_probs(target).detach()  # [B, N] or per agent [G, B, N]
         if projected.dim() == 3:
             projected = projected.repeat_interleave(self.per_agent, dim=0)  # [E, B, N]

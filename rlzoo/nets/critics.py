@@ -70,14 +70,40 @@ class Critic(nn.Module):
         raise NotImplementedError
 
     def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """The bootstrap value(s) ``[V, B]`` at ``(s', a')`` (called on the target critic)."""
-        raise NotImplementedError
+        """The bootstrap value(s) ``[V, B]`` at ``(s', a')`` (called on the target critic):
+        ``next_value_from(outputs(s', a'))`` unless a kind overrides it."""
+        return self.next_value_from(self.outputs(next_obs, next_action))
 
     def td_loss(
         self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``target [V, B]`` built from ``next_value`` -> (scalar loss, ``q [E, B]``)."""
-        raise NotImplementedError
+        """``target [V, B]`` built from ``next_value`` -> (scalar loss, ``q [E, B]``):
+        ``td_loss_from(outputs(s, a), target)`` unless a kind overrides it."""
+        return self.td_loss_from(self.outputs(obs, action), target)
+
+    # The joint pass (``rlzoo.nets.batch_norm.joint_pass``): a kind that splits its network pass
+    # from what it computes with it runs ``(s, a)`` and ``(s', a')`` as one batch.
+    def outputs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """What one pass of the network gives for ``(obs, action)``, the batch on axis 1
+        (``[E, B]`` values, ``[E, B, N]`` log-probabilities, ...)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no outputs()")
+
+    def next_value_from(self, outputs: torch.Tensor) -> torch.Tensor:
+        """``next_value`` from the outputs of ``(s', a')``."""
+        raise NotImplementedError(f"{type(self).__name__} defines no next_value_from()")
+
+    def td_loss_from(
+        self, outputs: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``td_loss`` from the outputs of ``(s, a)`` (with their gradient)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no td_loss_from()")
+
+    @classmethod
+    def joins_passes(cls) -> bool:
+        """Whether this kind can be trained with one joint pass over ``[s; s']``: it defines
+        ``outputs``, ``next_value_from`` and ``td_loss_from``."""
+        return all(getattr(cls, name) is not getattr(Critic, name)
+                   for name in ("outputs", "next_value_from", "td_loss_from"))
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
         """Reduce ``q [E, B]`` to the ``[B]`` value the actor ascends."""
@@ -188,16 +214,20 @@ class EnsembleCritic(Critic):
         heads = torch.rand(self.members, device=q.device).argsort()[: self.subset]
         return q.index_select(0, heads).min(dim=0).values
 
-    def next_value(self, next_obs: torch.Tensor, next_action: torch.Tensor) -> torch.Tensor:
-        """``[1, B]``: the subset-min of the heads' values at ``(s', a')``."""
-        return self.subset_min(self(next_obs, next_action)).unsqueeze(0)
+    def outputs(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """The heads' values ``q [E, B]`` (``forward``)."""
+        return self(obs, action)
 
-    def td_loss(
-        self, obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor
+    def next_value_from(self, outputs: torch.Tensor) -> torch.Tensor:
+        """``[1, B]``: the subset-min of the heads' values ``outputs [E, B]`` at ``(s', a')``."""
+        return self.subset_min(outputs).unsqueeze(0)
+
+    def td_loss_from(
+        self, outputs: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sum over heads of the mean squared TD error to ``target [1, B]``."""
-        q = self(obs, action)
-        return (q - target).pow(2).mean(dim=1).sum(), q
+        """Sum over heads of the mean squared TD error of ``q = outputs [E, B]`` to
+        ``target [1, B]``."""
+        return (outputs - target).pow(2).mean(dim=1).sum(), outputs
 
     def actor_value(self, q: torch.Tensor) -> torch.Tensor:
         return reduce_members(q, self.actor_reduce)

@@ -1,4 +1,5 @@
-"""Target networks: polyak averaging in one fused op, and freezing a module's weights."""
+"""Target networks: whether an algorithm keeps them (``algo.target_networks``), polyak averaging in
+one fused op, and freezing a module's weights."""
 
 from __future__ import annotations
 
@@ -16,6 +17,21 @@ def make_target(module: nn.Module) -> nn.Module:
     target = copy.deepcopy(module)
     target.requires_grad_(False)
     return target
+
+
+TARGET_NETWORKS = ("polyak", "none")
+"""``algo.target_networks``: ``polyak``, frozen copies averaged towards the online networks with
+rate ``tau`` (SAC, TD3, DDPG, TQC); ``none``, no copies: the algorithm bootstraps from its online
+networks, read without gradient (CrossQ; TorchRL's losses with ``delay_value=False``)."""
+
+
+def optional_target(module: nn.Module, target_networks: str) -> nn.Module | None:
+    """The target copy of ``module`` for ``algo.target_networks`` (:data:`TARGET_NETWORKS`):
+    ``make_target(module)`` for ``polyak``, ``None`` for ``none``."""
+    if target_networks not in TARGET_NETWORKS:
+        raise ValueError(f"algo.target_networks must be one of {', '.join(TARGET_NETWORKS)}, got "
+                         f"{target_networks!r}")
+    return make_target(module) if target_networks == "polyak" else None
 
 
 # Parameter and buffer lists per module, built once: walking the module tree on every update

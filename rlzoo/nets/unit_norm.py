@@ -22,9 +22,9 @@ member and per slice of any leading axis.
 at the start) unless it is inside :func:`batch_statistics`: there it normalizes with the batch's
 own mean and (biased) variance over ``B`` and moves its running statistics towards them,
 ``m <- m + momentum (batch - m)`` (the variance unbiased, ``B / (B - 1)``). Acting, evaluation,
-``Policy`` and the exported graph read the running statistics; only an algorithm that asks
-(``algo=flashsac``: its actor and critic steps) uses and updates batch statistics. With another
-algorithm the statistics never move and the batch norms are fixed affine maps.
+``Policy`` and the exported graph read the running statistics; the algorithms use and update
+batch statistics in the passes that train a network (``rlzoo/nets/batch_norm.py``: SAC's and
+TD3's losses; ``algo=flashsac``'s joint ``(s, s')`` passes).
 
 Members are independent networks evaluated as one batched matmul: ``[E, B, in]`` (or a shared
 ``[B, in]``) -> ``[E, B, out]``.
@@ -32,15 +32,16 @@ Members are independent networks evaluated as one batched matmul: ``[E, B, in]``
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rlzoo.nets.batch_norm import EnsembleBatchNorm, batch_statistics
 from rlzoo.nets.hyperspherical import HyperLinear
+
+__all__ = ["UnitBatchNorm", "UnitNormMLP", "UnitRMSNorm", "batch_statistics"]
 
 NORM_EPS = 1e-8  # the reference's floor inside rsqrt when it rescales a gain to norm sqrt(d)
 
@@ -55,12 +56,11 @@ def _rescale_to_sqrt_dim(*tensors: torch.Tensor) -> None:
         t.copy_(t * factor)
 
 
-class UnitBatchNorm(nn.Module):
-    """Per-member batch norm with an affine map whose ``(gain, bias)`` has norm ``sqrt(d)``.
-
-    Parameters ``weight``, ``bias`` ``[E, 1, d]`` (1 and 0 at the start); buffers
-    ``running_mean`` ``[E, 1, d]`` (0), ``running_var`` ``[E, 1, d]`` (1). See the module
-    docstring for when the batch's statistics are used.
+class UnitBatchNorm(EnsembleBatchNorm):
+    """Per-member batch norm (``rlzoo.nets.batch_norm.EnsembleBatchNorm``: parameters
+    ``weight``, ``bias`` and buffers ``running_mean``, ``running_var``, ``[E, 1, d]``) whose affine
+    map's ``(gain, bias)`` is kept at norm ``sqrt(d)``. See the module docstring for when the
+    batch's statistics are used.
 
     Args:
         members: E.
@@ -68,37 +68,6 @@ class UnitBatchNorm(nn.Module):
         momentum: rate of the running statistics (``batch_norm_momentum``).
         eps: added to the variance under the square root (``batch_norm_eps``).
     """
-
-    def __init__(self, members: int, dim: int, momentum: float, eps: float) -> None:
-        super().__init__()
-        if not 0.0 < momentum <= 1.0:
-            raise ValueError(f"network batch_norm_momentum must be in (0, 1], got {momentum}")
-        if not eps > 0.0:
-            raise ValueError(f"network batch_norm_eps must be > 0, got {eps}")
-        self.momentum, self.eps = float(momentum), float(eps)
-        self.batch_stats = False  # set by batch_statistics()
-        self.weight = nn.Parameter(torch.ones(members, 1, dim))
-        self.bias = nn.Parameter(torch.zeros(members, 1, dim))
-        self.register_buffer("running_mean", torch.zeros(members, 1, dim))
-        self.register_buffer("running_var", torch.ones(members, 1, dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x [E, B, d]`` -> normalized ``[E, B, d]``."""
-        if self.batch_stats:
-            batch = x.shape[1]
-            if batch < 2:
-                raise ValueError("batch statistics need a batch of at least 2 samples")
-            mean = x.mean(dim=1, keepdim=True)
-            var = x.var(dim=1, correction=0, keepdim=True)
-            with torch.no_grad():
-                m = self.momentum
-                self.running_mean.copy_(self.running_mean + m * (mean - self.running_mean))
-                unbiased = var * (batch / (batch - 1))
-                self.running_var.copy_(self.running_var + m * (unbiased - self.running_var))
-            x = (x - mean) * torch.rsqrt(var + self.eps)
-        else:
-            x = (x - self.running_mean) * torch.rsqrt(self.running_var + self.eps)
-        return x * self.weight + self.bias
 
     @torch.no_grad()
     def project_parameters(self) -> None:
@@ -209,19 +178,3 @@ class UnitNormMLP(nn.Module):
         """Weight rows to unit norm, norm gains (and biases) to norm ``sqrt(d)``."""
         for module in self._bounded:
             module.project_parameters()
-
-
-@contextlib.contextmanager
-def batch_statistics(*modules: nn.Module) -> Iterator[None]:
-    """Within the block every ``UnitBatchNorm`` inside ``modules`` normalizes with its batch's
-    statistics and updates its running ones (the reference's ``training=True``); outside, they
-    use the running statistics. A no-op for modules without batch norms."""
-    layers = [m for module in modules for m in module.modules()
-              if isinstance(m, UnitBatchNorm) and not m.batch_stats]
-    for m in layers:
-        m.batch_stats = True
-    try:
-        yield
-    finally:
-        for m in layers:
-            m.batch_stats = False

@@ -1,7 +1,8 @@
-"""The Stable-Baselines3 peer: SB3's SAC or TD3 with the settings of the rlzoo row of the same
-algorithm (:func:`peer_settings`), and one seed of it trained and evaluated as rlzoo evaluates
-(:func:`sb3_worker`, in its own process). ``stable_baselines3`` is imported only inside the worker:
-it is an optional dependency (the ``test`` extra), and the rest of rlzoo.reproduce works without it.
+"""The peers: Stable-Baselines3's SAC, TD3 or DDPG, or sb3-contrib's TQC or CrossQ, with the
+settings of the rlzoo row of the same algorithm (``rlzoo.reproduce.peer_kinds.peer_settings``),
+and one seed of it trained and evaluated as rlzoo evaluates (:func:`sb3_worker`, in its own
+process). ``stable_baselines3`` and ``sb3_contrib`` are imported only inside the worker: they are
+optional dependencies, and the rest of rlzoo.reproduce works without them.
 """
 
 from __future__ import annotations
@@ -21,86 +22,10 @@ import numpy as np
 from rlzoo.analysis.curves import SCALARS_CSV, write_scalars_csv
 from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import PROVENANCE_FILE, replace_dir
+from rlzoo.reproduce.peer_kinds import ENTROPY_PEERS, PeerSettings, peer_class, peer_settings
 from rlzoo.reproduce.provenance import launch_record
 from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
 from rlzoo.reproduce.suites import SUITES
-
-
-@dataclass(frozen=True)
-class PeerSettings:
-    """Stable-Baselines3 settings equal to an rlzoo config's (:func:`peer_settings`).
-
-    Attributes:
-        kwargs: constructor keyword arguments of ``SAC``/``TD3`` (without env, seed, device and,
-            for TD3, the action noise, which needs the action size).
-        learning_rates: rlzoo's Adam rate of each optimizer: ``actor``, ``critic`` and, for SAC,
-            ``alpha`` (SB3 has one rate for all; :func:`sb3_worker` sets each).
-        target_entropy: SAC's target entropy in rlzoo's units, None for ``-scale * |A|``.
-        target_entropy_scale: that ``scale``.
-        entropy_env_units: whether rlzoo's target is of the env's action (``tuner.entropy_units
-            =env``) rather than of the [-1, 1] action SB3's log-probs are of.
-        exploration_noise: TD3's Gaussian exploration std in the [-1, 1] action space.
-    """
-
-    kwargs: dict[str, Any]
-    learning_rates: dict[str, float]
-    target_entropy: float | None = None
-    target_entropy_scale: float = 1.0
-    entropy_env_units: bool = False
-    exploration_noise: float = 0.0
-
-    def sac_target_entropy(self, low: Any, high: Any) -> float:
-        """SAC's target entropy in SB3's units for an env with action bounds ``low``, ``high``
-        ``[A]``: log pi(env action) = log pi([-1, 1] action) - sum log(half range)."""
-        target = (-self.target_entropy_scale * int(np.size(low)) if self.target_entropy is None
-                  else self.target_entropy)
-        if self.entropy_env_units:
-            target -= float(np.sum(np.log((np.asarray(high) - np.asarray(low)) / 2.0)))
-        return float(target)
-
-
-def peer_settings(cfg: Any, peer: str) -> PeerSettings:
-    """Stable-Baselines3 settings equal to the composed rlzoo config ``cfg`` of ``algo=<peer>``
-    (``"sac"`` or ``"td3"``). Raises ValueError naming what SB3 cannot take as it is (the peer
-    would then not be the same algorithm)."""
-    algo, critic = cfg.algo, cfg.critic
-    problems = []
-    if float(algo.utd) != 1.0 or int(algo.n_step) != 1:
-        problems.append("utd and n_step must be 1")
-    if not str(critic._target_).endswith("TwinCritic") or critic.layer_norm:
-        problems.append("the critic must be the twin critic without layer norm")
-    if algo.actor.activation != "relu" or critic.activation != "relu":
-        problems.append("activations must be relu")
-    delay = int(algo.policy_delay)
-    target_delay = algo.get("target_delay")
-    if target_delay is not None and int(target_delay) != delay:
-        problems.append("target_delay must equal policy_delay")
-    if peer == "sac" and (delay != 1 or critic.actor_reduce != "min"):
-        problems.append("SAC needs policy_delay 1 and actor_reduce min")
-    if peer == "td3" and critic.actor_reduce != "first":
-        problems.append("TD3 needs actor_reduce first")
-    if problems:
-        raise ValueError(f"the SB3 {peer} peer cannot match this config: {'; '.join(problems)}")
-    kwargs: dict[str, Any] = {
-        "learning_rate": float(algo.actor_lr), "buffer_size": int(algo.buffer_size),
-        "learning_starts": int(algo.learning_starts), "batch_size": int(algo.batch_size),
-        "tau": float(algo.tau), "gamma": float(algo.gamma), "train_freq": 1, "gradient_steps": 1,
-        "policy_kwargs": {"net_arch": {"pi": [int(h) for h in algo.actor.hidden],
-                                       "qf": [int(h) for h in critic.hidden]}},
-    }
-    rates = {"actor": float(algo.actor_lr), "critic": float(algo.critic_lr)}
-    if peer == "sac":
-        tuner = cfg.tuner
-        rates["alpha"] = float(tuner.lr)
-        kwargs["ent_coef"] = f"auto_{float(tuner.init_alpha)}"
-        return PeerSettings(
-            kwargs, rates,
-            target_entropy=None if tuner.target_entropy is None else float(tuner.target_entropy),
-            target_entropy_scale=float(tuner.target_entropy_scale),
-            entropy_env_units=tuner.entropy_units == "env")
-    kwargs.update(policy_delay=delay, target_policy_noise=float(algo.policy_noise),
-                  target_noise_clip=float(algo.noise_clip))
-    return PeerSettings(kwargs, rates, exploration_noise=float(algo.exploration_noise))
 
 
 @dataclass(frozen=True)
@@ -151,7 +76,7 @@ def matched(base: Any, rates: dict[str, float]) -> Any:
     has one rate for all): only the rate setting SB3 does before each update is replaced."""
 
     class Matched(base):  # type: ignore[misc, valid-type]
-        base_name = base.__name__  # what the exported config names: SAC or TD3
+        base_name = base.__name__  # what the exported config names: SAC, TD3, TQC, ...
 
         def _update_learning_rate(self, optimizers: Any) -> None:
             by_optimizer = {id(self.actor.optimizer): rates["actor"],
@@ -166,22 +91,20 @@ def matched(base: Any, rates: dict[str, float]) -> Any:
 
 
 def peer_algorithm(job: PeerJob, settings: PeerSettings, env: Any) -> tuple[Any, dict[str, Any]]:
-    """The SB3 class (:func:`matched`) and its constructor kwargs for ``env``: SAC's target
-    entropy in SB3's units, TD3's Gaussian action noise of the action's size."""
-    import stable_baselines3 as sb3
+    """The peer's class (:func:`matched`) and its constructor kwargs for ``env``: the target
+    entropy in SB3's units (SAC, TQC, CrossQ), the Gaussian action noise of the action's size
+    (TD3, DDPG)."""
     from stable_baselines3.common.noise import NormalActionNoise
 
     kwargs = dict(settings.kwargs)
     space = env.action_space
     act_dim = int(np.prod(space.shape))
-    if job.row.peer == "sac":
+    if job.row.peer in ENTROPY_PEERS:
         kwargs["target_entropy"] = settings.sac_target_entropy(space.low, space.high)
-        base: Any = sb3.SAC
     else:
         kwargs["action_noise"] = NormalActionNoise(
             np.zeros(act_dim), settings.exploration_noise * np.ones(act_dim))
-        base = sb3.TD3
-    return matched(base, settings.learning_rates), kwargs
+    return matched(peer_class(str(job.row.peer)), settings.learning_rates), kwargs
 
 
 class PeerEvaluation:
@@ -279,6 +202,10 @@ def write_peer_run(job: PeerJob, settings: PeerSettings, kwargs: dict[str, Any],
     from omegaconf import OmegaConf
 
     row, steps, library = job.row, job.steps, f"stable-baselines3 {sb3.__version__}"
+    if row.peer in ("tqc", "crossq"):
+        import sb3_contrib
+
+        library += f", sb3-contrib {sb3_contrib.__version__}"
     partial = job.partial
     (partial / ".hydra").mkdir(parents=True, exist_ok=True)
     final_return = points["eval/return"][steps]
@@ -293,7 +220,7 @@ def write_peer_run(job: PeerJob, settings: PeerSettings, kwargs: dict[str, Any],
         "library": library,
     }
     peer_kwargs = {k: v for k, v in kwargs.items() if k != "action_noise"}
-    if row.peer == "td3":
+    if row.peer in ("td3", "ddpg"):
         peer_kwargs["exploration_noise"] = settings.exploration_noise
     config = {
         "algo": {"name": row.label, "library": library,

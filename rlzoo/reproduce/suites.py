@@ -131,6 +131,36 @@ SB3_ROWS = (
 )
 
 
+CROSSQ_ROW = Row(
+    "crossq", ("algo=crossq",), against=("sac",),
+    note="CrossQ with sb3-contrib 2.9.2's defaults (conf/algo/crossq.yaml: SAC without target "
+         "networks, one critic pass over [s; s'], batch renorm in actor and critic, 1024x1024 "
+         "twin critic, Adam betas (0.5, 0.999), actor every 3rd update, 100 random steps); the "
+         "published CrossQ curves (SimbaV2 repo, 10 seeds) use the authors' code: 2048-wide "
+         "critics, 5,000 random steps")
+
+# TQC at sb3-contrib's TQC settings (lr 3e-4 everywhere, 100 random steps, log std from -20,
+# entropy of the [-1, 1] action), on both sides of its peer pair
+TQC_SB3 = ("algo=sac", "critic=tqc", "algo.actor_lr=3e-4", "algo.critic_lr=3e-4",
+           "tuner.lr=3e-4", "tuner.entropy_units=normalized", "algo.actor.log_std_min=-20",
+           "algo.learning_starts=100")
+
+# each rlzoo row beside its peer built from the same config (rlzoo/reproduce/peer_kinds.py)
+PEER_PAIR_ROWS = (
+    Row("ddpg", ("algo=ddpg",),
+        note="DDPG as SB3 builds it (conf/algo/ddpg.yaml: TD3 with one critic, no delay, no "
+             "target smoothing; SB3's DDPG defaults with rl-baselines3-zoo's MuJoCo noise 0.1 "
+             "and 10,000 random steps)"),
+    Row("sb3_ddpg", ("algo=ddpg",), peer="ddpg"),
+    Row("tqc", TQC_SB3,
+        note="SAC with TQC's critic at sb3-contrib's TQC settings (2 networks x 25 quantiles, "
+             "2 dropped per network, 256x256, lr 3e-4, 100 random steps)"),
+    Row("sb3c_tqc", TQC_SB3, peer="tqc"),
+    CROSSQ_ROW,
+    Row("sb3c_crossq", ("algo=crossq",), peer="crossq"),
+)
+
+
 # what the first evaluation measures where every row's warm-up outlasts it (Suite.first_eval)
 WARM_UP_FIRST_EVAL = ("every row's random warm-up lasts until at least the first evaluation, "
                       "so it measures the untrained policy")
@@ -148,7 +178,7 @@ SUITES: dict[str, Suite] = {
                SuiteTask("Ant", "Ant", ("sac", "td3"),
                          not_run="running: 5 seeds a row, one process per seed at one thread "
                                  "beside other jobs")),
-        rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS,
+        rows=MUJOCO_ROWS + CONTROL_ROWS + SB3_ROWS + (CROSSQ_ROW,),  # crossq: Hopper only
         steps=100_000,          # a cell finished at 50k resumes from its checkpoint to this
         headline_steps=(50_000, 100_000),
         seeds=5,
@@ -165,7 +195,8 @@ SUITES: dict[str, Suite] = {
                 "per env step on a CPU (docs/performance.md), about a day per 5-seed cell, so "
                 "their cells belong to the `gpu` suite (one `simbav2` seed ran to 30k); the "
                 "hours went to the rows with a published reference, the peer, and the variants "
-                "with their controls, one seed per process at one thread",
+                "with their controls, one seed per process at one thread; `crossq`, added "
+                "later: about 17 h a 5-seed 50k cell (docs/performance.md)",
     ),
     "marl": Suite(
         name="marl",
@@ -256,6 +287,28 @@ SUITES: dict[str, Suite] = {
         first_eval=WARM_UP_FIRST_EVAL,
         not_run="running: one process per seed at one thread, beside other jobs (a 300k "
                 "Humanoid seed took 4.8 h so)",
+    ),
+    "peers": Suite(
+        name="peers",
+        title="DDPG, TQC and CrossQ beside Stable-Baselines3's and sb3-contrib's, on the CPU",
+        tasks=(SuiteTask("Hopper", "Hopper"),),
+        rows=PEER_PAIR_ROWS,
+        steps=50_000,
+        seeds=5,
+        eval_every=5_000,
+        eval_episodes=10,
+        checkpoint_every=5_000,
+        checkpoint_keep=1,
+        why="50k env steps on Hopper, each rlzoo row beside its peer with the same settings "
+            "(the peer's are read from the row's config); the per-step speed of each pair is "
+            "in docs/performance.md",
+        first_eval="at 5,000 steps: DDPG is still in its 10,000-step random warm-up; TQC and "
+                   "CrossQ learn from step 100",
+        not_run="not run: the CPU went to other cells; estimated from scripts/bench_peers.py's "
+                "one-thread speeds on Hopper (docs/performance.md, a 2-core Xeon at load "
+                "average 7-9), per 5-seed cell of 50k steps with one seed per core: ddpg about "
+                "2 h (20 steps/s a seed), sb3_ddpg 2 h (18), tqc 4 h (10), sb3c_tqc 5 h (8), "
+                "crossq 17 h (2.5), sb3c_crossq 20 h (2.0)",
     ),
     "smoke": Suite(
         name="smoke",

@@ -1,4 +1,4 @@
-"""Keys added to the actors, critics and tuners after runs were written without them.
+"""Keys added to the algorithms, actors, critics and tuners after runs were written without them.
 
 The constructors in ``rlzoo/nets`` and ``rlzoo/tuners`` take every hyperparameter they are given
 and have no default of their own (each is declared once, with its meaning, in ``rlzoo/conf``).
@@ -21,10 +21,10 @@ from rlzoo.conf.history import ADDED
 
 def with_added_keys(cfg: DictConfig) -> DictConfig:
     """``cfg`` (a run's config, its ``_target_`` keys already trusted) with the values of
-    :data:`rlzoo.conf.history.ADDED` its ``algo.actor``, ``critic`` and ``tuner`` nodes lack;
-    ``cfg`` itself when none is missing (every config composed today), else a copy."""
+    :data:`rlzoo.conf.history.ADDED` its ``algo``, ``algo.actor``, ``critic`` and ``tuner`` nodes
+    lack; ``cfg`` itself when none is missing (every config composed today), else a copy."""
     out = cfg
-    for path in ("algo.actor", "critic", "tuner"):
+    for path in ("algo", "algo.actor", "critic", "tuner"):
         node = OmegaConf.select(cfg, path, default=None, throw_on_missing=False)
         if not isinstance(node, DictConfig) or "_target_" not in node:
             continue
