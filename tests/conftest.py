@@ -243,7 +243,7 @@ def extra_missing(extra: str, environ: dict[str, str] | os._Environ[str] = os.en
     required = {e.strip() for e in environ.get(REQUIRE_EXTRAS, "").split(",")}
     if extra in required:
         return "fail", (f"{', '.join(absent)} missing, but {REQUIRE_EXTRAS} says rlzoo[{extra}] "
-                        f"must be installed here (.ci/run installs it: pip install -e '.[{extra}]')")
+                        f"must be installed here (.ci/run: pip install -e '.[{extra}]')")
     return "skip", f"needs pip install -e '.[{extra}]' ({', '.join(absent)} not installed)"
 
 
