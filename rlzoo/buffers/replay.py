@@ -2,27 +2,24 @@
 
 Layout: ``K`` independent buffers (one for a single run) on a leading axis, each a ring of
 ``T = ceil(capacity / num_envs)`` rows by ``num_envs`` columns: one tensor ``[K, T, E, ...]`` per
-field. Row ``t`` of column ``e`` of buffer ``k`` holds the observation env ``e`` returned at
-vector step ``t`` and the action, reward and end flags of the step taken from it. The next
-observation is simply row ``t + 1``. This works because the envs follow gymnasium 1.x
-"next-step" autoreset: the step that ends an episode returns the *final* observation (stored like
-any other), and the following call resets the env, ignores its action and returns the reset
-observation. That reset step is stored with ``valid = False`` and is never sampled as a
-transition. A truncated episode therefore keeps its final observation to bootstrap from, and
-observations cost ``T * E * O`` floats instead of twice that.
+field. Row ``t`` of column ``e`` of buffer ``k`` holds the observation env ``e`` returned at vector
+step ``t`` and the action, reward and end flags of the step taken from it; the next observation is
+row ``t + 1``. This works because the envs follow gymnasium 1.x "next-step" autoreset: the step
+that ends an episode returns the *final* observation (stored like any other), and the next call
+resets the env, ignores its action and returns the reset observation. That reset step is stored
+with ``valid = False`` and never sampled, so a truncated episode keeps its final observation to
+bootstrap from, and observations cost ``T * E * O`` floats instead of twice that.
 
 Each buffer keeps its valid transition starts, oldest first, in a FIFO of flat indices
-(``row * E + env``; ``[K, T * E]``); when the ring overwrites a row, that row's entries are the
-oldest and leave the FIFO. Sampling is therefore exactly uniform over stored transitions with
-host-side integer bookkeeping only: no device-to-host synchronisation. Each buffer has its own
-counters and its own sampling generator, so buffer k's contents and samples are those of a
-buffer of its own fed the same steps, bit for bit; one ``add`` writes a vector step of every
-buffer and one ``sample`` gathers every buffer's batch, ``[K, B, ...]``.
+(``row * E + env``; ``[K, T * E]``); a row the ring overwrites holds the oldest, which leave the
+FIFO. Sampling is exactly uniform over stored transitions with host-side integer bookkeeping only
+(no device-to-host synchronisation). Each buffer has its own counters and sampling generator, so
+its contents and samples are those of a buffer of its own fed the same steps, bit for bit; one
+``add`` writes a vector step of every buffer, one ``sample`` gathers every batch, ``[K, B, ...]``.
 
 Multi-step modes share that storage: a window starting at row ``t`` walks forward up to ``n``
 steps and stops after a step that ended the episode (terminated or truncated) or before the write
-head; the target bootstraps from the observation where it stopped with ``gamma^k`` and no bootstrap
-after a termination.
+head; the target bootstraps from where it stopped with ``gamma^k``, not after a termination.
 """
 
 from __future__ import annotations
@@ -68,17 +65,9 @@ class ReplayBuffer:
         row_count: ``[K, T]`` valid starts pushed per row.
     """
 
-    def __init__(
-        self,
-        capacity: int,
-        obs_shape: tuple[int, ...],
-        action_shape: tuple[int, ...],
-        num_envs: int = 1,
-        device: torch.device | str = "cpu",
-        state_dim: int = 0,
-        agent_rewards: int = 0,
-        generator_seeds: Sequence[int] = (0,),
-    ) -> None:
+    def __init__(self, capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
+                 num_envs: int = 1, device: torch.device | str = "cpu", state_dim: int = 0,
+                 agent_rewards: int = 0, generator_seeds: Sequence[int] = (0,)) -> None:
         if capacity < 2 * num_envs:
             raise ValueError(f"buffer_size must be at least {2 * num_envs}, got {capacity}")
         self.device = torch.device(device)
