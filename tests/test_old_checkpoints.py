@@ -14,9 +14,9 @@ import torch
 from conftest import read_summary, run_cli
 from test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlzoo.run.saved_state import has_seed_axis
 from rlzoo.run.seed_layout import without_seed_axis
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pre_one_loop"
 CASES = {  # name: (step the old run stopped at, extra steps to train)
