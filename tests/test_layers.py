@@ -498,3 +498,33 @@ def test_algorithms_and_optimizers_never_see_the_seed_axis() -> None:
     assert not found, found
     seen = seed_axis_references(PACKAGE / "algos" / "seed_axis.py")  # the scan sees what is there
     assert any(hit.endswith(" seeds") for hit in seen), seen
+
+
+# ------------------------------------------------------------------- the doc names what exists
+
+
+def test_every_rlzoo_name_in_the_architecture_doc_exists() -> None:
+    """Every backticked ``rlzoo.<module>[.<attribute>...]`` in docs/architecture.md resolves: the
+    longest importable module, then attributes (a class's methods too)."""
+    import importlib
+
+    text = (REPO / "docs" / "architecture.md").read_text()
+    names = sorted(set(re.findall(r"`(rlzoo(?:\.\w+)+)", text)))
+    assert len(names) > 5  # the rule sees the doc's names
+    missing = []
+    for name in names:
+        parts = name.split(".")
+        for n in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:n]))
+            except ImportError:
+                continue
+            try:
+                for attr in parts[n:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                missing.append(name)
+            break
+        else:
+            missing.append(name)
+    assert not missing, "docs/architecture.md names what does not exist:\n" + "\n".join(missing)

@@ -158,7 +158,8 @@ def test_a_moved_components_old_target_builds_the_class_where_it_is_now() -> Non
     now = with_current_targets(cfg)
     assert get_class(now.tuner._target_) is AutoAlpha and now.algo._target_ == cfg.algo._target_
     assert cfg.tuner._target_ == "rlzoo.tuners.AutoAlpha"  # a copy: the input unchanged
-    plain = {"tuner": {"_target_": "rlzoo.tuners.entropy.FixedAlpha"}, "list": [{"_target_": "x.y"}]}
+    plain = {"tuner": {"_target_": "rlzoo.tuners.entropy.FixedAlpha"},
+             "list": [{"_target_": "x.y"}]}
     assert with_current_targets(plain)["tuner"]["_target_"] == "rlzoo.optim.entropy.FixedAlpha"
     assert get_class(with_current_targets(plain)["tuner"]["_target_"]) is FixedAlpha
     assert with_current_targets(OmegaConf.create({"a": 1})) == {"a": 1}
