@@ -5,7 +5,7 @@ from Python as ``python -m rlzoo.train`` does (see docs/api.md);
 ``rlzoo.resume(RUN_DIR, "total_steps=N", trust=()) -> Run`` continues one in place, as
 ``python -m rlzoo.train resume=RUN_DIR`` does.
 ``rlzoo.load_policy(RUN_DIR, device="cpu", deterministic=True, trust=()) -> Policy`` loads a run's
-``policy.pt`` as an ``nn.Module`` acting in the env's units (``rlzoo/policy.py``). Names are
+``policy.pt`` as an ``nn.Module`` acting in the env's units (``rlzoo/policy/policy.py``). Names are
 imported lazily, so ``import rlzoo`` stays cheap.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rlzoo.threads import strict_blas
+from rlzoo.run.threads import strict_blas
 
 strict_blas()  # before torch's first matrix product: equal numbers on any thread count
 
@@ -25,5 +25,5 @@ def __getattr__(name: str) -> Any:
     if name == "resume":
         return importlib.import_module("rlzoo.launch.api").resume_run
     if name == "load_policy":
-        return importlib.import_module("rlzoo.policy").load_policy
+        return importlib.import_module("rlzoo.policy.policy").load_policy
     raise AttributeError(f"module 'rlzoo' has no attribute {name!r}")

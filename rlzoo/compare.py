@@ -3,7 +3,7 @@
 The code lives in :mod:`rlzoo.analysis` (finding runs, curves, grouping, statistics, reports,
 figures), which reads run dirs only; this module is the command's entry point
 (:func:`rlzoo.analysis.cli.main`). It hands the analysis one function from outside it: the
-paired floors of ``--floors`` (:mod:`rlzoo.floors`), which play the runs' envs, imported only
+paired floors of ``--floors`` (:mod:`rlzoo.policy.floors`), which play the runs' envs, imported only
 when asked for (so ``--help`` and every other report load no torch).
 """
 
@@ -21,9 +21,10 @@ __all__ = ["main"]
 
 
 def floors_of_runs(runs: Sequence[FinishedRun], cache: Path) -> Floors:
-    """:func:`rlzoo.floors.run_floors` of ``runs``, cached in ``cache``, one line per run whose
+    """:func:`rlzoo.policy.floors.run_floors` of ``runs``, cached in ``cache``, one line per run
+    whose
     floors are computed (on stderr)."""
-    from rlzoo.floors import run_floors
+    from rlzoo.policy.floors import run_floors
 
     def said(run_dir: Path) -> None:
         print(f"rlzoo: floors of {run_dir}: the zero action and uniform random actions on its "

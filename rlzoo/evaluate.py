@@ -16,18 +16,18 @@ trainer's first evaluation), so a deterministic evaluation is reproducible and, 
 evaluation was its final one, repeats it exactly. Returns are undiscounted sums of env rewards;
 multi-agent runs use rlzoo's team reward, the mean over agents at each step (per-agent returns are
 in the JSON too). ``--video`` writes the first ``--video-episodes`` episodes as MP4 files to
-``videos/`` beside the record (``RUN_DIR/videos/`` by default; see ``rlzoo/video.py`` for what
+``videos/`` beside the record (``RUN_DIR/videos/`` by default; see ``rlzoo/store/mp4.py`` for what
 a headless machine needs).
 
 A run dir's config may only build rlzoo's own components and classes of the modules named with
-``--trust`` (``rlzoo.run.trust``): a downloaded run dir is data, and its ``_target_`` keys must
+``--trust`` (``rlzoo.config.trust``): a downloaded run dir is data, and its ``_target_`` keys must
 not run someone else's code.
 
 Every user mistake ends in one line, ``rlzoo: error: <what>; <how to fix>``, exit status 2. A
 checkpoint whose weights hold NaN or inf (or episodes whose returns are not finite) end in one such
 line with exit status 3, as training does when it produces NaN/inf.
 
-``evaluate_checkpoint.py`` finds and reads the weights; ``evaluate_episodes.py`` runs (and films)
+``policy/weights.py`` finds and reads the weights; ``policy/episodes.py`` runs (and films)
 the episodes.
 """
 
@@ -47,15 +47,15 @@ import torch
 from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.config.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
+from rlzoo.config.settings import resolve_device
 from rlzoo.errors import UserError, exit_with, one_line
-from rlzoo.evaluate_checkpoint import run_weights
-from rlzoo.evaluate_episodes import EvalResult, Recording, run_policy
-from rlzoo.files import check_inside, make_dir, write_atomic
-from rlzoo.run.build import EVAL_SEED_OFFSET, build_algorithm, probe_spec, read_run_config
-from rlzoo.run.settings import resolve_device
+from rlzoo.policy.episodes import EvalResult, Recording, run_policy
+from rlzoo.policy.weights import run_weights
+from rlzoo.run.filming import probe_rendering
 from rlzoo.run.signals import NonFiniteError
-from rlzoo.run.videos import probe_rendering
-from rlzoo.video import check_video_writer, prepare_offscreen_rendering
+from rlzoo.store.mp4 import check_video_writer, prepare_offscreen_rendering
+from rlzoo.store.writer import check_inside, make_dir, write_atomic
 
 
 def evaluate_run(
@@ -81,7 +81,7 @@ def evaluate_run(
         device: ``cpu`` (default), ``cuda`` or ``auto``.
         seed: episode ``i`` uses ``seed + i`` (default: the run's seed + 10000).
         trust: modules whose classes the run's config may build besides rlzoo's components
-            (``["examples"]`` for a run of the examples/ components; see ``rlzoo.run.trust``).
+            (``["examples"]`` for a run of the examples/ components; see ``rlzoo.config.trust``).
         out: where the record goes: a file, or a folder that gets a new
             ``eval_<timestamp>.json`` (default: ``run_dir``).
         report: called with the record (without ``path``) before it is written (the command
@@ -155,7 +155,7 @@ def eval_record(run_dir: Path, ckpt: Path, step: int, cfg: DictConfig, spec: Env
 
 
 def output_path(run_dir: Path, out: Path | None) -> tuple[Path, Path]:
-    """Where the record goes and the folder it is checked below (``rlzoo.files``): a new
+    """Where the record goes and the folder it is checked below (``rlzoo.store.writer``): a new
     ``eval_<timestamp>.json`` in ``run_dir`` (default) or in the folder ``out``, or the file
     ``out``. ``UserError`` when that folder is missing or cannot be written, or the file is a
     link or special file, before any episode runs."""

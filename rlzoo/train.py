@@ -39,14 +39,11 @@ from omegaconf import DictConfig, OmegaConf
 from rlzoo.conf.keys import FLAGS as KEY_FLAGS
 from rlzoo.conf.keys import print_keys
 from rlzoo.errors import UserError, exit_with, say, settle_streams
-from rlzoo.files import make_dir, write_atomic
 from rlzoo.launch.api import Run, resume_run, train
 from rlzoo.launch.claim import claim_run_dir
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import REBUILD_OPTION, parse_rebuild, parse_trust, prepare_resume
-from rlzoo.run.group import run_group
 from rlzoo.run.progress import speed_words
-from rlzoo.run.rundir import discard_created
 from rlzoo.run.signals import (
     AlreadyFinished,
     Interrupted,
@@ -54,6 +51,9 @@ from rlzoo.run.signals import (
     LaunchStopped,
     NonFiniteError,
 )
+from rlzoo.store.group import run_group
+from rlzoo.store.rundir import discard_created
+from rlzoo.store.writer import make_dir, write_atomic
 
 __all__ = ["Run", "main", "resume_run", "train"]  # rlzoo.train(...) calls train (below)
 
@@ -108,7 +108,7 @@ def resume(args: list[str]) -> None:
     group is checked and the checkpoint is loaded; a finished run is reported as such and left
     untouched (a run whose last checkpoint is newer than a ``policy.pt`` or a missing summary is
     not finished: it is completed). ``trust`` names modules besides rlzoo whose components the
-    run's config may build (``rlzoo.run.trust``); it is not saved. ``rebuild_members=true``
+    run's config may build (``rlzoo.config.trust``); it is not saved. ``rebuild_members=true``
     makes a seed group's deleted member dirs again from its checkpoint (``docs/seeds.md``).
     """
     run_dir = Path(next(a for a in args if a.startswith("resume=")).split("=", 1)[1]).expanduser()
@@ -143,7 +143,7 @@ class HydraFilesUnwritable(BaseException):  # noqa: N818 - passes Hydra's `excep
 
 
 def save_hydra_file(cfg: DictConfig, filename: str, output_dir: Path) -> None:
-    """Hydra's ``_save_config`` written as every file of a run dir is (``rlzoo.files``: no
+    """Hydra's ``_save_config`` written as every file of a run dir is (``rlzoo.store.writer``: no
     link followed, a temporary file renamed into place), a failed or refused write turned into
     :class:`HydraFilesUnwritable` (Hydra would print a traceback and exit 1, leaving the run
     dir)."""

@@ -76,7 +76,7 @@ def build(algo: str, env: str) -> tuple[Any, list[Any]]:
 
     from rlzoo.algos.base import EnvSpec
     from rlzoo.buffers.batch import Batch
-    from rlzoo.run.build import build_algorithm
+    from rlzoo.config.build import build_algorithm
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"env={env}"])

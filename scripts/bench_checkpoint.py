@@ -99,7 +99,7 @@ from pathlib import Path
 import numpy as np
 from rlzoo.buffers import ReplayBuffer
 from rlzoo.run.finite import nonfinite_entries
-from rlzoo.run.checkpoint import (checkpoint_path, load_latest_valid,
+from rlzoo.store.checkpoint import (checkpoint_path, load_latest_valid,
                                   save_checkpoint)
 
 def status(key):

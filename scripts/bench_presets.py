@@ -10,7 +10,8 @@ Each (algo, task) cell is one command, the README's with ``preset=short``::
 (``seeds=3``: seeds 0-2 in one process, each seed its single run ``seed=k`` bit for bit on the
 CPU, docs/seeds.md; so a single-seed run takes about a third of the cell's wall time). Then each
 seed's final return (10 deterministic episodes) is set against its paired floors, the zero action
-and uniform random actions on that seed's own evaluation episodes (rlzoo/floors.py). Prints one
+and uniform random actions on that seed's own evaluation episodes (rlzoo/policy/floors.py). Prints
+one
 markdown table: per cell the wall time, and per seed the final return, the zero action's and the
 random policy's 10-episode means. A cell whose dir holds a finished group is not run again.
 """
@@ -27,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rlzoo import rundirs
-from rlzoo.floors import run_floors
+from rlzoo.policy.floors import run_floors
+from rlzoo.store import for_tools
 
 ALGOS = ("maddpg", "hasac", "coma")
 TASKS = ("simple_spread", "simple_speaker_listener", "simple_reference")
@@ -69,7 +70,7 @@ def main() -> None:
                 times[f"{task}/{algo}"] = wall
                 args.out.mkdir(parents=True, exist_ok=True)
                 times_file.write_text(json.dumps(times, indent=1) + "\n")
-            dirs = rundirs.recorded_group_dirs(home) or [home]
+            dirs = for_tools.recorded_group_dirs(home) or [home]
             finals = [json.loads((d / "summary.json").read_text()) for d in dirs]
             floors = run_floors([(d, int(s["seed"])) for d, s in zip(dirs, finals)],
                                 args.out / "floors.json")

@@ -53,7 +53,7 @@ as measured, whether or not the CPU has native bf16); the GFLOP of one update
 (``torch.utils.flop_counter`` over 20 real updates of a built algorithm, so delayed actor steps
 are averaged in; also counted for the K-seed group); and the in-process update rate of one
 algorithm and of a K-seed group (``stack_seeds`` of K algorithms built by
-``rlzoo.run.build.build_algorithm``, synthetic batches, ``[K, B, ...]`` for the group;
+``rlzoo.config.build.build_algorithm``, synthetic batches, ``[K, B, ...]`` for the group;
 interleaved windows, best of 3). The update roofline is K x GFLOP/update x group updates/s over
 the best fp32 rate (K = 1 for one algorithm); the training roofline of an arrangement is GFLOP per
 env step x aggregate seed-steps/s over the same rate.
@@ -557,7 +557,7 @@ def update_profile(args: argparse.Namespace, algo: str) -> dict[str, Any]:
     from torch.utils.flop_counter import FlopCounterMode
 
     from rlzoo.algos.seed_axis import stack_seeds
-    from rlzoo.run.build import build_algorithm, env_spec, make_env
+    from rlzoo.config.build import build_algorithm, env_spec, make_env
 
     cfg = build_cfg(args, algo)
     probe = make_env(cfg, 1, args.seed)

@@ -121,7 +121,7 @@ def benchmark_model(algo: str, env: str, batch_size: int = 256) -> tuple[Any, li
 
     from rlzoo.algos.base import EnvSpec
     from rlzoo.buffers.batch import Batch
-    from rlzoo.run.build import build_algorithm
+    from rlzoo.config.build import build_algorithm
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"env={env}", *COMMON,

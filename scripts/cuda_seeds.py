@@ -28,7 +28,7 @@ group, is one row saying so and exit status 1), and reports for each run:
 
 First, the in-process update rate (synthetic batches on the device, ``torch.cuda.synchronize``
 around each window, best of 3 interleaved windows) of one algorithm and of a K-seed group
-(``stack_seeds`` of K algorithms built by ``rlzoo.run.build.build_algorithm``), eager and with
+(``stack_seeds`` of K algorithms built by ``rlzoo.config.build.build_algorithm``), eager and with
 CUDA graphs (``rlzoo.run.accel.update_fn``), for every algorithm; then the CLI runs, algorithm by
 algorithm.
 
@@ -184,8 +184,8 @@ def update_rates(args: argparse.Namespace, cudagraphs: bool, algo: str = "sac") 
     """In-process updates/s of one ``algo`` and of a K-seed group (synthetic batches)."""
     from rlzoo.algos.seed_axis import stack_seeds
     from rlzoo.buffers.batch import Batch
+    from rlzoo.config.build import build_algorithm, env_spec, make_env
     from rlzoo.run.accel import update_fn
-    from rlzoo.run.build import build_algorithm, env_spec, make_env
 
     cfg = compose_cfg(overrides(args, algo))
     probe = make_env(cfg, 1, args.seed)

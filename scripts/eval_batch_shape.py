@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-import rlzoo.evaluate_episodes as episodes_module
+import rlzoo.policy.episodes as episodes_module
 from rlzoo.envs.base import Episodes, VecEnv
 from rlzoo.evaluate import evaluate_run
 

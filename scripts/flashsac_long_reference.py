@@ -75,7 +75,7 @@ def replay(size: int = START + UPDATES) -> dict[str, np.ndarray]:
     rlzoo Hopper env under uniform random actions; the steps that only reset dropped."""
     from hydra import compose, initialize_config_module
 
-    from rlzoo.run.build import make_env
+    from rlzoo.config.build import make_env
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=["algo=flashsac", "env=Hopper"])
@@ -103,7 +103,7 @@ def rlzoo_flashsac(updates: int = UPDATES) -> Any:
     from hydra import compose, initialize_config_module
 
     from rlzoo.algos.base import EnvSpec
-    from rlzoo.run.build import build_algorithm
+    from rlzoo.config.build import build_algorithm
 
     overrides = ["algo=flashsac", "env=Hopper", f"algo.lr_decay_updates={updates}",
                  "algo.lr_warmup_updates=0"]

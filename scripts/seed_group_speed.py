@@ -6,7 +6,7 @@ vmapped (one batched kernel for all seeds), side by side in one process.
         [--threads 1] [--out table.md]
 
 For each algorithm and K, two groups of K seeds are built from the same K algorithms
-(``rlzoo.run.build.build_algorithm`` under seeds 0..K-1, then ``stack_seeds``): one given its
+(``rlzoo.config.build.build_algorithm`` under seeds 0..K-1, then ``stack_seeds``): one given its
 seeds' generators (``stack_seeds(..., generators)``: what the loop does for a CPU group, so
 ``compute`` runs each seed in turn and Adam steps each seed's slice as its own tensor), one
 without (``compute`` is
@@ -35,7 +35,7 @@ from hydra import compose, initialize_config_module
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers.batch import Batch
-from rlzoo.run.build import build_algorithm
+from rlzoo.config.build import build_algorithm
 
 
 def group(cfg, spec: EnvSpec, seeds: int, in_turn: bool):  # noqa: ANN001, ANN201

@@ -69,7 +69,7 @@ def rlzoo_transitions() -> dict[str, np.ndarray]:
     env under uniform random actions; the steps that only reset (next-step autoreset) dropped."""
     from hydra import compose, initialize_config_module
 
-    from rlzoo.run.build import make_env
+    from rlzoo.config.build import make_env
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=["algo=simbav2", "env=Hopper"])
@@ -117,7 +117,7 @@ def rlzoo_simbav2(updates: int = UPDATES) -> Any:
     from hydra import compose, initialize_config_module
 
     from rlzoo.algos.base import EnvSpec
-    from rlzoo.run.build import build_algorithm
+    from rlzoo.config.build import build_algorithm
 
     overrides = ["algo=simbav2", "env=Hopper", f"algo.lr_decay_updates={updates}",
                  "normalize.obs=false", "normalize.reward=false"]

@@ -38,7 +38,7 @@ def rlzoo_stream() -> dict[str, np.ndarray]:
     ``reward``, ``terminated``, ``truncated``, ``reset_step`` ``[C]``."""
     from hydra import compose, initialize_config_module
 
-    from rlzoo.run.build import make_env
+    from rlzoo.config.build import make_env
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=["algo=simbav2", "env=Hopper"])

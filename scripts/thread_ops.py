@@ -11,7 +11,7 @@ for real on 1 thread; the script prints the ops whose outputs (or in-place resul
 their input shapes, and how many ops it saw. Random-number ops always differ here (they draw
 twice) and ``new_empty_strided`` returns uninitialised memory: both are left out. ``import
 rlzoo`` sets ``MKL_CBWR=AUTO,STRICT`` unless the environment sets ``MKL_CBWR`` (an empty value
-leaves oneMKL's default); see rlzoo/threads.py and docs/performance.md. ``--mm-grid`` compares
+leaves oneMKL's default); see rlzoo/run/threads.py and docs/performance.md. ``--mm-grid`` compares
 ``a @ b`` on 1 and 2 threads for M in (1, 3, 11, 17, 64, 256), K in (8, 32, 256, 1024, 4096), N
 in (3, 11, 64, 256), with a, b or neither transposed, and prints the shapes that differ.
 ``--speed`` times 4 rounds of 40 updates on 1 thread by CPU time (best round; a loaded machine
@@ -40,7 +40,7 @@ from torch.utils._pytree import tree_flatten, tree_map  # noqa: E402
 from rlzoo.algos import SAC, EnvSpec  # noqa: E402
 from rlzoo.buffers import Batch  # noqa: E402
 from rlzoo.nets import TanhGaussianActor, TwinCritic  # noqa: E402
-from rlzoo.tuners import AutoAlpha  # noqa: E402
+from rlzoo.optim.entropy import AutoAlpha  # noqa: E402
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args  # noqa: E402
 
 SKIP = ("rand", "randn", "randn_like", "normal", "uniform", "new_empty_strided", "empty")

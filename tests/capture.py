@@ -26,8 +26,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.rollout import Rollout
-from rlzoo.run.build import build_algorithm
-from rlzoo.run.normalize import attach_normalizers
+from rlzoo.config.build import build_algorithm
+from rlzoo.config.normalization import attach_normalizers
 from tests.from_yaml import composed
 
 SINGLE = EnvSpec(obs_dim=5, act_dim=2, action_low=(-2.0, -1.0), action_high=(2.0, 1.0))

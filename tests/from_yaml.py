@@ -23,7 +23,7 @@ from hydra import compose, initialize_config_module
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.run.settings import LOOP_KEYS
+from rlzoo.config.settings import LOOP_KEYS
 
 __all__ = [
     "actor", "actor_args", "algo_args", "composed", "critic", "critic_args", "critic_of", "network",

@@ -17,7 +17,8 @@ from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.batch import Batch
 from rlzoo.errors import UserError
 from rlzoo.nets import DeterministicActor, TanhGaussianActor, TwinCritic
-from rlzoo.optim import Adam, adam
+from rlzoo.optim.adam import Adam, adam
+from rlzoo.optim.entropy import AutoAlpha
 from rlzoo.run.accel import (
     Acceleration,
     CaptureFailed,
@@ -28,8 +29,7 @@ from rlzoo.run.accel import (
     resolve_accel,
     update_fn,
 )
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.tuners.entropy import AutoAlpha
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)

@@ -13,7 +13,7 @@ from rlzoo.algos import SAC, TD3
 from rlzoo.buffers.batch import Batch
 from rlzoo.errors import UserError
 from rlzoo.nets.batch_norm import batch_norm_layers, batch_statistics
-from rlzoo.optim import check_betas
+from rlzoo.optim.adam import check_betas
 from tests.capture import batches, build
 from tests.from_yaml import composed
 

@@ -12,7 +12,7 @@ import torch
 from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DeterministicActor, EnsembleCritic, TanhGaussianActor, TwinCritic
-from rlzoo.tuners import AutoAlpha, FixedAlpha
+from rlzoo.optim.entropy import AutoAlpha, FixedAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)

@@ -11,7 +11,7 @@ from conftest import read_summary, run_cli
 
 import rlzoo
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import list_checkpoints
+from rlzoo.store.checkpoint import list_checkpoints
 
 SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "eval.episodes=2",
          "log.progress=false", "algo.actor.hidden=[16]", "critic.hidden=[16]",

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import rlzoo
-from rlzoo.run.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint
-from rlzoo.run.rundir import LOCK_NAME
+from rlzoo.store.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint
+from rlzoo.store.rundir import LOCK_NAME
 
 ARGS = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
         "eval.every=200", "eval.episodes=1", "checkpoint.every=500", "log.progress=false",

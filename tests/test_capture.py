@@ -17,7 +17,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from rlzoo.algos import HASAC, FlashSAC, SimbaV2
 from rlzoo.algos.schedules import warmup_cosine
 from rlzoo.algos.seed_axis import stack_seeds
-from rlzoo.optim import MemberAdam
+from rlzoo.optim.adam import MemberAdam
 from rlzoo.run.accel import GraphedUpdate, make_capturable
 from tests.capture import CASES, TracedUpdate, batches, build, spec_of, state_tensors
 

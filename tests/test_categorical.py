@@ -13,7 +13,7 @@ from rlzoo.algos import SAC, TD3, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import CategoricalCritic, DeterministicActor, DiscreteReturn, TanhGaussianActor
 from rlzoo.nets.categorical import project_onto_support
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=3, act_dim=2)

@@ -23,7 +23,7 @@ from rlzoo.nets import (
     DistributionalCritic,
     TanhGaussianActor,
 )
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
 from tests.test_critics import dsac_t_member_loss
 from tests.test_multi_agent_algos import (

@@ -23,7 +23,7 @@ from conftest import TINY, assert_user_error, run_cli
 from test_hostile_checkpoints import _set
 from test_resume_split import STATE_KEYS, assert_identical
 
-from rlzoo.run.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
             "eval.every=0", "eval.episodes=1", "checkpoint.every=100", "log.every=50",

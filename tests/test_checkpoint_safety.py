@@ -18,9 +18,10 @@ import pytest
 import torch
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
-from rlzoo import files
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import (
+from rlzoo.run.finite import nonfinite_entries
+from rlzoo.store import writer
+from rlzoo.store.checkpoint import (
     CheckpointError,
     CheckpointWriteError,
     check_archive,
@@ -34,7 +35,6 @@ from rlzoo.run.checkpoint import (
     temp_path,
     to_plain,
 )
-from rlzoo.run.finite import nonfinite_entries
 
 
 def small_state(step: int, n: int = 1000) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def fill_disk_after(monkeypatch: pytest.MonkeyPatch, limit: int, code: int) -> N
     def full_open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
         return FullDisk(open(path, mode, *args, **kwargs), limit, code)
 
-    monkeypatch.setattr(files, "open", full_open, raising=False)
+    monkeypatch.setattr(writer, "open", full_open, raising=False)
 
 
 # --------------------------------------------------------------------------- disk full
@@ -117,7 +117,7 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import resource, signal, torch
         from pathlib import Path
-        from rlzoo.run.checkpoint import CheckpointWriteError, save_checkpoint
+        from rlzoo.store.checkpoint import CheckpointWriteError, save_checkpoint
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         d = Path({str(tmp_path)!r})
         save_checkpoint(d / "step_0000000001.pt", {{"format": 1, "x": torch.zeros(10)}})
@@ -136,7 +136,7 @@ def test_file_size_limit_in_a_real_process(tmp_path: Path) -> None:
 
 DISK_FULL_AT_SECOND_SAVE = """
 import errno, os, sys
-import rlzoo.files as c  # every atomic write opens its temporary file there
+import rlzoo.store.writer as c  # every atomic write opens its temporary file there
 saves = []
 class Full:
     def __init__(self, f): self.f = f
@@ -184,7 +184,8 @@ def test_temp_names_are_unique_per_process_and_call(tmp_path: Path) -> None:
     a, b = temp_path(path), temp_path(path)
     assert a != b and a.parent == tmp_path and a.name.startswith(".step_0000000001.pt.")
     assert f".{os.getpid()}." in a.name
-    script = "import sys; from pathlib import Path; from rlzoo.run.checkpoint import temp_path; " \
+    script = "import sys; from pathlib import Path; " \
+             "from rlzoo.store.checkpoint import temp_path; " \
              "print(temp_path(Path(sys.argv[1])).name)"
     other = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True,
                            text=True, cwd=REPO, timeout=120)
@@ -218,7 +219,7 @@ def test_interleaved_writers_of_one_path(tmp_path: Path, monkeypatch: pytest.Mon
         def __exit__(self, *exc: object) -> None:
             self.f.close()
 
-    monkeypatch.setattr(files, "open", lambda p, m="r": Interleave(open(p, m)),
+    monkeypatch.setattr(writer, "open", lambda p, m="r": Interleave(open(p, m)),
                         raising=False)
     save_checkpoint(path, small_state(1))
     monkeypatch.undo()
@@ -230,7 +231,7 @@ def test_stale_temps_are_ignored_and_removed_when_their_writer_is_gone(tmp_path:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, timeout=60)
     dead_pid = int(dead.stdout)  # that process has exited
-    host = files.host_name()
+    host = writer.host_name()
     names = {
         "dead": f".step_0000000003.pt.{host}.{dead_pid}.00ff00ff00ff00ff.tmp",
         "legacy": ".step_0000000003.pt.tmp",
@@ -281,7 +282,7 @@ def good_checkpoint(tmp_path: Path) -> Path:
 BOMB_LOADER = """
 import resource, sys
 from pathlib import Path
-from rlzoo.run.checkpoint import CheckpointError, load_checkpoint
+from rlzoo.store.checkpoint import CheckpointError, load_checkpoint
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:
     load_checkpoint(Path(sys.argv[1]), mmap=sys.argv[2] == "mmap")
@@ -394,7 +395,7 @@ def test_a_dead_writers_private_folder_goes_only_when_asked(tmp_path: Path) -> N
     without ``folders`` no folder is touched."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, timeout=60)
-    host = files.host_name()
+    host = writer.host_name()
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")
     videos = tmp_path / "videos"

@@ -11,7 +11,7 @@ from conftest import TINY, assert_user_error, read_summary, run_cli
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlzoo.buffers import ReplayBuffer
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 
 SUMMARY_KEYS = {"algo", "env", "seed", "total_steps", "final_eval_return", "final_eval_return_std",
                 "wall_time_s", "steps_per_sec", "buffer_bytes"}

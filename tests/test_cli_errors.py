@@ -14,7 +14,7 @@ from conftest import assert_user_error, run_cli
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from rlzoo.cli_check import check_overrides
+from rlzoo.cli.check import check_overrides
 from rlzoo.errors import UserError
 
 EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
@@ -137,7 +137,7 @@ def test_valid_command_lines_pass(args: list[str], expected: dict | None) -> Non
 def test_hydra_main_runs_after_a_check(tmp_path: Path) -> None:
     """The check leaves no global Hydra state behind: the real entry point still runs."""
     code = (
-        "import sys; from rlzoo.cli_check import check_overrides; from rlzoo import train; "
+        "import sys; from rlzoo.cli.check import check_overrides; from rlzoo import train; "
         "check_overrides(sys.argv[1:]); train.main()"
     )
     proc = subprocess.run(

@@ -14,7 +14,7 @@ from conftest import TINY, read_summary, run_cli
 from test_seed_data_path import group_past_warmup_is_single_run
 
 import rlzoo
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 
 OFF_POLICY = ["algo.learning_starts=100", "algo.batch_size=16"]
 # batch renorm past its warm-up within the run (critic: 20 updates, actor: 5 actor updates)

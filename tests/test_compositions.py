@@ -94,8 +94,8 @@ def test_every_algo_critic_pair_builds_or_is_refused(algo: str, critic: str) -> 
     from hydra import compose, initialize_config_module
 
     from rlzoo.algos import EnvSpec
+    from rlzoo.config.build import build_algorithm
     from rlzoo.errors import UserError
-    from rlzoo.run.build import build_algorithm
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"critic={critic}", *TINY])
@@ -135,7 +135,7 @@ def test_an_algo_file_that_inherits_keeps_its_familys_per_kind_settings(tmp_path
     """A user's algo file listing rlzoo's simbav2 first (docs/extending.md's pattern) inherits
     its family, so SimbaV2's categorical support and temperature start still apply; with
     critic=twin they do not."""
-    from rlzoo.cli_check import check_overrides
+    from rlzoo.cli.check import check_overrides
 
     (tmp_path / "algo").mkdir()
     (tmp_path / "algo" / "simbav2_quick.yaml").write_text(
@@ -156,9 +156,9 @@ def test_every_entropy_algo_tuner_pair_builds_or_is_refused(algo: str, tuner: st
     from hydra import compose, initialize_config_module
 
     from rlzoo.algos import EnvSpec
+    from rlzoo.config.build import build_algorithm
     from rlzoo.errors import UserError
-    from rlzoo.run.build import build_algorithm
-    from rlzoo.tuners import AutoAlpha, FixedAlpha
+    from rlzoo.optim.entropy import AutoAlpha, FixedAlpha
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[f"algo={algo}", f"tuner={tuner}", *TINY])

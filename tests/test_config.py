@@ -13,9 +13,9 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from rlzoo.algos.base import EnvSpec
+from rlzoo.config.build import build_algorithm
+from rlzoo.config.settings import read_settings
 from rlzoo.errors import UserError
-from rlzoo.run.build import build_algorithm
-from rlzoo.run.settings import read_settings
 
 
 def group_options(group: str) -> list[str]:
@@ -213,7 +213,7 @@ def test_settings_that_take_effect_nowhere_are_warned(overrides: list[str],
                                                       fragments: list[str]) -> None:
     from hydra import compose, initialize_config_module
 
-    from rlzoo.run.settings import config_warnings
+    from rlzoo.config.settings import config_warnings
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=overrides)

@@ -19,7 +19,7 @@ from rlzoo.nets import (
     TwinCritic,
 )
 from rlzoo.nets.target import make_target, polyak_update
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 # ----------------------------------------------------------------------------- ensemble

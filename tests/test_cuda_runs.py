@@ -25,7 +25,7 @@ import torch
 from conftest import TINY, cli_env, read_summary
 
 from rlzoo.run.accel import make_capturable
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from tests.capture import batches, build, state_tensors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -167,7 +167,7 @@ CHILD = """
     import sys
     import torch
     assert not torch.cuda.is_available()
-    from rlzoo.policy import load_policy
+    from rlzoo.policy.policy import load_policy
     policy = load_policy(sys.argv[1])
     obs = torch.load("obs.pt", weights_only=True)
     torch.save(policy(obs), "rlzoo.pt")
@@ -179,7 +179,7 @@ CHILD = """
 
 @pytest.mark.cuda
 def test_a_policy_exported_from_a_cuda_run_acts_on_a_cpu_only_machine(tmp_path: Path) -> None:
-    from rlzoo.policy import load_policy
+    from rlzoo.policy.policy import load_policy
 
     run_dir = tmp_path / "run"
     cli([*SMALL, "total_steps=200", "normalize.obs=true"], run_dir)

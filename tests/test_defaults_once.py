@@ -2,7 +2,7 @@
 ``rlzoo/nets`` and ``rlzoo/tuners`` take what they are given. A hyperparameter default in Python
 would be a second copy of a number ``rlzoo/conf`` declares (``reward_g_max=5.0`` was in four
 places), free to drift from it. A run dir written before a key existed is built with the value
-it ran with by ``rlzoo.run.added_keys``, not by a constructor default."""
+it ran with by ``rlzoo.config.added_keys``, not by a constructor default."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ import torch
 from omegaconf import OmegaConf
 
 import rlzoo.nets
-import rlzoo.tuners
+import rlzoo.optim.entropy
 from rlzoo.algos.base import EnvSpec
-from rlzoo.run.added_keys import missing_keys, with_added_keys
-from rlzoo.run.build import build_algorithm, read_run_config
+from rlzoo.config.added_keys import missing_keys, with_added_keys
+from rlzoo.config.build import build_algorithm, read_run_config
 from tests.from_yaml import composed
 
 OLD_RUN = Path(__file__).parent / "fixtures" / "pre_one_loop" / "sac"
@@ -43,8 +43,8 @@ CHECK_DROPOUT_KEY = ("rlzoo.nets.ensemble.check_dropout", "key", "dropout")  # a
 
 def callables() -> Iterator[tuple[str, Callable[..., Any]]]:
     """``(name, function)`` of every class's ``__init__`` and every module-level function
-    defined in ``rlzoo.nets`` and ``rlzoo.tuners``."""
-    for package in (rlzoo.nets, rlzoo.tuners):
+    defined in ``rlzoo.nets`` and ``rlzoo.optim.entropy``."""
+    for package in (rlzoo.nets, rlzoo.optim.entropy):
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             for name, obj in vars(module).items():
@@ -80,7 +80,7 @@ def test_nets_and_tuners_constructors_have_no_hyperparameter_default() -> None:
             "rlzoo.nets.critics.EnsembleCritic", "rlzoo.nets.centralized.AgentActors",
             "rlzoo.nets.ensemble.EnsembleMLP", "rlzoo.nets.ensemble.make_network",
             "rlzoo.nets.hyperspherical.HyperLERPBlock", "rlzoo.nets.unit_norm.UnitNormMLP",
-            "rlzoo.nets.normalizers.RewardScaler", "rlzoo.tuners.entropy.AutoAlpha"} <= seen
+            "rlzoo.nets.normalizers.RewardScaler", "rlzoo.optim.entropy.AutoAlpha"} <= seen
 
 
 def test_an_old_run_dir_is_built_with_the_values_it_ran_with() -> None:

@@ -12,7 +12,7 @@ import torch
 from rlzoo.algos import DSACT, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import DistributionalCritic, EnsembleCritic, TanhGaussianActor
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=4, act_dim=2)

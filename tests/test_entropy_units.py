@@ -19,7 +19,7 @@ from rlzoo.algos import HASAC, SAC, EnvSpec
 from rlzoo.algos.base import log_action_scale
 from rlzoo.buffers import Batch
 from rlzoo.nets import TanhGaussianActor, TwinCritic
-from rlzoo.tuners import AutoAlpha, FixedAlpha
+from rlzoo.optim.entropy import AutoAlpha, FixedAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 PENDULUM = EnvSpec(obs_dim=4, act_dim=1, action_low=(-3.0,), action_high=(3.0,))  # ±3
@@ -184,7 +184,7 @@ def test_each_algorithm_defaults_to_its_reference(algo: str, units: str) -> None
 def test_spec_builders_carry_the_env_bounds() -> None:
     """The builder's env_spec (what the loop and the evaluator use) hands the algorithm the
     env's own bounds; algo=sac on InvertedPendulum (±3) shifts by -log 3."""
-    from rlzoo.run.build import build_algorithm, env_spec, make_env, probe_spec
+    from rlzoo.config.build import build_algorithm, env_spec, make_env, probe_spec
 
     cfg = config("algo=sac", "env=InvertedPendulum", *TINY)
     env = make_env(cfg, 1, 0)

@@ -18,12 +18,12 @@ from omegaconf import OmegaConf
 from pettingzoo.utils.env import ParallelEnv
 
 import rlzoo
+from rlzoo.config.build import make_env
 from rlzoo.envs.families import FAMILIES, check_family_backend, get_family
 from rlzoo.envs.family import Family
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.envs.snapshot import rng_state
 from rlzoo.errors import UserError
-from rlzoo.run.build import make_env
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "rlzoo"

@@ -24,7 +24,7 @@ from rlzoo.envs.gym import SingleAgentVecEnv
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.envs.workers import EnvWorkerError, WorkerVecEnv
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import list_checkpoints
+from rlzoo.store.checkpoint import list_checkpoints
 
 SHAPES = [  # env id, the one line's fragment
     ("ShortObs-v0", "step() returned an observation of shape (1,), not one of shape (3,)"),

@@ -19,7 +19,7 @@ from conftest import TINY, alive, assert_gone, assert_user_error, read_summary, 
 from rlzoo.envs.gym import SingleAgentVecEnv
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.envs.workers import EnvWorkerError, WorkerVecEnv
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 
 
 def hopper(n: int, seed: int) -> SingleAgentVecEnv:

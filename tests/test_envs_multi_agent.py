@@ -11,7 +11,7 @@ from rlzoo.envs.base import StepResult
 from rlzoo.envs.gym import SingleAgentVecEnv
 from rlzoo.envs.pettingzoo import MultiAgentVecEnv, make_multi_agent_env
 from rlzoo.envs.snapshot import plain_scalar, restore_arrays
-from rlzoo.run.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
+from rlzoo.store.checkpoint import checkpoint_path, load_checkpoint, save_checkpoint
 
 mpe2 = pytest.importorskip("mpe2")
 mamujoco_v1 = pytest.importorskip("gymnasium_robotics").mamujoco_v1

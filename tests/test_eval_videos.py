@@ -1,4 +1,4 @@
-"""``eval.video_every=N`` (rlzoo/run/videos.py): evaluation videos during training, in the run dir
+"""``eval.video_every=N`` (rlzoo/run/filming.py): evaluation videos during training, in the run dir
 (MP4) and TensorBoard (GIF); a run that films has the same numbers as the run that does not;
 bad values and a missing writer are refused in one line."""
 
@@ -20,8 +20,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from rlzoo.errors import UserError
 from rlzoo.run import videos
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.run.state import global_rng_state
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.extras import global_rng_state
 
 ARGS = ["algo=sac", "env=Pendulum", "total_steps=400", "algo.learning_starts=100",
         "eval.every=100", "eval.episodes=2", "log.progress=false", "torch_threads=1", *TINY]
@@ -162,7 +162,7 @@ def test_a_resumed_run_removes_a_dead_filmers_private_folder(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    from rlzoo.files import host_name
+    from rlzoo.store.writer import host_name
 
     run = tmp_path / "run"
     proc = run_cli([*ARGS, "total_steps=200", "eval.video_every=200"], run)

@@ -20,7 +20,12 @@ from torch import nn
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.envs.pettingzoo import make_multi_agent_env
 from rlzoo.evaluate import evaluate_run, main
-from rlzoo.run.checkpoint import checkpoint_path, list_checkpoints, load_checkpoint, save_checkpoint
+from rlzoo.store.checkpoint import (
+    checkpoint_path,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["algo.actor.hidden=[32,32]", "critic.hidden=[32,32]", "log.progress=false"]
@@ -123,7 +128,8 @@ def test_pendulum_video(pendulum_run: Path) -> None:
 
 
 def test_mujoco_video(hopper_run: Path) -> None:
-    """Where triton is installed (CUDA torch), this crashed with SIGSEGV until rlzoo.video loaded
+    """Where triton is installed (CUDA torch), this crashed with SIGSEGV until rlzoo.store.mp4
+    loaded
     triton before Mesa's EGL (``load_triton_first``)."""
     proc = run("rlzoo.evaluate", str(hopper_run), "--episodes", "2", "--video")
     if proc.returncode == 2 and "cannot render" in proc.stderr:

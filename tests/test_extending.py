@@ -15,7 +15,7 @@ import torch
 
 from examples.custom_critic import PessimisticCritic
 from rlzoo.nets import TwinCritic
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from tests.from_yaml import critic_args
 
 REPO = Path(__file__).resolve().parents[1]

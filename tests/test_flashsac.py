@@ -26,10 +26,10 @@ from rlzoo.algos import FlashSAC
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers.batch import Batch
+from rlzoo.config.settings import LOOP_KEYS
 from rlzoo.nets import CategoricalCritic, TanhGaussianActor, UnitNormMLP
 from rlzoo.nets.unit_norm import UnitBatchNorm
-from rlzoo.run.settings import LOOP_KEYS
-from rlzoo.tuners.entropy import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import composed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flashsac_reference.npz"
@@ -73,7 +73,7 @@ def build(envs: int = 1) -> FlashSAC:
 
 def rlzoo_flashsac(ref: dict[str, np.ndarray]) -> FlashSAC:
     algo = build()
-    # contiguous: a loaded state holds rlzoo's layout (rlzoo.state_match), whatever the npz's
+    # contiguous: a loaded state holds rlzoo's layout (rlzoo.store.state_match), whatever the npz's
     state = {k[len("init/"):]: torch.from_numpy(v).contiguous() for k, v in ref.items()
              if k.startswith("init/")}
     modules = algo.state_dict()["modules"]

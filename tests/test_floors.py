@@ -1,4 +1,4 @@
-"""Paired floors (rlzoo/floors.py): the zero action and uniform random actions played on each
+"""Paired floors (rlzoo/policy/floors.py): the zero action and uniform random actions played on each
 seed's own evaluation episodes (env seeds seed + 10,000 + i), cached by what they depend on; the
 results page counts a seed as beating the zero action on those same episodes."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlzoo import rundirs
+from rlzoo.config.build import read_run_config
 from rlzoo.errors import UserError
-from rlzoo.floors import episode_floors, floor_key, read_cache, run_floors
+from rlzoo.policy.floors import episode_floors, floor_key, read_cache, run_floors
 from rlzoo.reproduce.page.floors import FLOORS_FILE, scale_lines
 from rlzoo.reproduce.suites import SUITES
-from rlzoo.run.build import read_run_config
+from rlzoo.store import for_tools
 
 REPO = Path(__file__).resolve().parents[1]
 MARL = REPO / "results" / "marl"
@@ -25,11 +25,11 @@ SPREAD = MARL / "mpe-simple_spread"
 
 def one_episode(cfg, env_seed: int) -> float:
     """The zero action's return on one env made and reset alone with ``env_seed``."""
-    env = rundirs.make_env(cfg, 1, env_seed)
+    env = for_tools.make_env(cfg, 1, env_seed)
     obs, _ = env.reset(seed=env_seed)
     span = np.where(env.act_mask, env.action_high - env.action_low, 1.0)
     zero = np.where(env.act_mask, -1.0 - 2.0 * env.action_low / span, 0.0)
-    result = rundirs.run_episodes([env], [obs], lambda b: np.broadcast_to(zero, b.shape[:2]
+    result = for_tools.run_episodes([env], [obs], lambda b: np.broadcast_to(zero, b.shape[:2]
                                                                           + env.act_shape))
     env.close()
     return float(result[0].returns[0])
@@ -49,7 +49,8 @@ def test_each_episode_is_the_seeds_own_evaluation_episode() -> None:
 
 
 def test_committed_floors_are_recomputed_exactly(tmp_path: Path) -> None:
-    """results/marl/floors.json holds what rlzoo.floors computes now for a seed's episodes."""
+    """results/marl/floors.json holds what rlzoo.policy.floors computes now for a seed's
+    episodes."""
     committed = read_cache(MARL / FLOORS_FILE)
     run = SPREAD / "maddpg-s2"
     key = floor_key(read_run_config(run), 2, 10)
@@ -65,7 +66,7 @@ def test_cache_is_read_not_recomputed(tmp_path: Path, monkeypatch: pytest.Monkey
     key = floor_key(read_run_config(run), 1, 10)
     cache = tmp_path / "floors.json"
     cache.write_text(json.dumps({key: {"zero": [1.0], "random": [2.0]}}))
-    monkeypatch.setattr("rlzoo.floors.episode_floors", lambda *a: pytest.fail("recomputed"))
+    monkeypatch.setattr("rlzoo.policy.floors.episode_floors", lambda *a: pytest.fail("recomputed"))
     assert run_floors([(run, 1)], cache) == {str(run): {"zero": [1.0], "random": [2.0]}}
     cache.write_text("[1, 2]")
     with pytest.raises(UserError, match="is not a floors file"):

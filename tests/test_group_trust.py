@@ -23,8 +23,8 @@ from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 import rlzoo
 from rlzoo.errors import UserError
-from rlzoo.files import host_name
-from rlzoo.run.checkpoint import CheckpointError, load_checkpoint, load_latest_valid
+from rlzoo.store.checkpoint import CheckpointError, load_checkpoint, load_latest_valid
+from rlzoo.store.writer import host_name
 
 SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
          "eval.every=150", "eval.episodes=2", "checkpoint.every=150", "log.every=50",
@@ -367,7 +367,7 @@ def test_seeds_past_the_largest_seed_are_refused(tmp_path: Path) -> None:
 def hold_lock(run_dir: Path) -> subprocess.Popen[str]:
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from rlzoo.run.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
+         "from rlzoo.store.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
          "print('held', flush=True); time.sleep(600)", str(run_dir)],
         stdout=subprocess.PIPE, text=True, cwd=REPO)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"

@@ -11,7 +11,7 @@ import torch
 from rlzoo.algos import HASAC, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import TanhGaussianActor, TwinCritic
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=6, act_dim=3, n_agents=3, state_dim=10, act_dims=(3, 3, 3))

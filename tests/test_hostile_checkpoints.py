@@ -14,9 +14,9 @@ import pytest
 import torch
 from conftest import TINY, assert_user_error, run_cli
 
-from rlzoo.bounded import BoundError, check_interpolations, check_tree, load_yaml
 from rlzoo.nets.normalizers import ObservationNormalizer
-from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from rlzoo.store.bounded import BoundError, check_interpolations, check_tree, load_yaml
+from rlzoo.store.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
             "eval.every=200", "eval.episodes=2", "checkpoint.every=100", "log.every=50",

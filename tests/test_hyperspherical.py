@@ -20,8 +20,8 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets import DeterministicActor, HypersphericalMLP, TanhGaussianActor, TwinCritic
 from rlzoo.nets.ensemble import EnsembleMLP
 from rlzoo.nets.hyperspherical import HyperLinear, l2_normalize
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.tuners.entropy import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from tests.from_yaml import actor_args, algo_args, critic_args, network_args, tuner_args
 
 SMALL = partial(HypersphericalMLP, **network_args("critic", hidden_dim=8, num_blocks=1))

@@ -23,9 +23,9 @@ from test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
 
 from rlzoo.algos.base import EnvSpec
 from rlzoo.conf.keys import keys_text
-from rlzoo.run.build import build_algorithm
+from rlzoo.config.build import build_algorithm
+from rlzoo.config.settings import read_settings
 from rlzoo.run.saved_state import Clock
-from rlzoo.run.settings import read_settings
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.batch_size=16", "algo.buffer_size=3000",
             "eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.progress=false",

@@ -170,8 +170,8 @@ def test_num_envs_goes_to_65536_batched_and_1024_per_env() -> None:
     naming the batched backend."""
     from omegaconf import OmegaConf
 
+    from rlzoo.config.settings import MAX_BATCHED_ENVS, MAX_NUM_ENVS, num_envs_key
     from rlzoo.errors import UserError
-    from rlzoo.run.settings import MAX_BATCHED_ENVS, MAX_NUM_ENVS, num_envs_key
 
     def cfg(backend: str | None, n: int) -> object:
         env = {"name": "mpe/simple_spread"} | ({"backend": backend} if backend else {})

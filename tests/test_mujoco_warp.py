@@ -14,9 +14,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from rlzoo.config.build import make_env
 from rlzoo.envs import mujoco_warp as mw
 from rlzoo.errors import UserError
-from rlzoo.run.build import make_env
 from tests.warp_reference import record_episode, rel_error
 
 TASKS = ("Hopper-v5", "Walker2d-v5", "HalfCheetah-v5", "Ant-v5", "Humanoid-v5")

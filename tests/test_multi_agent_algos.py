@@ -24,8 +24,8 @@ from rlzoo.nets import (
     TwinCritic,
 )
 from rlzoo.nets.centralized import AgentActors, AgentCritics, action_mask, joint_action
-from rlzoo.optim import MemberAdam
-from rlzoo.tuners import AutoAlpha, FixedAlpha
+from rlzoo.optim.adam import MemberAdam
+from rlzoo.optim.entropy import AutoAlpha, FixedAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, critic_of, tuner_args
 from tests.one_buffer import OneBuffer as ReplayBuffer
 

@@ -7,7 +7,8 @@ official ``ObservationNormalizer`` and ``RewardNormalizer`` (github dojeon-ai/Si
 ``scale_rl/agents/wrappers/normalization.py``, run unchanged by
 scripts/simbav2_normalizer_reference.py, fed as its ``run_online.py`` feeds them) held after each
 of their 2,866 updates: observation mean, var and count, the return statistics, ``max|G|`` and
-the reward divisor. Here the same stream goes through rlzoo's own path (``rlzoo.run.normalize``:
+the reward divisor. Here the same stream goes through rlzoo's own path
+(``rlzoo.config.normalization``:
 ``pending`` and ``fold_collected`` before every action, into the normalizers ``build_algorithm``
 attaches to ``algo=simbav2``) and every statistic and the divisor must match at every one of those
 points. Dropping ``G_max`` from the divisor (it binds at 2,575 of them) or merging episodes' final
@@ -23,11 +24,11 @@ import pytest
 import torch
 
 from rlzoo.algos import EnvSpec
+from rlzoo.config.build import build_algorithm
+from rlzoo.config.settings import read_settings
 from rlzoo.envs.base import StepResult
 from rlzoo.nets.normalizers import RewardScaler
 from rlzoo.run import normalize
-from rlzoo.run.build import build_algorithm
-from rlzoo.run.settings import read_settings
 from tests.from_yaml import composed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "simbav2_normalizer_reference.npz"

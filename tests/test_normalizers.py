@@ -1,4 +1,5 @@
-"""The input normalizers (``normalize.*``: ``rlzoo/nets/normalizers.py``, ``run/normalize.py``).
+"""The input normalizers (``normalize.*``: ``rlzoo/nets/normalizers.py``,
+``config/normalization.py``).
 
 * the running statistics equal SimbaV2's numpy rules, by hand on small numbers and, after a real
   run, recomputed from the replay buffer in SimbaV2's order (first observation and episodes'
@@ -43,14 +44,14 @@ from rlzoo.algos import SAC, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers import Batch
+from rlzoo.config.normalization import check_observations, fold_seeds
+from rlzoo.config.settings import Normalize, read_normalize
 from rlzoo.errors import UserError
 from rlzoo.nets import TanhGaussianActor, TwinCritic
 from rlzoo.nets.normalizers import PRIOR_COUNT, ObservationNormalizer, RewardScaler, RunningMeanStd
-from rlzoo.policy import load_policy
-from rlzoo.run.checkpoint import load_checkpoint
-from rlzoo.run.normalize import check_observations, fold_seeds
-from rlzoo.run.settings import Normalize, read_normalize
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
+from rlzoo.policy.policy import load_policy
+from rlzoo.store.checkpoint import load_checkpoint
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 ON = ["normalize.obs=true", "normalize.reward=true"]

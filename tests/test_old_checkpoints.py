@@ -14,9 +14,9 @@ import torch
 from conftest import read_summary, run_cli
 from test_resume_split import STATE_KEYS, assert_identical, final_checkpoint
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlzoo.run.saved_state import has_seed_axis
 from rlzoo.run.seed_layout import without_seed_axis
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pre_one_loop"
 CASES = {  # name: (step the old run stopped at, extra steps to train)
@@ -140,3 +140,26 @@ def test_a_single_run_saved_without_the_seed_axis_evaluates_and_resumes_as_it_wo
         assert ("step", False) in axes  # MemberAdam's step counts per agent: [1, N]
     proc = run_cli([str(run_dir), "--episodes", "1"], module="rlzoo.evaluate")
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_a_moved_components_old_target_builds_the_class_where_it_is_now() -> None:
+    """Run dirs written before issue 53 name ``rlzoo.tuners.entropy.AutoAlpha`` (and the package's
+    re-export ``rlzoo.tuners.AutoAlpha``); read from a run dir (a DictConfig) or a ``policy.pt``
+    (a plain dict), they name ``rlzoo.optim.entropy``, where the tuners are now."""
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf
+
+    from rlzoo.config.added_keys import with_current_targets
+    from rlzoo.optim.entropy import AutoAlpha, FixedAlpha
+
+    fixture = FORMAT2 / "sac" / ".hydra" / "config.yaml"
+    assert "rlzoo.tuners.AutoAlpha" in fixture.read_text()  # the case is real
+    cfg = OmegaConf.load(fixture)
+    now = with_current_targets(cfg)
+    assert get_class(now.tuner._target_) is AutoAlpha and now.algo._target_ == cfg.algo._target_
+    assert cfg.tuner._target_ == "rlzoo.tuners.AutoAlpha"  # a copy: the input unchanged
+    plain = {"tuner": {"_target_": "rlzoo.tuners.entropy.FixedAlpha"},
+             "list": [{"_target_": "x.y"}]}
+    assert with_current_targets(plain)["tuner"]["_target_"] == "rlzoo.optim.entropy.FixedAlpha"
+    assert get_class(with_current_targets(plain)["tuner"]["_target_"]) is FixedAlpha
+    assert with_current_targets(OmegaConf.create({"a": 1})) == {"a": 1}

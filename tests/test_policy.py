@@ -1,4 +1,5 @@
-"""rlzoo.load_policy / rlzoo.policy.Policy: a run's policy.pt as a module acting in env units.
+"""rlzoo.load_policy / rlzoo.policy.policy.Policy: a run's policy.pt as a module acting in env
+units.
 
 Three tiny runs (module scope): SAC on Pendulum (bounds +-2), TD3 with an action-sequence critic
 (chunks of H = 4) on InvertedPendulum-v5 (bounds +-3), and MADDPG on MPE simple_spread (Box(0, 1)
@@ -23,11 +24,11 @@ from conftest import REPO, run_cli
 from omegaconf import OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.config.build import make_env
 from rlzoo.envs.gym import SingleAgentVecEnv
 from rlzoo.errors import UserError
-from rlzoo.policy import Policy, load_policy
-from rlzoo.run.build import make_env
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
+from rlzoo.policy.policy import Policy, load_policy
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 TINY = ["algo.actor.hidden=[16]", "critic.hidden=[16]", "algo.buffer_size=1000",
         "eval.episodes=1", "log.progress=false"]
@@ -374,9 +375,10 @@ def test_export_runs_without_rlzoo(sac_run: Path, chunk_run: Path, maddpg_run: P
 
 
 def test_import_rlzoo_is_lazy() -> None:
-    code = ("import sys, rlzoo; assert 'rlzoo.policy' not in sys.modules, 'eager'; "
+    code = ("import sys, rlzoo; assert 'rlzoo.policy.policy' not in sys.modules, 'eager'; "
             "assert 'torch' not in sys.modules, 'torch'; from rlzoo import load_policy; "
-            "import rlzoo.policy; assert load_policy is rlzoo.policy.load_policy; print('ok')")
+            "import rlzoo.policy.policy; "
+            "assert load_policy is rlzoo.policy.policy.load_policy; print('ok')")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120)

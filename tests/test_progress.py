@@ -274,7 +274,7 @@ def test_episode_lengths_come_back_from_a_checkpoint_and_odd_ones_are_refused() 
     import numpy as np
 
     from rlzoo.run.member import Member
-    from rlzoo.state_match import StateMismatch
+    from rlzoo.store.state_match import StateMismatch
 
     m = Member.__new__(Member)
     m.agent_return, m.env_state, m.pending = None, None, None
@@ -334,8 +334,8 @@ def test_a_resumed_long_run_keeps_its_own_interval_and_auto_is_checked(tmp_path:
     """A run dir made before auto existed keeps its number; a bad value is one line."""
     from omegaconf import OmegaConf
 
+    from rlzoo.config.settings import read_settings
     from rlzoo.errors import UserError
-    from rlzoo.run.settings import read_settings
 
     cfg = OmegaConf.load(REPO / "tests" / "fixtures" / "format2" / "sac" / ".hydra" /
                          "config.yaml")

@@ -15,7 +15,7 @@ import torch
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 
 PENDULUM = ["env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32", "eval.every=200",
             "eval.episodes=2", "checkpoint.every=100", "log.every=50", "log.progress=false",

@@ -25,7 +25,8 @@ import pytest
 import torch
 
 from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
-from rlzoo.floors import floor_key
+from rlzoo.config.build import read_run_config
+from rlzoo.policy.floors import floor_key
 from rlzoo.reproduce.files import CHECKOUT as REPRODUCE_REPO
 from rlzoo.reproduce.files import repo_relative
 from rlzoo.reproduce.page import verdicts
@@ -48,7 +49,6 @@ from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, publ
 from rlzoo.reproduce.report import write_page
 from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
-from rlzoo.run.build import read_run_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "reproduce.py"
@@ -335,7 +335,7 @@ def test_locked_cell_is_reported_and_skipped(smoke: tuple[Path, str], tmp_path: 
         shutil.copytree(out / "smoke" / "Pendulum" / f"sac-s{seed}", task / f"sac-s{seed}")
     holder = subprocess.Popen(  # holds the SAC group's home like a live run
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from rlzoo.run.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
+         "from rlzoo.store.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
          "print('held', flush=True); time.sleep(600)", str(task / "sac-s0")],
         stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:

@@ -206,8 +206,8 @@ def test_a_yardstick_is_counted_apart_and_never_preferred(tmp_path: Path) -> Non
 def test_the_multi_agent_rows_against_the_zero_action(page: str) -> None:
     """Each multi-agent task's floors line counts the seeds whose final return (summary.json)
     beats the zero action on the seed's own evaluation episodes (floors.json), row by row."""
-    from rlzoo.floors import floor_key, read_cache
-    from rlzoo.run.build import read_run_config
+    from rlzoo.config.build import read_run_config
+    from rlzoo.policy.floors import floor_key, read_cache
 
     floors = read_cache(RESULTS / "marl" / "floors.json")
     marl = page.split("## `marl`", 1)[1].split("\n## ", 1)[0]

@@ -23,8 +23,8 @@ import pytest
 import torch
 from conftest import TINY, read_summary, run_cli
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 from rlzoo.run.seed_layout import with_seed_axis, without_seed_axis
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
 
 COMMON = ["eval.every=0", "eval.episodes=1", "checkpoint.every=0", "log.every=50",
           "log.progress=false", "seed=5", *TINY]

@@ -18,8 +18,8 @@ import pytest
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 from omegaconf import OmegaConf
 
-from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
-from rlzoo.run.rundir import claim_new_dir
+from rlzoo.store.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from rlzoo.store.rundir import claim_new_dir
 
 PENDULUM = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
             "eval.every=200", "eval.episodes=2", "checkpoint.every=100", "log.every=50",

@@ -18,9 +18,9 @@ from omegaconf import DictConfig, open_dict
 from rlzoo.algos import FlashSAC, SimbaV2
 from rlzoo.algos.base import EnvSpec
 from rlzoo.algos.simbav2 import episode_discount
+from rlzoo.config.build import build_algorithm, env_spec, make_env
+from rlzoo.config.settings import read_settings
 from rlzoo.errors import UserError
-from rlzoo.run.build import build_algorithm, env_spec, make_env
-from rlzoo.run.settings import read_settings
 from tests.from_yaml import composed
 
 SMALL = ("algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8")

@@ -5,7 +5,7 @@ A downloaded or copied run dir may hold symbolic links (``train.log`` pointing a
 a member's ``.hydra`` at another run's folder) or FIFOs where rlzoo keeps its own files. Every
 launch refuses them in one line (exit status 2) before it writes anything: the file a link
 points at is unchanged byte for byte, and so is the run dir. The writers themselves
-(``rlzoo.files``) refuse them again.
+(``rlzoo.store.writer``) refuse them again.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from conftest import REPO, TINY, assert_user_error, run_cli
 
 import rlzoo
 from rlzoo.errors import UserError
-from rlzoo.files import make_dir, open_regular, write_atomic
-from rlzoo.run.rundir import LOCK_NAME, RunLock
+from rlzoo.store.rundir import LOCK_NAME, RunLock
+from rlzoo.store.writer import make_dir, open_regular, write_atomic
 
 SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
          "eval.every=150", "eval.episodes=1", "checkpoint.every=150", "log.progress=false",
@@ -219,7 +219,7 @@ def test_a_lock_is_removed_only_by_its_holder(tmp_path: Path) -> None:
     held.mkdir()
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from rlzoo.run.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
+         "from rlzoo.store.rundir import RunLock; RunLock.acquire(Path(sys.argv[1])); "
          "print('held', flush=True); time.sleep(120)", str(held)],
         stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:

@@ -22,7 +22,7 @@ from conftest import TINY, assert_user_error, run_cli
 from test_resume_split import assert_identical
 
 from rlzoo.algos.seed_axis import stack_seeds
-from rlzoo.run.checkpoint import checkpoint_path, load_checkpoint
+from rlzoo.store.checkpoint import checkpoint_path, load_checkpoint
 
 FLASH_TINY = ["algo.actor.network.hidden_dim=8", "critic.network.hidden_dim=8",
               "critic.network.num_blocks=1", "algo.actor.network.num_blocks=1"]
@@ -95,8 +95,8 @@ def test_each_seeds_statistics_are_its_single_runs(envs: int) -> None:
     statistics bit for bit where ``fold_collected`` leaves those of its single run, over steps
     with and without episode ends and reset calls, and with seeds that do not fold (a seed
     that reached ``total_steps``)."""
+    from rlzoo.config.normalization import fold_collected, fold_seeds
     from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
-    from rlzoo.run.normalize import fold_collected, fold_seeds
 
     class Holder(torch.nn.Module):  # what fold_* read of an algorithm
         normalizes, state_normalizer = True, None
@@ -282,7 +282,7 @@ def test_a_call_inside_a_call_and_per_seed_python_values_are_refused() -> None:
 def test_a_checkpoints_seed_generator_is_checked() -> None:
     """A member's ``draws`` that is not a torch generator state is refused before loading."""
     from rlzoo.run.saved_state import check_run_state
-    from rlzoo.run.state import global_rng_state
+    from rlzoo.store.extras import global_rng_state
 
     def state(draws: torch.Tensor) -> dict[str, Any]:
         member = {"counters": {"step": 0, "episodes": 0, "last_eval": None}, "draws": draws}

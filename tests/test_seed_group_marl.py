@@ -30,8 +30,8 @@ from rlzoo.nets import (
     EnsembleCritic,
     TanhGaussianActor,
 )
-from rlzoo.optim import MemberAdam
-from rlzoo.tuners import FixedAlpha
+from rlzoo.optim.adam import MemberAdam
+from rlzoo.optim.entropy import FixedAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 from tests.test_multi_agent_algos import (
     HETERO,

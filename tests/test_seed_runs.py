@@ -16,8 +16,8 @@ from conftest import TINY, assert_user_error, read_summary, run_cli
 
 import rlzoo
 from rlzoo.buffers.replay import ReplayBuffer
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
-from rlzoo.run.state import POLICY_FILE
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
+from rlzoo.store.extras import POLICY_FILE
 
 FIXTURE = Path(__file__).parent / "fixtures" / "single_seed_reference.pt"
 REFERENCE = torch.load(FIXTURE, weights_only=True)

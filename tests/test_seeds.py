@@ -32,7 +32,7 @@ from rlzoo.nets import (
 )
 from rlzoo.nets.critics import ActionSequenceCritic
 from rlzoo.nets.distributional import DistributionalCritic
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=5, act_dim=2)

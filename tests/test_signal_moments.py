@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import TINY, assert_gone, read_summary, run_cli
 
-from rlzoo.run.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.run.signals import LaunchSignals, LaunchStopped, StopSignals
+from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 
 RUN = ["algo=sac", "env=Pendulum", *TINY, "num_envs=3", "env_workers=2", "total_steps=300",
        "algo.learning_starts=100", "algo.batch_size=32", "eval.every=150", "eval.episodes=1",

@@ -22,7 +22,7 @@ from rlzoo.algos import SimbaV2
 from rlzoo.algos.base import EnvSpec
 from rlzoo.buffers.batch import Batch
 from rlzoo.nets import CategoricalCritic, HypersphericalMLP, TanhGaussianActor
-from rlzoo.tuners.entropy import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, network_args, tuner_args
 
 FIXTURE = Path(__file__).parent / "fixtures" / "simbav2_reference.npz"
@@ -78,7 +78,7 @@ def rlzoo_simbav2(ref: dict[str, np.ndarray]) -> SimbaV2:
             lr_decay_updates=2,
         ),
     )
-    # contiguous: a loaded state holds rlzoo's layout (rlzoo.state_match), whatever the npz's
+    # contiguous: a loaded state holds rlzoo's layout (rlzoo.store.state_match), whatever the npz's
     state = {k[len("init/"):]: torch.from_numpy(v).contiguous() for k, v in ref.items()
              if k.startswith("init/")}
     modules = algo.state_dict()["modules"]

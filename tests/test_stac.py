@@ -16,7 +16,7 @@ from conftest import TINY, read_summary, run_cli
 from rlzoo.algos import SAC, EnvSpec
 from rlzoo.buffers import Batch
 from rlzoo.nets import GaussianCritic, TanhGaussianActor
-from rlzoo.tuners import AutoAlpha
+from rlzoo.optim.entropy import AutoAlpha
 from tests.from_yaml import actor_args, algo_args, critic_args, tuner_args
 
 SPEC = EnvSpec(obs_dim=3, act_dim=2)

@@ -17,9 +17,9 @@ from omegaconf import open_dict
 from torch import nn
 
 from rlzoo.algos import SAC, EnvSpec
+from rlzoo.config.build import build_algorithm
+from rlzoo.config.settings import read_settings
 from rlzoo.nets import TanhGaussianActor
-from rlzoo.run.build import build_algorithm
-from rlzoo.run.settings import read_settings
 from tests.from_yaml import actor_args, composed, tuner
 
 STAC_ACTOR = composed("algo=stac").algo.actor

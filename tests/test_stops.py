@@ -17,7 +17,7 @@ from conftest import REPO, TINY, assert_user_error
 
 import rlzoo
 from rlzoo.errors import UserError
-from rlzoo.run.checkpoint import list_checkpoints
+from rlzoo.store.checkpoint import list_checkpoints
 
 SHORT = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "eval.episodes=1",
          "log.progress=false", "checkpoint.every=0", *TINY]

@@ -2,7 +2,7 @@
 
 Each payload below is the issue's nested ``torch.load`` of attacker bytes, made detectable: the
 pickled bytes call ``pathlib.Path.touch`` on a marker file, so "nothing executed" is "the marker
-does not exist". On the code before ``rlzoo.run.trust`` the payloads in algo, critic, tuner and
+does not exist". On the code before ``rlzoo.config.trust`` the payloads in algo, critic, tuner and
 algo.actor created the marker, and those in non-component keys were silently accepted.
 """
 
@@ -18,10 +18,10 @@ import pytest
 from conftest import TINY, assert_user_error, read_summary, run_cli
 from omegaconf import OmegaConf
 
+from rlzoo.config.build import read_run_config
+from rlzoo.config.trust import check_targets
 from rlzoo.errors import UserError
 from rlzoo.evaluate import main
-from rlzoo.run.build import read_run_config
-from rlzoo.run.trust import check_targets
 
 SMOKE = [*TINY, "env=Pendulum", "total_steps=200", "algo.learning_starts=100",
          "algo.batch_size=32", "algo.buffer_size=1000", "eval.every=0", "eval.episodes=1",
@@ -138,8 +138,8 @@ def test_resume_refuses_payload(sac_run: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("target", "fragment"), [
     # via rlzoo's globals
-    ("rlzoo.run.checkpoint.torch.load", "resolves to torch.serialization.load"),
-    ("rlzoo.run.checkpoint.save_checkpoint", "not an rlzoo component"),  # not a component
+    ("rlzoo.store.checkpoint.torch.load", "resolves to torch.serialization.load"),
+    ("rlzoo.store.checkpoint.save_checkpoint", "not an rlzoo component"),  # not a component
     ("rlzoo.nets.TwinCritic.__init__", "dunder"),
     ("rlzooevil.Critic", "outside rlzoo"),  # a prefix of the name, not a package of rlzoo
     ("examples.custom_critic.PessimisticCritic", "--trust examples"),  # not named

@@ -1,5 +1,5 @@
 """Issue 55 item 3: every reader of a run dir is bounded, in compare, reproduce and rundirs as in
-train and evaluate: YAML through the one guarded reader (``rlzoo.bounded``: size cap, no
+train and evaluate: YAML through the one guarded reader (``rlzoo.store.bounded``: size cap, no
 aliases, nesting and interpolations bounded), JSON, CSV and event files read only from regular
 files opened without following a link, checked after opening (``fstat``), at most a cap of
 bytes actually read. A FIFO or a link to ``/dev/zero`` (``stat`` says 0 bytes) must not hang.
@@ -18,8 +18,8 @@ from conftest import REPO
 
 from rlzoo.analysis.curves import load_scalars, read_scalars_csv
 from rlzoo.analysis.runs import find_runs, read_config, read_summary
-from rlzoo.bounded import BoundError, load_json, load_yaml, parse_yaml, read_bytes
 from rlzoo.reproduce.files import read_json
+from rlzoo.store.bounded import BoundError, load_json, load_yaml, parse_yaml, read_bytes
 
 # a 1 KB alias bomb: 9 ** 6 strings once expanded
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -1,4 +1,5 @@
-"""Issue 55 item 1: one checked way to write in a run dir (``rlzoo.files``), for rlzoo's own files
+"""Issue 55 item 1: one checked way to write in a run dir (``rlzoo.store.writer``), for rlzoo's own
+files
 and for every library that writes there (TensorBoard's event files, the MP4 writer, W&B).
 
 A path written is absent, or a regular file with one link whose folders below the run dir are
@@ -24,7 +25,7 @@ from conftest import TINY, assert_user_error, run_cli
 from test_rundir_symlinks import snapshot
 
 from rlzoo.errors import UserError
-from rlzoo.files import TEMP_PATTERN, check_inside, library_file, move_in, open_regular
+from rlzoo.store.writer import TEMP_PATTERN, check_inside, library_file, move_in, open_regular
 
 SMALL = ["algo=sac", "env=Pendulum", "algo.learning_starts=100", "algo.batch_size=32",
          "eval.every=150", "eval.episodes=1", "checkpoint.every=150", "log.progress=false",

@@ -14,7 +14,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import get_class
 from omegaconf import DictConfig
 
-from rlzoo.run.settings import LOOP_KEYS
+from rlzoo.config.settings import LOOP_KEYS
 from tests.from_yaml import composed
 
 CONF = Path(__file__).resolve().parents[1] / "rlzoo" / "conf"
@@ -23,7 +23,7 @@ EXAMPLES = "hydra.searchpath=[pkg://examples.conf]"
 # Defaults a constructor may keep for a key its YAML declares, and why. Each such default must
 # equal the value the component's own YAML file declares (test below), so the two cannot differ.
 # (The keys of actors, critics and tuners added after runs were written have no constructor
-# default: rlzoo.run.added_keys gives an old run dir the value it was built with.)
+# default: rlzoo.config.added_keys gives an old run dir the value it was built with.)
 COMPAT = {
     "network": "actors and critics: an optional trunk builder (null = the MLP) that net=... sets; "
                "algo files cannot declare it for the actor, or they would override net=simbav2",
@@ -35,7 +35,7 @@ PLUMBING = {
     "members": "per-agent actors and temperatures: the algorithm passes its N",
     "n_agents": "one critic per agent: MADDPG passes its N",
     "heads": "outputs per member of a network: the actor or critic passes it",
-    "run_updates": "SimbaV2/FlashSAC schedules: rlzoo.run.build passes int(total_steps x utd)",
+    "run_updates": "SimbaV2/FlashSAC schedules: rlzoo.config.build passes int(total_steps x utd)",
 }
 
 
@@ -106,7 +106,7 @@ def test_no_constructor_default_duplicates_its_yaml() -> None:
         sorted(set(undeclared)))
     # the walk reached every kind of component
     assert {"rlzoo.algos.SAC", "rlzoo.algos.TD3", "rlzoo.algos.COMA", "rlzoo.nets.TwinCritic",
-            "rlzoo.nets.TanhGaussianActor", "rlzoo.tuners.AutoAlpha",
+            "rlzoo.nets.TanhGaussianActor", "rlzoo.optim.entropy.AutoAlpha",
             "rlzoo.nets.HypersphericalMLP", "rlzoo.nets.TruncatedQuantileCritic",
             "rlzoo.nets.BatchNormMLP", "rlzoo.nets.EnsembleBatchRenorm", "examples.ppo.PPO",
             "examples.custom_critic.PessimisticCritic"} <= checked, checked

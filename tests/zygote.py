@@ -36,7 +36,7 @@ from typing import Any, NoReturn
 
 PRELOAD = ("rlzoo", "torch", "hydra", "hydra.core.hydra_config", "omegaconf", "gymnasium",
            "rlzoo.errors", "rlzoo.launch.api", "rlzoo.launch.claim", "rlzoo.launch.execute",
-           "rlzoo.launch.resume", "rlzoo.run.group", "rlzoo.run.rundir", "rlzoo.run.signals")
+           "rlzoo.launch.resume", "rlzoo.store.group", "rlzoo.store.rundir", "rlzoo.run.signals")
 """Imported once by the server, in this order: ``rlzoo`` first, as ``python -m rlzoo.train``
 loads it before torch, then what rlzoo/train.py imports (not rlzoo.train itself, which each
 child runs as ``__main__``)."""

@@ -38,7 +38,7 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.buffers.sampling import Sampling
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.normalizers import ObservationNormalizer, RewardScaler
-from rlzoo.optim import adam
+from rlzoo.optim.adam import adam
 
 __all__ = ["Algorithm", "EnvSpec", "adam", "check_tau", "log_action_scale"]
 

@@ -18,7 +18,7 @@ SAC whose twin critics each learn a Gaussian return ``Z_i(s, a) ~ N(mu_i, sigma_
 
 ``log pi`` is measured in the env's own action units by default (``tuner.entropy_units=env`` in
 ``conf/algo/dsac_t.yaml``), as the official ``TanhGaussDistribution``, whose log-prob subtracts
-``sum log((high - low) / 2)``; see ``tuners/entropy.py``.
+``sum log((high - low) / 2)``; see ``optim/entropy.py``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import make_target, polyak_update
-from rlzoo.optim import ADAM_BETAS
-from rlzoo.tuners.entropy import Tuner
+from rlzoo.optim.adam import ADAM_BETAS
+from rlzoo.optim.entropy import Tuner
 
 
 class DSACT(SAC):

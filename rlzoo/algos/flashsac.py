@@ -56,8 +56,8 @@ from rlzoo.nets.batch_norm import batch_statistics, joint_pass
 from rlzoo.nets.categorical import CategoricalCritic
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.target import frozen, polyak_update
-from rlzoo.optim import ADAM_BETAS
-from rlzoo.tuners.entropy import Tuner
+from rlzoo.optim.adam import ADAM_BETAS
+from rlzoo.optim.entropy import Tuner
 
 
 class FlashSAC(SAC):
@@ -77,7 +77,7 @@ class FlashSAC(SAC):
             ``None`` (the reference: 1e-6; the default is only for run dirs written before this
             key, whose numeric ``lr_warmup_updates`` never reads it).
         run_updates: the updates the run is counted to make, ``int(total_steps x utd)``
-            (passed by ``rlzoo.run.build``).
+            (passed by ``rlzoo.config.build``).
         noise_envs: training envs (one exploration noise row each: ``num_envs``).
         noise_zeta_mu, noise_zeta_max: the repetition of the exploration noise
             (``RepeatedNoise``).

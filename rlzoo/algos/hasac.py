@@ -21,7 +21,7 @@ and ``discount = gamma^k (1 - d)``:
   -sum_i |A_i|``, on the same log-probs: each agent's sample drawn for its own step, *before*
   that step (as HARL's ``off_policy_ha_runner.py``, which keeps each agent's pre-update
   ``logp_actions`` for ``critic.update_alpha``)
-* log-probs are in the tuner's ``entropy_units`` (``tuners/entropy.py``); HARL's are of the
+* log-probs are in the tuner's ``entropy_units`` (``optim/entropy.py``); HARL's are of the
   ``[-1, 1]`` action (``normalized``, the default in ``conf/algo/hasac.yaml``)
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
 * ``critic=distributional``: the centralized critic is DSAC-T's Gaussian critic over (global
@@ -49,8 +49,8 @@ from rlzoo.nets.centralized import AgentActors
 from rlzoo.nets.critics import Critic, EnsembleCritic
 from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.target import frozen, make_target, polyak_update
-from rlzoo.optim import MemberAdam
-from rlzoo.tuners.entropy import Tuner
+from rlzoo.optim.adam import MemberAdam
+from rlzoo.optim.entropy import Tuner
 
 
 class HASAC(MultiAgentAlgorithm):

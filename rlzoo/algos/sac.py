@@ -7,7 +7,7 @@ With ``y = r + discount * (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, ``a' ~ p
   with the critic's weights frozen (gradient flows only through ``a~``)
 * alpha:   ``J(alpha) = -E[log alpha (log pi(a~|s) + target_entropy)]``
 
-Every ``log pi`` above is in the tuner's ``entropy_units`` (``tuners/entropy.py``): of the
+Every ``log pi`` above is in the tuner's ``entropy_units`` (``optim/entropy.py``): of the
 ``[-1, 1]`` action (``normalized``, SB3's and REDQ's convention) or of the env's own action
 (``env``, CleanRL's and the official DSAC-v2's: ``log pi - sum_i log((high_i - low_i) / 2)``).
 * targets: ``theta' <- (1 - tau) theta' + tau theta``
@@ -53,7 +53,7 @@ from rlzoo.nets.critics import (
 from rlzoo.nets.distributional import DistributionalCritic
 from rlzoo.nets.gaussian import GaussianCritic
 from rlzoo.nets.target import frozen, optional_target, polyak_update
-from rlzoo.tuners.entropy import Tuner
+from rlzoo.optim.entropy import Tuner
 
 CRITIC_PASSES = ("separate", "joint")
 

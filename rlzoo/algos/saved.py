@@ -10,8 +10,8 @@ from typing import Any
 
 from torch import nn
 
-from rlzoo.optim import initial_state, with_own_settings
-from rlzoo.state_match import (
+from rlzoo.optim.adam import initial_state, with_own_settings
+from rlzoo.store.state_match import (
     StateMismatch,
     check_count,
     check_optimizer_state,
@@ -25,7 +25,7 @@ PARTS = ("modules", "optimizers", "updates")
 def check_weights(algo: nn.Module, weights: Any, where: str = "algo.modules") -> None:
     """Refuse module weights (``nn.Module.state_dict``'s) unless they have exactly the keys of
     ``algo``'s and every tensor its tensor's shape and dtype, contiguous
-    (``rlzoo.state_match.match_state``): a half, long or bool weight is refused, never cast.
+    (``rlzoo.store.state_match.match_state``): a half, long or bool weight is refused, never cast.
     Any device: loading copies them onto ``algo``'s (a resume maps a checkpoint onto the run's
     device; the evaluator and ``load_policy`` read it onto the CPU)."""
     match_state(weights, nn.Module.state_dict(algo), where, loaded_on="*")
@@ -35,7 +35,7 @@ def check_algorithm_state(algo: Any, state: Any, where: str = "algo") -> int:
     """Refuse ``state`` unless ``algo`` (an ``Algorithm``, a seed group's included) could have
     saved it: :data:`PARTS` and nothing else; ``updates`` an integer in ``[0, 2**53]``; its
     modules' weights :func:`check_weights`; one entry per optimizer of ``algo``, each fitting it
-    (``rlzoo.state_match.check_optimizer_state``: moments of their parameters' shapes, step
+    (``rlzoo.store.state_match.check_optimizer_state``: moments of their parameters' shapes, step
     counts at most ``algo.optimizer_steps(updates)``; the settings are the run's, not read).
     Returns ``updates``; ``StateMismatch`` (a ``ValueError``) names the first entry that does
     not fit."""

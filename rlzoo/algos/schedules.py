@@ -60,7 +60,8 @@ class ScheduledRates:
     """The learning rates of an algorithm's optimizers, ``initial * factor(name, updates)``, set
     before each update.
 
-    Each optimizer's rate is a 0-d tensor on its parameters' device (``rlzoo.optim.Adam.set_lr``)
+    Each optimizer's rate is a 0-d tensor on its parameters' device
+    (``rlzoo.optim.adam.Adam.set_lr``)
     and ``clock`` an int64 tensor there counting the updates done. On CUDA, or whenever the
     optimizers are capturable (``cudagraphs``), the factors are computed from ``clock`` on the
     device and written into the rates in place: the update reads nothing from the host, and a

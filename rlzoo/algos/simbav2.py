@@ -41,8 +41,8 @@ from rlzoo.buffers.batch import Batch
 from rlzoo.nets.actors import TanhGaussianActor
 from rlzoo.nets.critics import Critic
 from rlzoo.nets.target import polyak_update
-from rlzoo.optim import ADAM_BETAS
-from rlzoo.tuners.entropy import Tuner
+from rlzoo.optim.adam import ADAM_BETAS
+from rlzoo.optim.entropy import Tuner
 
 
 def episode_discount(max_episode_steps: int | None) -> float:
@@ -69,7 +69,7 @@ class SimbaV2(SAC):
         lr_decay_updates: T, updates over which the rates decay (then stay at the end value);
             ``None``: ``run_updates``.
         run_updates: the updates the run is counted to make, ``int(total_steps x utd)``
-            (passed by ``rlzoo.run.build``; needed when ``lr_decay_updates`` is ``None``).
+            (passed by ``rlzoo.config.build``; needed when ``lr_decay_updates`` is ``None``).
 
     Every hyperparameter is required; the reference's values are declared once, in
     ``conf/algo/simbav2.yaml``.

@@ -40,7 +40,8 @@ from rlzoo.errors import UserError
 
 FloorSource = Callable[[Sequence[FinishedRun], Path], Floors]
 """Computes the paired floors of runs (``{run dir: {"zero": [...], "random": [...]}}``),
-caching them in the given file (``OUT/floors.json``): rlzoo.floors, handed in by the entry point."""
+caching them in the given file (``OUT/floors.json``): rlzoo.policy.floors, handed in by the entry
+point."""
 
 
 def compare(
@@ -171,7 +172,7 @@ def _references(args: argparse.Namespace, floors: FloorSource | None) -> Referen
 
 def main(argv: Sequence[str] | None = None, floors: FloorSource | None = None) -> int:
     """CLI entry point; returns the exit status (2 on a user error). ``floors`` computes the
-    paired floors for ``--floors`` (``python -m rlzoo.compare`` passes rlzoo.floors')."""
+    paired floors for ``--floors`` (``python -m rlzoo.compare`` passes rlzoo.policy.floors')."""
     args = build_parser().parse_args(argv)
     try:
         if args.reps < 1:
@@ -204,7 +205,7 @@ def main(argv: Sequence[str] | None = None, floors: FloorSource | None = None) -
             references=_references(args, floors),
             formats=args.formats,
         )
-    except (CompareError, UserError) as exc:  # UserError: a refused write (rlzoo.files)
+    except (CompareError, UserError) as exc:  # UserError: a refused write (rlzoo.store.writer)
         print(f"rlzoo: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

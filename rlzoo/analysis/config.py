@@ -10,7 +10,7 @@ import functools
 import json
 from typing import Any
 
-from rlzoo.conf.history import ADDED
+from rlzoo.conf.history import ADDED, current_target
 
 IGNORED_KEYS: dict[str, str] = {
     "seed": "the replication axis: runs that differ only in their seed are the samples of a group",
@@ -70,6 +70,8 @@ def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
     """
     if not str(config.get("algo._target_", "")).startswith("rlzoo."):
         return config
+    config = {k: current_target(v) if k.endswith("_target_") and isinstance(v, str) else v
+              for k, v in config.items()}  # a moved component pools with its new path's runs
     fill: dict[str, Any] = {f"{added.node}.{key}": normalize(value) for added in ADDED
                             for key, value in added.values.items()}
     fill["critic.network"] = None

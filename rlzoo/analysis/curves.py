@@ -17,8 +17,8 @@ import numpy as np
 
 from rlzoo.analysis.messages import note
 from rlzoo.analysis.runs import EVENT_PREFIX, RETURN_LIMIT, STEP_LIMIT, FinishedRun
-from rlzoo.files import write_atomic
-from rlzoo.readers import BoundError, open_file, read_bytes
+from rlzoo.store.readers import BoundError, open_file, read_bytes
+from rlzoo.store.writer import write_atomic
 
 CURVE_TAG = "eval/return"
 """The scalar tag plotted by default (``--tag``)."""
@@ -80,7 +80,8 @@ def event_files(run_dir: str | os.PathLike[str]) -> list[Path]:
 def event_records(path: Path) -> Iterator[bytes]:
     """The records of a TensorBoard event file (TFRecord framing: a little-endian ``uint64``
     length, a ``uint32`` CRC of it, the data, a ``uint32`` CRC of the data), read through
-    :func:`rlzoo.readers.open_file` (a regular file, no link followed) one record at a time, each
+    :func:`rlzoo.store.readers.open_file` (a regular file, no link followed) one record at a time,
+    each
     at most :data:`EVENT_RECORD_LIMIT` bytes. The CRCs are not checked (a damaged record fails
     to parse instead); a record cut short at the end (a writer that died) ends the file, as in
     TensorBoard's reader."""
@@ -143,7 +144,7 @@ def read_scalars_csv(path: Path, tags: set[str] | None = None) -> dict[str, dict
     """``{tag: {step: value}}`` from a file in the :data:`SCALARS_CSV` format (``tags``: only
     these; default all); empty cells are skipped.
 
-    The file is read as every run-dir file is (:func:`rlzoo.readers.read_bytes`: a regular
+    The file is read as every run-dir file is (:func:`rlzoo.store.readers.read_bytes`: a regular
     file, no link followed, at most :data:`CSV_BYTES_LIMIT` bytes actually read). It is
     refused, with a ValueError whose message names it (its path, the line and what is wrong),
     when it is a link, a FIFO or device, larger than :data:`CSV_BYTES_LIMIT`, lacks the
@@ -228,7 +229,7 @@ def write_scalars_csv(
     for step in sorted(by_step):
         row = by_step[step]
         writer.writerow([step, *(repr(row[t]) if t in row else "" for t in tags)])
-    write_atomic(Path(path), f.getvalue())  # checked (rlzoo.files): never through a link
+    write_atomic(Path(path), f.getvalue())  # checked (rlzoo.store.writer): never through a link
 
 
 def load_scalars(

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rlzoo.files import atomic_file
+from rlzoo.store.writer import atomic_file
 
 FORMATS = ("png", "pdf", "svg")
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -104,7 +104,7 @@ def save(fig: Any, stem: Path, formats: Sequence[str], layout: bool = True) -> l
             fig.tight_layout()
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_file(path) as f:  # checked (rlzoo.files): never through a link
+        with atomic_file(path) as f:  # checked (rlzoo.store.writer): never through a link
             fig.savefig(f, format=fmt, metadata=_METADATA[fmt], bbox_inches="tight")
         written.append(path)
     pyplot().close(fig)

@@ -1,6 +1,7 @@
 """Paired floors as the report shows them: each run's final return against the zero action's and
 uniform random actions' returns on that run's own evaluation episodes (computed by
-:mod:`rlzoo.floors` and handed in as ``{run dir: {"zero": [returns], "random": [returns]}}``).
+:mod:`rlzoo.policy.floors` and handed in as
+``{run dir: {"zero": [returns], "random": [returns]}}``).
 
 Nothing here runs an env: ``rlzoo.analysis`` reads run dirs only.
 """

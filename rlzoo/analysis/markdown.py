@@ -122,7 +122,8 @@ def markdown(report: dict[str, Any], n_runs: int) -> str:
         lines += [
             "**Floors.** Each run's final return is set against two scripted policies played on "
             "its own evaluation episodes (env seeds seed + 10,000 + i, as every evaluation of "
-            "that seed; `rlzoo/floors.py`): the env's zero action and uniform random actions. "
+            "that seed; `rlzoo/policy/floors.py`): the env's zero action and uniform random "
+            "actions. "
             "*above zero / random* counts the runs whose final return beats their own floor's "
             "mean over the same episodes.",
             "",

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rlzoo.analysis.messages import CompareError
-from rlzoo.bounded import load_json
+from rlzoo.store.bounded import load_json
 
 PUBLISHED_BYTES_LIMIT = 64 * 2**20
 

@@ -18,7 +18,7 @@ from rlzoo.analysis.figures import FORMATS, plot_panel, plot_panels
 from rlzoo.analysis.markdown import markdown
 from rlzoo.analysis.panels import env_panel, row_colors
 from rlzoo.analysis.report import Comparison
-from rlzoo.files import check_inside, make_dir, write_atomic
+from rlzoo.store.writer import check_inside, make_dir, write_atomic
 
 # --------------------------------------------------------------------------- files
 
@@ -80,7 +80,7 @@ def write_report(comparison: Comparison, out: Path, plots: bool = True,
     report["figure_files"] = files
     if missing is not None:
         report["figures_missing"] = missing  # why matplotlib did not import
-    # checked writes (rlzoo.files): a link, hard link or special file there is refused
+    # checked writes (rlzoo.store.writer): a link, hard link or special file there is refused
     write_atomic(out / "comparison.json", json.dumps(report, indent=2) + "\n")
     write_atomic(out / "comparison.md", markdown(report, comparison.n_runs))
     return report

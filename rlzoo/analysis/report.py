@@ -328,7 +328,7 @@ def compute_comparison(
 @dataclass(frozen=True)
 class References:
     """What a report sets beside the runs: ``floors`` (each run dir's paired floors,
-    :mod:`rlzoo.floors`, or a function of the runs that computes them, called once the groups
+    :mod:`rlzoo.policy.floors`, or a function of the runs that computes them, called once the groups
     are known to be valid; None: none drawn), ``published`` curves (``--published``), per-env
     normalization rules (``--normalize``; known ranges are used for the other envs) and
     whether to compute the ``aggregate`` across envs (rliable; with two envs or more)."""

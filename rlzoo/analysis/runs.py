@@ -21,7 +21,7 @@ from typing import Any
 
 from rlzoo.analysis.config import fill_added, flatten_config, normalize
 from rlzoo.analysis.messages import Progress, note
-from rlzoo.bounded import check_interpolations, load_json, parse_yaml, read_text
+from rlzoo.store.bounded import check_interpolations, load_json, parse_yaml, read_text
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_BYTES_LIMIT = 2**20
@@ -175,7 +175,7 @@ def read_config(run_dir: Path) -> tuple[dict[str, Any], dict[str, str], list[str
 
     Raises ValueError with a short reason when ``.hydra/config.yaml`` is missing or unreadable.
 
-    Each of ``RUN_DIR/.hydra``'s files is read once, by :mod:`rlzoo.bounded` (a regular file
+    Each of ``RUN_DIR/.hydra``'s files is read once, by :mod:`rlzoo.store.bounded` (a regular file
     opened without following a link, at most 1 MiB read, no YAML aliases, nesting and
     interpolations bounded; libyaml's parser), and nothing is instantiated. An interpolation is
     resolved where it can be (``total_steps: ${env.total_steps}``; OmegaConf is used only for a

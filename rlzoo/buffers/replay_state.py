@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.storage import field_for
-from rlzoo.state_match import match_state
+from rlzoo.store.state_match import match_state
 
 
 def check_replay_state(state: dict[str, Any], rows: int, num_envs: int,
@@ -20,7 +20,8 @@ def check_replay_state(state: dict[str, Any], rows: int, num_envs: int,
     ``num_envs`` E (sampling generator state ``generator_bytes`` long) could not have written,
     before anything of it is used: its ``tensors`` exactly the buffer's ``fields`` (its row
     fields and FIFO ``index``), each of the field's dtype and trailing dimensions, contiguous
-    (``rlzoo.state_match.match_state``: never cast); counters are integers (``started`` a bool) with
+    (``rlzoo.store.state_match.match_state``: never cast); counters are integers (``started`` a
+    bool) with
     ``0 <= ptr < T``, ``tail <= head``, at most ``T * E`` transitions held (``head - tail``),
     ``filled <= T`` and, once started, ``ptr < filled`` (nothing before the first add);
     ``row_count`` one count in ``[0, E]`` per filled row summing to ``head - tail``; the

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from rlzoo.buffers.storage import leading_rows, load_tensors, to_storage
-from rlzoo.state_match import match_state
+from rlzoo.store.state_match import match_state
 
 
 @dataclass
@@ -200,7 +200,8 @@ class RolloutBuffer:
     def check_state(self, state: Any) -> None:
         """Refuse a :meth:`state_dict` (read from a file) that a rollout of this store could not
         have written, before anything of it is used: its ``tensors`` exactly a rollout's, each
-        of its shape, dtype and layout (``rlzoo.state_match.match_state``: never cast), ``ptr``
+        of its shape, dtype and layout (``rlzoo.store.state_match.match_state``: never cast),
+        ``ptr``
         an integer in ``[0, steps]`` and ``started`` a bool. ``ValueError`` names the first
         that is not."""
         if not isinstance(state, dict) or set(state) != {"tensors", "ptr", "started"}:

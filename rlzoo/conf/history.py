@@ -1,5 +1,6 @@
 """What runs written before a constructor key existed were built with: one record, read by the
-build (``rlzoo.run.added_keys``: such a run still resumes, evaluates and loads bit for bit) and by
+build (``rlzoo.config.added_keys``: such a run still resumes, evaluates and loads bit for bit) and
+by
 ``rlzoo.compare`` (``rlzoo.analysis.config``: such a run pools with today's runs at that value).
 
 These are facts about old runs, not defaults: they never change, whatever ``rlzoo/conf``
@@ -44,7 +45,7 @@ ADDED: tuple[Added, ...] = (
           "f3b34c6 (STAC): evaluation at tanh(mean) before averaged samples"),
     Added("critic", ("rlzoo.nets.critics.Critic",), {"dropout": 0.0},
           "e9abd95: critic dropout, none before it (any critic, an example's subclass too)"),
-    Added("tuner", ("rlzoo.tuners.entropy.AutoAlpha",),
+    Added("tuner", ("rlzoo.optim.entropy.AutoAlpha",),
           {"loss_form": "log_alpha", "target_std": None, "alpha_optimizer": "adam"},
           "b9e2dda (SimbaV2) loss form, 367edf0 (FlashSAC) target std, f3b34c6 (STAC) "
           "optimizer: SAC's log_alpha loss, the -scale |A| target and Adam before them"),
@@ -54,3 +55,21 @@ ADDED: tuple[Added, ...] = (
           "Adam betas before the options"),
 )
 """Every constructor key added after runs were written without it, oldest first."""
+
+
+MOVED: dict[str, str] = {
+    "rlzoo.tuners.entropy": "rlzoo.optim.entropy",
+    "rlzoo.tuners": "rlzoo.optim.entropy",  # the package re-exported the tuners
+}
+"""Modules of rlzoo's components that moved, old path -> new (issue 53: the entropy tuners went
+beside Adam in ``rlzoo/optim``): a run dir's ``_target_`` naming the old path builds, resumes,
+evaluates and pools as the class at the new one (:func:`current_target`)."""
+
+
+def current_target(target: str) -> str:
+    """``target`` (a ``_target_``'s dotted path) with a moved module's old path replaced by its
+    new one (:data:`MOVED`, the longest old path that matches); any other path as it is."""
+    for old in sorted(MOVED, key=len, reverse=True):
+        if target.startswith(old + "."):
+            return MOVED[old] + target[len(old):]
+    return target

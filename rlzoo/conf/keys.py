@@ -67,21 +67,6 @@ def group_choices() -> dict[str, list[str]]:
     return groups
 
 
-def default_choices() -> dict[str, str]:
-    """``config.yaml``'s default choice of each group (``critic: twin``, ``algo: sac``, ...)."""
-    text = (CONF / "config.yaml").read_text(encoding="utf-8")
-    block = text.split("defaults:", 1)[1].split("\n\n", 1)[0]
-    return dict(re.findall(r"^\s*-\s*([A-Za-z_]\w*):\s*([\w/]+)", block, flags=re.MULTILINE))
-
-
-def algo_defaults(algo: str) -> dict[str, str]:
-    """The choices an algorithm file makes for other groups (``- override /critic: ...``)."""
-    path = CONF / "algo" / f"{algo}.yaml"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return dict(re.findall(r"^\s*-\s*override\s+/([A-Za-z_]\w*):\s*([\w/]+)", text,
-                           flags=re.MULTILINE))
-
-
 def algo_files(algo: str) -> list[Path]:
     """``conf/algo/<algo>.yaml`` after the algo files its defaults list composes first, each
     after its own (``- flashsac`` in ``algo/flashsac_gpu.yaml``); ``[]`` for no such file."""

@@ -5,7 +5,7 @@ everything that differs between families lives in one :class:`Family` subclass, 
 own: how one PettingZoo parallel env of a scenario is made from the config's ``env.kwargs``,
 which scenarios and kwargs it accepts, its episode limit, its state for exact resume and the
 ``env.backend`` values it can be simulated by. The vector env (``rlzoo.envs.pettingzoo``) and
-``rlzoo.run.build`` ask the adapter and never test the family's name.
+``rlzoo.config.build`` ask the adapter and never test the family's name.
 
 rlzoo's own families are ``rlzoo/envs/families/<name>.py`` (found by ``rlzoo.envs.families``,
 one ``FAMILY`` object per file) with their configs in ``rlzoo/conf/env/<name>/``. A family of

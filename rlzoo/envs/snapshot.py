@@ -17,7 +17,7 @@ PettingZoo parallel envs: each env family's adapter saves its own envs
 single-agent MuJoCo env, with the helpers here, in ``rlzoo.envs.families.mamujoco``).
 
 Values are numpy arrays, numpy scalars (as :func:`plain_scalar` tags) and Python scalars.
-``rlzoo.run.checkpoint`` stores arrays as tensors and would turn numpy scalars into Python
+``rlzoo.store.checkpoint`` stores arrays as tensors and would turn numpy scalars into Python
 numbers; :func:`restore_arrays` undoes both, so a restored env holds numpy arrays and scalars of
 the dtypes it saved (the MPE physics, for one, calls ``np.sum(..., axis=...)`` on its arrays, which
 a tensor does not accept, and a float64 scalar promotes differently from a Python float).
@@ -56,7 +56,7 @@ def _is_tensor(value: Any) -> bool:
 def restore_arrays(value: Any) -> Any:
     """Saved env state, as a checkpoint gives it back, as the env saved it (recursively).
 
-    Tensors (``rlzoo.run.checkpoint`` stores every numpy array as one, on whichever device the
+    Tensors (``rlzoo.store.checkpoint`` stores every numpy array as one, on whichever device the
     checkpoint was loaded to) become numpy arrays of the same dtype and shape, copied to the CPU;
     :func:`plain_scalar` tags become numpy scalars of their dtype; numpy arrays are copied; dicts,
     lists and tuples are rebuilt with their own type; anything else is returned as is. State that

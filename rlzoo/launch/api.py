@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlzoo.bounded import load_json
 from rlzoo.errors import UserError
 from rlzoo.launch.claim import claim, run_dir_override, write_hydra_files
 from rlzoo.launch.execute import execute
 from rlzoo.launch.resume import prepare_resume
-from rlzoo.run.group import run_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback
-from rlzoo.run.rundir import RunLock
 from rlzoo.run.signals import AlreadyFinished
+from rlzoo.store.bounded import load_json
+from rlzoo.store.group import run_group
+from rlzoo.store.rundir import RunLock
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Run:
 
     def load_policy(self, **kwargs: Any) -> Any:
         """``rlzoo.load_policy(self.dir, **kwargs)``: the trained policy as an ``nn.Module``."""
-        from rlzoo.policy import load_policy
+        from rlzoo.policy.policy import load_policy
 
         return load_policy(self.dir, **kwargs)
 

@@ -1,5 +1,5 @@
 """A new run's dir, before Hydra writes anything: the overrides checked
-(:func:`rlzoo.cli_check.check_overrides`), the dir picked (numbered when another launch has the
+(:func:`rlzoo.cli.check.check_overrides`), the dir picked (numbered when another launch has the
 default name), refused when it holds a run or is in use, and locked; and the ``.hydra`` files a
 run made from Python gets, as Hydra's command line writes them.
 """
@@ -11,17 +11,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.cli_check import check_overrides
+from rlzoo.cli.check import check_overrides
 from rlzoo.errors import UserError, python_str, resume_command
-from rlzoo.files import make_dir, write_atomic
 from rlzoo.run import tracking
-from rlzoo.run.rundir import (
+from rlzoo.store.rundir import (
     RunLock,
     check_run_files,
     claim_new_dir,
     holds_a_run,
     remove_if_created,
 )
+from rlzoo.store.writer import make_dir, write_atomic
 
 
 def claim_run_dir(args: list[str]) -> list[str]:

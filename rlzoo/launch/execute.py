@@ -12,9 +12,9 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.config.build import check_env_config
 from rlzoo.envs.base import EnvError
 from rlzoo.errors import UserError, one_line, say
-from rlzoo.files import write_atomic
 from rlzoo.launch.members import (
     discard_unstarted,
     group_dirs,
@@ -22,12 +22,12 @@ from rlzoo.launch.members import (
     release_members,
     saved_config,
 )
-from rlzoo.run.build import check_env_config
-from rlzoo.run.group import run_group
 from rlzoo.run.loop import CheckpointCallback, EvalCallback, Trainer
 from rlzoo.run.restore import suspect_checkpoint
-from rlzoo.run.rundir import RunLock
 from rlzoo.run.signals import AlreadyFinished, LaunchStopped, NonFiniteError
+from rlzoo.store.group import run_group
+from rlzoo.store.rundir import RunLock
+from rlzoo.store.writer import write_atomic
 
 
 def execute(

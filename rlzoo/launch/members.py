@@ -3,7 +3,7 @@ of one), locked; for a new group the other members' dirs and ``.hydra`` files, `
 last; for a resumed group its members checked, and the lost ones rebuilt from the group's
 checkpoint (``rebuild_members``).
 
-``rlzoo.run.group`` reads and writes ``group.json``; this module decides which dirs a launch
+``rlzoo.store.group`` reads and writes ``group.json``; this module decides which dirs a launch
 trains into and cleans up what a launch that never trained made (docs/seeds.md).
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.bounded import load_yaml, read_text
+from rlzoo.config.settings import seed_range
 from rlzoo.errors import UserError, one_line, resume_command
-from rlzoo.files import make_dir, write_atomic
-from rlzoo.run.group import GROUP_FILE, SeedGroup, check_members, member_dir, run_group
-from rlzoo.run.rundir import (
+from rlzoo.store.bounded import load_yaml, read_text
+from rlzoo.store.group import GROUP_FILE, SeedGroup, check_members, member_dir, run_group
+from rlzoo.store.rundir import (
     LOCK_NAME,
     RunLock,
     check_run_files,
@@ -26,12 +26,12 @@ from rlzoo.run.rundir import (
     holds_a_run,
     remove_if_created,
 )
-from rlzoo.run.settings import seed_range
+from rlzoo.store.writer import make_dir, write_atomic
 
 
 def saved_config(run_dir: Path) -> DictConfig:
     """``run_dir/.hydra/config.yaml`` as saved, read at bounded cost
-    (:func:`rlzoo.bounded.load_yaml`: a regular file, no link followed, no aliases); a file
+    (:func:`rlzoo.store.bounded.load_yaml`: a regular file, no link followed, no aliases); a file
     that cannot be read is one ``UserError`` line."""
     path = run_dir / ".hydra" / "config.yaml"
     try:
@@ -45,7 +45,8 @@ def saved_config(run_dir: Path) -> DictConfig:
 
 
 def read_saved(path: Path) -> str:
-    """A ``.hydra`` file's text (:func:`rlzoo.bounded.read_text`), or one ``UserError`` line."""
+    """A ``.hydra`` file's text (:func:`rlzoo.store.bounded.read_text`), or one ``UserError``
+    line."""
     try:
         return read_text(path)
     except (OSError, ValueError) as err:
@@ -65,8 +66,8 @@ def group_dirs(cfg: DictConfig, run_dir: Path, resume: bool,
     """The run dir of each seed (``seeds=K``), locked, and the members to rebuild once the
     checkpoint is loaded (``rebuild``: resume only). For a new group the other seeds' dirs are
     made beside ``run_dir`` (the first seed's) with their own ``.hydra`` files, and
-    ``group.json`` last (``rlzoo.run.group``). A resumed group is checked first: its
-    ``group.json`` and every member's config (:func:`rlzoo.run.group.check_members`)."""
+    ``group.json`` last (``rlzoo.store.group``). A resumed group is checked first: its
+    ``group.json`` and every member's config (:func:`rlzoo.store.group.check_members`)."""
     seed0, seeds = seed_range(cfg)
     if resume:
         group = run_group(run_dir)

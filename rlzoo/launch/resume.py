@@ -10,10 +10,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlzoo.config.build import read_run_config
 from rlzoo.errors import UserError, exit_with
-from rlzoo.run.build import read_run_config
-from rlzoo.run.group import check_members, read_group
-from rlzoo.run.rundir import RunLock, check_run_files
+from rlzoo.store.group import check_members, read_group
+from rlzoo.store.rundir import RunLock, check_run_files
 
 # What may change when a run is resumed: the budget and how it is shown. Anything else would make
 # the continuation a different run.

@@ -97,7 +97,7 @@ class TanhGaussianActor(_EnsembleActorBase):
 
     The hyperparameters have no default here: each is declared once, with its meaning, in the
     ``algo.actor`` node of each ``conf/algo/*.yaml``. A run dir written before a key existed is
-    built with the value it ran with (``rlzoo.run.added_keys``).
+    built with the value it ran with (``rlzoo.config.added_keys``).
     """
 
     def __init__(

@@ -92,10 +92,6 @@ class AgentActors(nn.Module):
         """Leading size of every parameter: N, or 1 for a shared actor."""
         return 1 if self.shared else self.n_agents
 
-    def member_of(self, agent: int) -> int:
-        """Which ensemble member holds ``agent``'s parameters (0 for a shared actor)."""
-        return 0 if self.shared else agent
-
     def _run(self, obs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """Evaluate the network on ``obs [..., N, O]``; outputs come back as ``[..., N, X]``."""
         shape = (*obs.shape[:-2], self.n_agents, -1)

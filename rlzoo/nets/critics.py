@@ -170,7 +170,7 @@ class EnsembleCritic(Critic):
     Every critic's hyperparameters are required: each is declared once, with its meaning, in
     ``conf/critic/*.yaml`` (an algorithm file may change them). ``network`` is ``None`` (the
     MLP) unless ``net=...`` sets ``critic.network``. A run dir written before a key existed is
-    built with the value it ran with (``rlzoo.run.added_keys``).
+    built with the value it ran with (``rlzoo.config.added_keys``).
     """
 
     def __init__(

@@ -17,7 +17,7 @@ prior count entering only the variance term; it has no observation normalizer.
 
 The statistics are buffers, so they live in the algorithm's ``state_dict`` (checkpoints,
 ``policy.pt``, the exported graph) like any other tensor of it. They change only through
-``update``, which the training loop calls with collected data (``rlzoo.run.normalize``), in
+``update``, which the training loop calls with collected data (``rlzoo.config.normalization``), in
 place (the buffers are never reassigned: CUDA graphs keep pointing at them); applying them
 never changes them, so evaluation and a loaded ``Policy`` see frozen statistics.
 """
@@ -104,7 +104,7 @@ class ObservationNormalizer(RunningMeanStd):
     """SimbaV2's observation normalizer: ``(x - mean) / sqrt(var + epsilon)`` per feature.
 
     Applying it (``forward``) never changes the statistics; the loop updates them from the
-    observations the training envs hand the policy (``rlzoo.run.normalize``).
+    observations the training envs hand the policy (``rlzoo.config.normalization``).
 
     Args:
         shape: one observation's shape: ``(O,)``; per agent ``(N, O)`` for a multi-agent env

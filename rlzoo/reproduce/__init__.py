@@ -66,8 +66,9 @@ signal number when stopped by a signal.
 
 The modules, data first, each with one job (arrows point down the list, never up; nothing else in
 rlzoo imports this package, and ``stable_baselines3`` is imported only inside the peer's worker;
-rlzoo itself is reached only through ``rlzoo.rundirs``, ``rlzoo.analysis``, ``rlzoo.errors``,
-``rlzoo.files`` and the command lines, imported at the top of the modules):
+rlzoo itself is reached only through ``rlzoo.store.for_tools``, ``rlzoo.analysis``,
+``rlzoo.errors``,
+``rlzoo.store.writer`` and the command lines, imported at the top of the modules):
 
 - ``schema``: the shapes of a suite, a task and a row; ``suites``: the suites, as data (the file
   to edit to add a row or a task); ``references``: the published sources and curves, as data;

@@ -12,7 +12,6 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlzoo import rundirs
 from rlzoo.errors import UserError
 from rlzoo.reproduce.console import Parser, UsageError, fail, progress
 from rlzoo.reproduce.files import CHECKOUT
@@ -23,6 +22,7 @@ from rlzoo.reproduce.processes import STOP
 from rlzoo.reproduce.report import report
 from rlzoo.reproduce.runner import run_cells
 from rlzoo.reproduce.suites import PAGE_SUITES, SUITES
+from rlzoo.store import for_tools
 
 PROG_NAME = "python -m rlzoo.reproduce"  # the command its messages name (the shim passes its own)
 
@@ -77,9 +77,9 @@ def make_plan(args: argparse.Namespace, prog: str = PROG_NAME) -> Plan:
         raise UsageError(f"--seeds must be a positive number of seeds, got {args.seeds}")
     if args.first_seed < 0:
         raise UsageError(f"--first-seed must be 0 or more, got {args.first_seed}")
-    if args.first_seed + (args.seeds or suite.seeds) - 1 > rundirs.MAX_SEED:
+    if args.first_seed + (args.seeds or suite.seeds) - 1 > for_tools.MAX_SEED:
         raise UsageError(f"--first-seed {args.first_seed}: its last seed passes rlzoo's largest "
-                         f"seed, {rundirs.MAX_SEED}")
+                         f"seed, {for_tools.MAX_SEED}")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     out = args.out.expanduser().absolute()
@@ -145,7 +145,8 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG_NAME) -> int:
             return 128 + STOP.signum
     try:
         report(plan, outcomes)
-    except UserError as err:  # a file it cannot write (rlzoo.files: one line, nothing half-written)
+    except UserError as err:  # a file it cannot write (rlzoo.store.writer: one line,
+        # nothing half-written)
         fail(str(err))
     return closing(outcomes)
 

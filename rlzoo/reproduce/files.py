@@ -1,6 +1,7 @@
 """The reproduce tool's files: the checkout it runs from (if any), the names of the files it
 writes, and small readers and writers of them (JSON, an atomic text write through
-:func:`rlzoo.files.write_atomic`, rlzoo's one atomic writer, and a folder put in place by renames).
+:func:`rlzoo.store.writer.write_atomic`, rlzoo's one atomic writer, and a folder put in place by
+renames).
 
 From an installed package there is no checkout (:data:`CHECKOUT` is None): the ``smoke`` suite and
 any suite given ``--results`` and ``--page`` run anywhere, while the page suites' defaults (the
@@ -16,8 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rlzoo.bounded import MAX_CONFIG_BYTES, load_json
-from rlzoo.files import write_atomic
+from rlzoo.store.bounded import MAX_CONFIG_BYTES, load_json
+from rlzoo.store.writer import write_atomic
 
 
 def find_checkout() -> Path | None:
@@ -57,7 +58,7 @@ def is_diagnostic(tag: str) -> bool:
 
 def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any] | None:
     """``path`` as a JSON object, or None when missing or unreadable: read as every run-dir
-    file is (:func:`rlzoo.bounded.load_json`: a regular file, no link followed, at most
+    file is (:func:`rlzoo.store.bounded.load_json`: a regular file, no link followed, at most
     ``limit`` bytes read; a FIFO or a link to ``/dev/zero`` is unreadable, not waited on)."""
     try:
         data = load_json(path, limit)
@@ -68,7 +69,7 @@ def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any] | Non
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8; its folders made first) through
-    :func:`rlzoo.files.write_atomic`: a reader sees the old or the new file; a failure is one
+    :func:`rlzoo.store.writer.write_atomic`: a reader sees the old or the new file; a failure is one
     ``UserError`` line, ``path`` unchanged."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text)

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from rlzoo.bounded import read_tail
 from rlzoo.reproduce.files import CHECKOUT
+from rlzoo.store.bounded import read_tail
 
 
 class FileLock:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlzoo.bounded import load_json
 from rlzoo.reproduce.files import CHECKOUT, RECORDS_LIMIT, repo_relative, write_text_atomic
+from rlzoo.store.bounded import load_json
 
 
 def launch_record(env: dict[str, str], command: Sequence[str]) -> dict[str, Any]:

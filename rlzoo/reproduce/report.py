@@ -16,7 +16,6 @@ from rlzoo.analysis import compare, find_runs
 from rlzoo.analysis.curves import SCALARS_CSV, load_scalars, write_scalars_csv
 from rlzoo.analysis.messages import CompareError
 from rlzoo.analysis.report import References
-from rlzoo.bounded import read_bytes, read_text
 from rlzoo.reproduce.console import fail, progress
 from rlzoo.reproduce.files import (
     CHECKOUT,
@@ -49,6 +48,7 @@ from rlzoo.reproduce.processes import FileLock
 from rlzoo.reproduce.rlzoo_cells import cell_provenance
 from rlzoo.reproduce.runner import finished_dirs, still_locked
 from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+from rlzoo.store.bounded import read_bytes, read_text
 
 if TYPE_CHECKING:
     from rlzoo.analysis.runs import FinishedRun

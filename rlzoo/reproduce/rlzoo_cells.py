@@ -7,7 +7,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from rlzoo import rundirs
 from rlzoo.errors import UserError
 from rlzoo.reproduce.console import progress
 from rlzoo.reproduce.files import PROVENANCE_FILE, repo_relative, summary_steps
@@ -15,6 +14,7 @@ from rlzoo.reproduce.plan import Outcome, Plan
 from rlzoo.reproduce.processes import STOP, child_env, log_tail, run_child
 from rlzoo.reproduce.provenance import append_record, launch_record
 from rlzoo.reproduce.schema import Row, SuiteTask
+from rlzoo.store import for_tools
 
 
 def group_steps(members: list[Path]) -> int | None:
@@ -29,7 +29,7 @@ def group_members(home: Path, seeds: int) -> list[Path] | str:
     """The run dirs of the rlzoo seed group whose home is ``home`` (``[home]`` for K = 1), or
     why they cannot be used (a one-line reason)."""
     try:
-        dirs = rundirs.recorded_group_dirs(home)
+        dirs = for_tools.recorded_group_dirs(home)
     except UserError as err:
         return str(err)
     if dirs is None:
@@ -55,8 +55,8 @@ def remove_unstarted_dirs(dirs: list[Path]) -> None:
     """Remove the dirs of a group that never wrote a checkpoint or a summary (a crash before
     its first checkpoint), so the cell starts again; a dir a live rlzoo process holds is kept."""
     for d in dirs:
-        if d.is_dir() and not rundirs.holds_a_run(d):
-            rundirs.check_free(d)
+        if d.is_dir() and not for_tools.holds_a_run(d):
+            for_tools.check_free(d)
             shutil.rmtree(d)
 
 
@@ -64,10 +64,10 @@ def unstarted_group(home: Path, seeds: int, first_seed: int = 0) -> list[Path]:
     """The dirs a group of ``seeds`` seeds from ``first_seed`` that never started may have
     left: ``home``, the members its group.json names and the default member names
     (``<row>-s<seed>``)."""
-    dirs = [home, *(rundirs.member_dir(home, first_seed, seed)
+    dirs = [home, *(for_tools.member_dir(home, first_seed, seed)
                     for seed in range(first_seed + 1, first_seed + seeds))]
     try:
-        named = rundirs.recorded_group_dirs(home) or []
+        named = for_tools.recorded_group_dirs(home) or []
     except UserError:
         named = []
     return list(dict.fromkeys([*dirs, *named]))
@@ -78,7 +78,7 @@ def live_trainer(home: Path, seeds: int, first_seed: int = 0) -> str:
     of its run dirs (a trainer an earlier reproduce.py left running when it was killed); ``""``
     when none does."""
     for d in unstarted_group(home, seeds, first_seed) if home.exists() else []:
-        owner = rundirs.trainer_pid(d)
+        owner = for_tools.trainer_pid(d)
         if owner is not None:
             return (f"locked by a live trainer: rlzoo.train (pid {owner}) still runs in "
                     f"{repo_relative(str(d))}; wait for it to finish or stop it (kill {owner}), "
@@ -108,7 +108,7 @@ def rlzoo_cell(plan: Plan, task: SuiteTask, row: Row) -> Outcome:
     if trainer:
         return Outcome(task.name, row.label, "locked", trainer)
     if home.exists():
-        members = group_members(home, plan.seeds) if rundirs.holds_a_run(home) else [home]
+        members = group_members(home, plan.seeds) if for_tools.holds_a_run(home) else [home]
         if isinstance(members, str):
             return Outcome(task.name, row.label, "skipped", members, mistake=True)
         reached = group_steps(members)
@@ -117,7 +117,7 @@ def rlzoo_cell(plan: Plan, task: SuiteTask, row: Row) -> Outcome:
         if reached is not None and reached > steps:
             return Outcome(task.name, row.label, "skipped", f"holds a run of {reached} steps, "
                            f"more than {steps}; left as it is", mistake=True)
-        if rundirs.holds_a_run(home):
+        if for_tools.holds_a_run(home):
             cmd += [f"resume={home}", f"total_steps={steps}", "log.progress=false"]
             what = "resumed"
         else:

@@ -119,7 +119,7 @@ def compile_networks(algo: Algorithm) -> None:
 
 def make_capturable(algo: Algorithm) -> None:
     """Keep every optimizer's step counter (and learning rate) on the device so that its step
-    can be captured; ``rlzoo.optim`` optimizers keep the flag across ``load_state_dict``."""
+    can be captured; ``rlzoo.optim.adam`` optimizers keep the flag across ``load_state_dict``."""
     for optimizer in algo.optimizers.values():
         set_capturable = getattr(optimizer, "set_capturable", None)
         if callable(set_capturable):

@@ -27,11 +27,11 @@ import torch
 from rlzoo.algos.base import Algorithm
 from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.rollout import RolloutBuffer
+from rlzoo.config.normalization import fold_seeds, pending
+from rlzoo.config.settings import Settings
 from rlzoo.envs.base import StepResult, VecEnv, tensor_device
 from rlzoo.run.finite import check_env_output
 from rlzoo.run.member import Member
-from rlzoo.run.normalize import fold_seeds, pending
-from rlzoo.run.settings import Settings
 
 
 class Collector:
@@ -127,7 +127,7 @@ class Collector:
         else:
             self.chunk_pos[seeds] = np.where(result.reset_step, self.horizon,
                                              self.chunk_pos[seeds])
-        if self.algo.normalizes:  # merged before the next action (rlzoo.run.normalize)
+        if self.algo.normalizes:  # merged before the next action (rlzoo.config.normalization)
             for i, k in enumerate(seeds):
                 self.members[k].pending = pending(_row(result, i))
         self.advance(seeds, result, all_live)

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from rlzoo.algos.base import Algorithm
+from rlzoo.config.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.envs.base import run_episodes
-from rlzoo.run.build import EVAL_SEED_OFFSET, make_env
 from rlzoo.run.callbacks import EvalCallback, Evaluation
 from rlzoo.run.member import Member
 from rlzoo.run.signals import NonFiniteError

@@ -35,9 +35,9 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from rlzoo.errors import UserError, resume_command
-from rlzoo.files import check_inside, check_open, open_regular
 from rlzoo.run.progress import Rates, duration
-from rlzoo.run.rundir import check_run_dir
+from rlzoo.store.rundir import check_run_dir
+from rlzoo.store.writer import check_inside, check_open, open_regular
 
 LOG = logging.getLogger("rlzoo")
 AUTO_EVERY_S = 60.0  # log.progress_every_s=auto: s between time-based progress lines ...
@@ -79,7 +79,7 @@ class _Stderr(logging.Handler):
 
 class _RunLog(logging.FileHandler):
     """``train.log``, opened for appending at once (a failure is one line now, not a traceback
-    at the first record) and never through a link or into a FIFO (``rlzoo.files``)."""
+    at the first record) and never through a link or into a FIFO (``rlzoo.store.writer``)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, mode="a", encoding="utf-8", delay=True)
@@ -142,7 +142,7 @@ class Logger:
         self.run_dir = Path(run_dir)
         self._last_check = time.monotonic()
         # a name nobody could have planted a link at: TensorBoard's writer opens its event
-        # file by name at each write (rlzoo.files' rule, for a library that writes in place)
+        # file by name at each write (rlzoo.store.writer' rule, for a library that writes in place)
         self.writer = SummaryWriter(str(run_dir), purge_step=purge_step,
                                     filename_suffix=f".{secrets.token_hex(8)}")
         show = (sys.stderr.isatty() if progress == "auto" else bool(progress)) and text

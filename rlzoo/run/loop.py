@@ -2,7 +2,7 @@
 log -> checkpoint.
 
 The loop owns everything that is not the algorithm: the env (``rlzoo.envs``, built by
-``rlzoo.run.build``), storage, seeding, the schedule, logging and the run directory. What it
+``rlzoo.config.build``), storage, seeding, the schedule, logging and the run directory. What it
 stores and when it updates follows the algorithm's contract, not the number of agents:
 
 * **off-policy** (SAC, TD3, REDQ, DSAC-T, MADDPG, HASAC, ...): ``algo.learning_starts`` uniform
@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
+from rlzoo.config.settings import read_settings, schedule_warnings
 from rlzoo.run import tracking
 from rlzoo.run.accel import GraphedAct, resolve_accel, update_fn
 from rlzoo.run.assemble import (
@@ -46,15 +47,10 @@ from rlzoo.run.callbacks import (  # noqa: F401 - rlzoo.run.loop.Evaluation is t
     EvalCallback,
     Evaluation,
 )
-from rlzoo.run.checkpoint import (
-    checkpoint_path,
-    prune_checkpoints,
-    remove_stale_temps,
-    save_checkpoint,
-)
 from rlzoo.run.collect import Collector
 from rlzoo.run.cost import cost_note
 from rlzoo.run.evaluation import evaluate, log_evaluation
+from rlzoo.run.filming import Filming
 from rlzoo.run.finite import check_finite
 from rlzoo.run.logger import Logger
 from rlzoo.run.outputs import (
@@ -67,12 +63,16 @@ from rlzoo.run.outputs import (
     write_summary,
 )
 from rlzoo.run.restore import check_budget, restore_latest
-from rlzoo.run.rundir import check_run_dir
 from rlzoo.run.saved_state import Clock, checked_state
-from rlzoo.run.settings import read_settings, schedule_warnings
 from rlzoo.run.signals import Interrupted, StopSignals
 from rlzoo.run.stopping import Stopping
-from rlzoo.run.videos import Filming
+from rlzoo.store.checkpoint import (
+    checkpoint_path,
+    prune_checkpoints,
+    remove_stale_temps,
+    save_checkpoint,
+)
+from rlzoo.store.rundir import check_run_dir
 
 
 class Trainer(Stopping):
@@ -81,7 +81,7 @@ class Trainer(Stopping):
     Args:
         cfg: the composed config (``rlzoo/conf/config.yaml`` and its groups).
         run_dir: where checkpoints, ``policy.pt``, TensorBoard events and ``summary.json`` go;
-            with ``seeds=K`` the first seed's dir, the group's home (``rlzoo.run.group``).
+            with ``seeds=K`` the first seed's dir, the group's home (``rlzoo.store.group``).
         on_eval: called after every evaluation with an :class:`Evaluation` (once per seed);
             return True to stop.
         on_checkpoint: called after every checkpoint with a :class:`Checkpoint`; return True to

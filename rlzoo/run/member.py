@@ -19,8 +19,8 @@ from rlzoo.buffers.replay import ReplayBuffer
 from rlzoo.buffers.rollout import RolloutBuffer
 from rlzoo.envs.base import VecEnv
 from rlzoo.run.logger import Logger
-from rlzoo.run.state import host_array
-from rlzoo.state_match import StateMismatch, match_state
+from rlzoo.store.extras import host_array
+from rlzoo.store.state_match import StateMismatch, match_state
 
 
 @dataclass(eq=False)
@@ -113,7 +113,7 @@ class Member:
     def check_loop_state(self, loop: Any, where: str = "loop") -> None:
         """Refuse a checkpoint's :meth:`loop_state` (after the envs' first reset) unless it
         holds exactly the arrays this member holds now, each of their shape and dtype, on any
-        device (``rlzoo.state_match.match_state``; they are copied to the host), read in the
+        device (``rlzoo.store.state_match.match_state``; they are copied to the host), read in the
         current layout: a checkpoint before the one loop kept per-agent returns
         ``[E, N]`` in ``episode_return`` and had no ``episode_length`` or chunks. Episode
         lengths are non-negative. ``StateMismatch`` names the entry."""
@@ -133,7 +133,7 @@ class Member:
         match_state(saved, live, where, loaded_on="*")
         if bool((saved["episode_length"] < 0).any()):
             raise StateMismatch(f"{where}.episode_length holds negative lengths")
-        if pending is not None:  # rlzoo.run.normalize.pending of the last step
+        if pending is not None:  # rlzoo.config.normalization.pending of the last step
             n = len(live["episode_return"])
             match_state(pending, {"reward": np.zeros(n, np.float32), "ended": np.zeros(n, bool),
                                   "valid": np.zeros(n, bool)}, f"{where}.normalize_pending",

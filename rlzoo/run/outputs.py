@@ -11,10 +11,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rlzoo.run.member import Member
-from rlzoo.run.rundir import write_atomic
-from rlzoo.run.state import POLICY_FILE, policy_record, summary_step
+from rlzoo.store.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from rlzoo.store.extras import POLICY_FILE, policy_record, summary_step
+from rlzoo.store.rundir import write_atomic
 
 
 def log_scalars(members: list[Member], metrics: dict[str, Any], perf: dict[str, float],
@@ -129,7 +129,7 @@ def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time:
         summary["stopped_early"] = True  # a callback stopped the run before total_steps
     summary["group_seeds"] = [member.seed for member in members]  # [seed] for a single run
     summary["warnings"] = list(warnings)
-    summary.update(extra or {})  # the loop's: torch_threads (rlzoo.threads)
+    summary.update(extra or {})  # the loop's: torch_threads (rlzoo.run.threads)
     return summary
 
 

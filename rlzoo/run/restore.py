@@ -3,7 +3,7 @@ whole before any of it is loaded (:func:`restore_latest`), and where a stopped r
 to (:func:`last_good_note`).
 
 What a checkpoint must satisfy, in order, each failure skipping it for the previous one with one
-``rlzoo: warning:`` line: it loads without running code (``rlzoo.run.checkpoint``); it holds no
+``rlzoo: warning:`` line: it loads without running code (``rlzoo.store.checkpoint``); it holds no
 NaN or inf; it is this run's (algo, env, seeds); its counters are integers in their ranges and
 consistent with each other (``rlzoo.run.saved_state.check_run_state``); and every part fits the
 live object it goes into (:func:`check_against_live`): the algorithm's weights, buffers, optimizer
@@ -24,8 +24,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from rlzoo.algos.base import Algorithm
+from rlzoo.config.settings import Settings
 from rlzoo.errors import UserError, one_line, resume_command
-from rlzoo.run.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.saved_state import (
@@ -36,10 +36,10 @@ from rlzoo.run.saved_state import (
     saved_members,
 )
 from rlzoo.run.seed_layout import check_saved_state, load_saved_state
-from rlzoo.run.settings import Settings
 from rlzoo.run.signals import AlreadyFinished
-from rlzoo.run.state import restore_global_rng
-from rlzoo.state_match import StateMismatch
+from rlzoo.store.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
+from rlzoo.store.extras import restore_global_rng
+from rlzoo.store.state_match import StateMismatch
 
 
 def _reason(path: Path, err: BaseException) -> str:

@@ -34,8 +34,8 @@ from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.seed_layout import saved_state
 from rlzoo.run.signals import NonFiniteError
-from rlzoo.run.state import check_global_rng, global_rng_state
-from rlzoo.state_match import StateMismatch, check_count, match_tensor
+from rlzoo.store.extras import check_global_rng, global_rng_state
+from rlzoo.store.state_match import StateMismatch, check_count, match_tensor
 
 STATE_FORMAT = 3  # 1: a single run's parts at the top (read as a group of one)
 # 2: a single run's algorithm state without the seed axis (a group's had it)
@@ -176,7 +176,7 @@ def check_run_state(state: dict[str, Any], seed: int, credit_limit: float,
     ``episodes`` at most its ``step``, its ``last_eval`` two finite numbers or none, its replay
     buffer's ``head`` (transitions ever stored) at most its ``step``, its ``draws`` a torch
     generator state; the global generators' states as this process's
-    (``rlzoo.run.state.check_global_rng``; ``loaded_on``: the device kind the file was mapped
+    (``rlzoo.store.extras.check_global_rng``; ``loaded_on``: the device kind the file was mapped
     to)."""
     counters = state.get("counters")
     if not isinstance(counters, dict):

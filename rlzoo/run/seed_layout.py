@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from rlzoo.algos.saved import check_algorithm_state
-from rlzoo.state_match import StateMismatch
+from rlzoo.store.state_match import StateMismatch
 
 
 def saved_state(group: Any) -> dict[str, Any]:

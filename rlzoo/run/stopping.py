@@ -17,13 +17,13 @@ import torch
 from rlzoo.envs.base import EnvError
 from rlzoo.errors import python_str
 from rlzoo.run import tracking
-from rlzoo.run.checkpoint import CheckpointError, checkpoint_path, list_checkpoints
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
 from rlzoo.run.restore import last_good_note
-from rlzoo.run.rundir import RunDirGone
 from rlzoo.run.saved_state import Clock
 from rlzoo.run.signals import NonFiniteError, continue_note, stop_line
+from rlzoo.store.checkpoint import CheckpointError, checkpoint_path, list_checkpoints
+from rlzoo.store.rundir import RunDirGone
 
 
 class Stopping:

@@ -14,9 +14,9 @@ a seed group is mirrored (TensorBoard has them all).
   ``WANDB_MODE`` and ``WANDB_PROJECT``, and, online, a login (an API key from ``wandb login``
   or ``WANDB_API_KEY``) are checked; each failure is one line.
 * wandb writes only inside a fresh private folder rlzoo makes in the run dir
-  (``rlzoo.files.private_dir``: nobody could have put a link there); when the run ends,
+  (``rlzoo.store.writer.private_dir``: nobody could have put a link there); when the run ends,
   rlzoo drops wandb's symbolic links (``latest-run``, ``debug.log``) and moves its run folder
-  into ``<run dir>/wandb/`` (``rlzoo.files.move_in``, checked as every file of a run dir). A
+  into ``<run dir>/wandb/`` (``rlzoo.store.writer.move_in``, checked as every file of a run dir). A
   folder left by a process that died (SIGKILL) is moved in by the next launch into that dir.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.errors import UserError, one_line, say
-from rlzoo.files import TEMP_PATTERN, host_name, move_in, private_dir
+from rlzoo.store.writer import TEMP_PATTERN, host_name, move_in, private_dir
 
 EXTRA = 'pip install "rlzoo[wandb]"'
 FOLDER = "wandb"  # <run dir>/wandb: the wandb run folders, moved in when a run ends

@@ -28,11 +28,11 @@ from typing import Any
 
 from rlzoo.analysis.curves import CURVE_TAG, SCALARS_CSV, read_scalars_csv
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT, SUMMARY_BYTES_LIMIT
-from rlzoo.bounded import BoundError, read_text
 from rlzoo.reproduce.console import UsageError
 from rlzoo.reproduce.files import CHECKOUT, TRAIN_CSV
 from rlzoo.reproduce.page.runs import run_rows
 from rlzoo.reproduce.schema import Suite
+from rlzoo.store.bounded import BoundError, read_text
 
 
 class BadResults(UsageError):

@@ -1,5 +1,6 @@
 """The multi-agent tasks' floors on the page: the returns of two scripted policies (uniform random
-actions and the env's zero action) on each seed's own evaluation episodes (:mod:`rlzoo.floors`),
+actions and the env's zero action) on each seed's own evaluation episodes
+(:mod:`rlzoo.policy.floors`),
 computed once into ``RESULTS/<suite>/floors.json``, and the page's sentence about them."""
 
 from __future__ import annotations
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rlzoo import rundirs
-from rlzoo.floors import run_floors
+from rlzoo.policy.floors import run_floors
 from rlzoo.reproduce.files import read_json
 from rlzoo.reproduce.page.runs import fmt, seed_of
 from rlzoo.reproduce.schema import Suite, SuiteTask
+from rlzoo.store import for_tools
 
 FLOORS_FILE = "floors.json"  # RESULTS/<suite>/: each seed's scripted-policy returns, computed once
 MULTI_AGENT_PREFIXES = ("mpe-", "mamujoco-")  # task names of multi-agent envs
@@ -62,7 +63,7 @@ def scale_lines(suite: Suite, task_name: str, root: Path,
     by_seed = {seed_of(d): v for d, v in paired.items()}
     random = _span([v["random"] for v in by_seed.values()])
     zero = _span([v["zero"] for v in by_seed.values()])
-    first = rundirs.EVAL_SEED_OFFSET
+    first = for_tools.EVAL_SEED_OFFSET
     last = suite.eval_episodes - 1
     if brief:  # the method was said at an earlier task of the suite
         line = (f"For scale, as above: uniform random actions {random}, the env's zero action "
@@ -70,7 +71,8 @@ def scale_lines(suite: Suite, task_name: str, root: Path,
     else:
         line = (f"For scale, two scripted policies on each seed's own evaluation episodes (env "
                 f"seeds seed + {first:,} to seed + {first + last:,}, the episodes of every "
-                f"evaluation of that seed; [rlzoo/floors.py](../rlzoo/floors.py)), each seed's "
+                f"evaluation of that seed; [rlzoo/policy/floors.py](../rlzoo/policy/floors.py)), "
+                f"each seed's "
                 f"{suite.eval_episodes}-episode mean, lowest to highest over its "
                 f"{len(by_seed)} seeds: uniform random actions {random}, the env's zero action "
                 f"(no force or torque) {zero}: floors, not marks of skill (beating them says a "

@@ -15,10 +15,10 @@ import numpy as np
 
 from rlzoo.analysis import stats
 from rlzoo.analysis.curves import CURVE_TAG, load_scalars
-from rlzoo.bounded import load_json, load_yaml
 from rlzoo.errors import one_line
 from rlzoo.reproduce.console import UsageError
 from rlzoo.reproduce.files import PROVENANCE_FILE, read_json
+from rlzoo.store.bounded import load_json, load_yaml
 
 WINDOW = 10_000  # a comparison's window: each seed's mean over its evaluations in [S - W, S]
 
@@ -131,7 +131,7 @@ def run_config(run_dir: Path) -> Any:
     if not path.is_file():
         return {}
     try:
-        return load_yaml(path)  # bounded (rlzoo.bounded): a hostile file costs nothing
+        return load_yaml(path)  # bounded (rlzoo.store.bounded): a hostile file costs nothing
     except Exception as err:  # noqa: BLE001 - BoundError, OSError, YAML and OmegaConf errors
         raise UsageError(f"{path}: cannot read it ({one_line(err, 150)}); fix or delete this "
                          "run dir (re-export it from its training run), then render the page "
@@ -188,7 +188,7 @@ def last_launch(run: Path) -> dict[str, Any]:
     """The record of a run's last training launch (provenance.json); {} without one."""
     path = run / PROVENANCE_FILE
     try:
-        records = load_json(path) if path.is_file() else []  # bounded (rlzoo.bounded)
+        records = load_json(path) if path.is_file() else []  # bounded (rlzoo.store.bounded)
     except (ValueError, OSError):
         records = []
     return records[-1] if isinstance(records, list) and records and \

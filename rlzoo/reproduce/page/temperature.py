@@ -19,7 +19,7 @@ ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i
 ENTROPY_TAG = "stats/entropy"  # the policy's entropy (mean over agents), in the tuner's units
 
 # |A| of one agent on each task whose temperature the page reads: the default entropy target is
-# -target_entropy_scale * |A| (tuners/entropy.py). From the envs' action spaces (Hopper-v5,
+# -target_entropy_scale * |A| (optim/entropy.py). From the envs' action spaces (Hopper-v5,
 # HalfCheetah-v5, MPE simple_spread_v3 with continuous actions); tests/test_reproduce.py checks.
 ACTION_SIZES = {"Hopper": 3, "HalfCheetah": 6, "mpe-simple_spread": 5}
 

@@ -1,0 +1,395 @@
+"""Building a run from its config: the env, the algorithm and the storage.
+
+This module is the one reader of ``env.kind`` (``single``: a gymnasium env id; ``multi``: a
+PettingZoo family and scenario). The loop (``rlzoo.run.loop``), the evaluator and ``load_policy``
+all build through it, so nothing imports the loop to reach a factory.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+from hydra.errors import InstantiationException
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from rlzoo.algos.base import Algorithm, EnvSpec
+from rlzoo.buffers.replay import ReplayBuffer
+from rlzoo.buffers.rollout import RolloutBuffer
+from rlzoo.config.added_keys import with_added_keys, with_current_targets
+from rlzoo.config.normalization import attach_normalizers
+from rlzoo.config.settings import LOOP_KEYS, Normalize, Settings, resolve_device
+from rlzoo.config.targets import user_frame, user_modules
+from rlzoo.config.trust import check_targets
+from rlzoo.envs.base import VecEnv
+from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
+from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
+from rlzoo.envs.pettingzoo import make_family_env
+from rlzoo.envs.workers import WorkerVecEnv
+from rlzoo.errors import EnvFailed, UserError, one_line
+from rlzoo.store.bounded import load_yaml
+from rlzoo.store.rundir import which_run
+from rlzoo.store.writer import refusal
+
+EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
+ENV_KINDS = ("single", "multi")
+SINGLE_BACKENDS = ("gymnasium", "warp")  # single-agent env.backend (rlzoo.envs.mujoco_warp)
+
+
+# --------------------------------------------------------------------------- the run dir
+
+
+def read_run_config(
+    run_dir: Path, trust: str | list[str] | tuple[str, ...] = ()
+) -> DictConfig:
+    """``RUN_DIR/.hydra/config.yaml`` as a DictConfig; one-line errors when it is not a run.
+
+    A run dir may come from elsewhere, so before anything of it is built every ``_target_`` in
+    it must name an rlzoo component or a module in ``trust`` (``rlzoo.config.trust.check_targets``):
+    otherwise one ``UserError`` line naming the key, the target and how to trust it.
+    """
+    if not run_dir.is_dir():
+        raise UserError(
+            f"run directory {run_dir} does not exist; pass a run directory made by rlzoo.train "
+            "(runs/<env>/<algo>/<timestamp>-s<seed>)"
+        )
+    path = run_dir / ".hydra" / "config.yaml"
+    if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+        raise refusal(path, os.lstat(path).st_mode, reading=True)  # a FIFO, a link: not read
+    if not path.is_file():
+        raise UserError(f"{run_dir} has no .hydra/config.yaml, so it is not an rlzoo run "
+                        f"directory; {which_run(run_dir)}")
+    try:
+        cfg = load_yaml(path)  # size, aliases and interpolations bounded (rlzoo.store.bounded)
+        OmegaConf.to_container(cfg, resolve=True)  # a broken interpolation fails here, in one line
+        if not isinstance(cfg, DictConfig) or "algo" not in cfg or "env" not in cfg:
+            raise ValueError("no algo or env section")
+    except Exception as err:  # noqa: BLE001 - omegaconf/yaml raise many kinds
+        raise UserError(
+            f"cannot read {path} ({type(err).__name__}: {err}); restore the file Hydra wrote"
+        ) from None
+    cfg = with_current_targets(cfg)  # a moved component's old path (rlzoo.conf.history)
+    check_targets(cfg, trust, source=str(path))
+    return cfg
+
+
+# --------------------------------------------------------------------------- the env
+
+
+def env_kind(cfg: DictConfig) -> str:
+    """``env.kind`` of ``cfg`` (``single`` by default); one line for an unknown kind."""
+    kind = str(cfg.env.get("kind", "single"))
+    if kind not in ENV_KINDS:
+        raise UserError(f"env.kind must be one of {', '.join(ENV_KINDS)}, got {kind!r}")
+    return kind
+
+
+def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``env.kwargs`` as a plain dict (passed to the env constructor)."""
+    kwargs = cfg.env.get("kwargs")
+    return dict(OmegaConf.to_container(kwargs, resolve=True)) if kwargs else {}
+
+
+def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
+    """The vector env of the ``env`` config: ``num_envs`` copies, env ``e`` seeded ``seed + e``
+    at the first reset; ``extra`` goes to each env's constructor too (e.g. ``render_mode``)."""
+    if env_kind(cfg) == "single":
+        if str(cfg.env.get("backend", "gymnasium")) != "gymnasium":
+            return make_warp_env(cfg, num_envs, seed, **extra)
+        try:
+            return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg), **extra)
+        except (ValueError, gym.error.Error) as err:
+            raise UserError(str(err)) from None
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the env's own constructor failed
+            raise env_failed(cfg, err) from None
+    backend = str(cfg.env.get("backend", "pettingzoo"))
+    family = cfg.env.family  # a family's name (rlzoo.envs.families) or a node with a _target_
+    try:
+        if isinstance(family, DictConfig):  # a Family of your own (docs/extending.md)
+            family = instantiate(family)
+        return make_family_env(family, str(cfg.env.scenario), num_envs, seed, backend,
+                               **env_kwargs(cfg), **extra)
+    except InstantiationException as err:
+        raise UserError(f"cannot make env={cfg.env.name}: {one_line(err)}") from None
+    except (ValueError, TypeError) as err:
+        raise UserError(f"cannot make env={cfg.env.name}: {err}") from None
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the env's own constructor failed
+        raise env_failed(cfg, err) from None
+
+
+def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
+    """The one line for an env whose own constructor raised ``err`` (in this process or in an
+    env worker, which sends this line to the trainer): its cause, without the traceback."""
+    return EnvFailed(f"cannot make env={cfg.env.name}: its constructor raised "
+                     f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)",
+                     err)
+
+
+def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
+    """``env.backend=warp``: the task ``env.id`` on MuJoCo Warp, its worlds on ``cfg.device``
+    (rlzoo.envs.mujoco_warp); one line when the backend is unknown or not installed."""
+    backend = str(cfg.env.backend)
+    if backend not in SINGLE_BACKENDS:
+        raise UserError(f"env.backend of a single-agent env must be one of "
+                        f"{', '.join(SINGLE_BACKENDS)}, got {backend!r}")
+    try:
+        check_warp_installed()
+    except ImportError as err:
+        raise UserError(str(err)) from None
+    if extra.get("render_mode") is not None:
+        raise UserError("env.backend=warp draws nothing; film with env.backend=gymnasium")
+    device = resolve_device(str(cfg.get("device", "cpu")))
+    try:
+        return WarpMuJoCo(str(cfg.env.id), num_envs, seed, device=device, **env_kwargs(cfg))
+    except (ValueError, TypeError) as err:
+        raise UserError(f"cannot make env={cfg.env.name} on env.backend=warp: {err}") from None
+
+
+def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
+    """A seed's training envs: :func:`make_env`'s, stepped by this process and ``s.env_workers``
+    worker processes at once when that is above 0 (same seeds, same numbers; rlzoo.envs.workers)."""
+    if s.env_workers == 0:
+        return make_env(cfg, s.num_envs, seed)
+    return WorkerVecEnv(lambda n, first: make_env(cfg, n, first), s.num_envs, seed,
+                        s.env_workers, timeout=s.env_timeout_s)
+
+
+def env_spec(env: VecEnv) -> EnvSpec:
+    """What an algorithm needs to know about ``env``: sizes, agents and the env's own action
+    bounds (agent-major for a multi-agent env, 0 on padding)."""
+    low = tuple(float(x) for x in env.action_low.reshape(-1))
+    high = tuple(float(x) for x in env.action_high.reshape(-1))
+    limit = getattr(env, "max_episode_steps", None)
+    limit = int(limit) if limit is not None else None
+    if not env.multi_agent:
+        return EnvSpec(obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1],
+                       action_low=low, action_high=high, max_episode_steps=limit)
+    return EnvSpec(
+        obs_dim=env.obs_shape[-1], act_dim=env.act_shape[-1], n_agents=env.n_agents,
+        state_dim=env.state_dim, act_dims=tuple(int(a) for a in env.act_mask.sum(axis=-1)),
+        action_low=low, action_high=high, max_episode_steps=limit,
+    )
+
+
+def probe_spec(cfg: DictConfig) -> EnvSpec:
+    """The ``EnvSpec`` of ``cfg``'s env, from one probe env closed at once."""
+    env = make_env(cfg, 1, 0)
+    try:
+        return env_spec(env)
+    finally:
+        env.close()
+
+
+def check_spec(spec: EnvSpec, env_name: str) -> None:
+    """Refuse an env whose observations or actions have no entries, in one line."""
+    for what, size in (("observation", spec.obs_dim), ("action", spec.act_dim)):
+        if int(size) <= 0:
+            raise UserError(
+                f"env={env_name} has an empty {what} space (size {size}); rlzoo needs a Box "
+                f"{what} with at least one entry"
+            )
+
+
+
+# --------------------------------------------------------------------------- the algorithm
+
+
+def misfit_message(cfg: DictConfig, multi_agent_algo: bool) -> str:
+    """The one line for a multi-agent algorithm on a single-agent env, or the reverse."""
+    if multi_agent_algo:
+        return (f"algo={cfg.algo.name} is a multi-agent algorithm and env={cfg.env.name} is not; "
+                "use a multi-agent env (env=mpe/simple_spread, env=mamujoco/HalfCheetah-2x3, ...)"
+                " or a single-agent algo (algo=sac, algo=td3, ...)")
+    return (f"algo={cfg.algo.name} is a single-agent algorithm and env={cfg.env.name} is "
+            "multi-agent; use a multi-agent algo (algo=maddpg, algo=hasac, algo=coma) or a "
+            "single-agent env (e.g. env=Hopper)")
+
+
+def run_updates(cfg: DictConfig) -> int:
+    """The updates a run is counted to make, ``int(total_steps x algo.utd)``, its random warm-up's
+    env steps included, as SimbaV2's and FlashSAC's code count their learning-rate horizon
+    (``num_interaction_steps x updates_per_interaction_step``); passed as ``run_updates`` to an
+    algorithm whose constructor takes it. 1 for an on-policy run (no ``algo.utd``)."""
+    return max(1, int(int(cfg.total_steps) * float(cfg.algo.get("utd", 1))))
+
+
+def resolved_node(node: Any) -> Any:
+    """``node`` (a config node, or None) with its interpolations resolved against its root,
+    detached: what Hydra instantiates as a keyword argument."""
+    if not isinstance(node, DictConfig):
+        return node
+    return OmegaConf.create(OmegaConf.to_container(node, resolve=True))
+
+
+def build_algorithm(cfg: DictConfig, spec: EnvSpec, device: torch.device,
+                    normalize: Normalize | None = None) -> Algorithm:
+    """Instantiate ``cfg.algo`` with the critic and tuner groups, directly on ``device``, with
+    the normalizers ``normalize`` (the run's ``Settings.normalize``; None: read from ``cfg``)."""
+    cfg = with_added_keys(cfg)  # a run dir written before a key existed (rlzoo.config.added_keys)
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - hydra raises several kinds here
+        raise UserError(
+            f"algo._target_ {cfg.algo._target_!r} cannot be imported; check the module path"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+        raise UserError(f"algo._target_ {cfg.algo._target_!r} is not an rlzoo Algorithm subclass")
+    if cls.multi_agent != spec.multi_agent:
+        raise UserError(misfit_message(cfg, cls.multi_agent))
+    # resolved first: a key may interpolate a root key (flashsac's noise_envs: ${num_envs};
+    # stac's per-task critic.pessimism: ${stac.task.beta}), which a detached node cannot reach
+    resolved = OmegaConf.create(OmegaConf.to_container(cfg.algo, resolve=True))
+    algo_cfg = OmegaConf.masked_copy(resolved, [k for k in resolved if k not in LOOP_KEYS])
+    check_critic_kind(cfg, cls)
+    extra: dict[str, Any] = {"spec": spec, "critic": resolved_node(cfg.critic)}
+    if "run_updates" in inspect.signature(cls).parameters:  # a schedule over the run's budget
+        extra["run_updates"] = run_updates(cfg)
+    tuner = inspect.signature(cls).parameters.get("tuner")
+    if cfg.get("tuner"):
+        if tuner is None:
+            raise UserError(
+                f"algo={cfg.algo.name} has no entropy temperature to tune; drop the tuner "
+                "override (or pass tuner=none)"
+            )
+        extra["tuner"] = resolved_node(cfg.tuner)
+    elif tuner is not None and tuner.default is inspect.Parameter.empty:
+        raise UserError(f"algo={cfg.algo.name} needs an entropy temperature: leave tuner out "
+                        "(the algorithm's own) or pass tuner=fixed, not tuner=none")
+    try:
+        with torch.device(device):
+            algo = instantiate(algo_cfg, **extra)
+    except Exception as err:  # noqa: BLE001 - hydra wraps constructor errors
+        cause: BaseException = err
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        if isinstance(cause, MemoryError) or (
+                isinstance(cause, RuntimeError) and "alloc" in str(cause).lower()):
+            raise UserError(
+                f"not enough memory on {device} to build algo={cfg.algo.name}'s networks; "
+                "lower the hidden sizes (algo.actor.hidden, critic.hidden) or critic.n"
+            ) from None
+        if isinstance(cause, OSError):  # torch imports what needs a temporary file (dynamo)
+            raise UserError(f"cannot build algo={cfg.algo.name}: {type(cause).__name__}: "
+                            f"{one_line(cause, 160)}; free space in the temporary directory or "
+                            "point TMPDIR elsewhere (a full disk, or a file size limit)") from None
+        # the user's own constructor raised: name its line (any exception: it is their code)
+        where = user_frame(err, user_modules(cfg))
+        if where is not None:
+            raise UserError(
+                f"cannot build algo={cfg.algo.name}: {type(cause).__name__}: "
+                f"{one_line(cause, 160)} (raised at {where}); fix that constructor or the "
+                "keys passed to it"
+            ) from None
+        if isinstance(cause, (ValueError, TypeError)):
+            raise UserError(f"cannot build algo={cfg.algo.name}: {cause}") from None
+        if isinstance(err, InstantiationException) and cause is err:  # Hydra refused the target
+            raise UserError(f"cannot build algo={cfg.algo.name}: {one_line(err)}") from None
+        raise
+    attach_normalizers(algo, cfg, spec, normalize)  # normalize.*: nothing unless asked for
+    return algo.to(device)
+
+
+def check_critic_kind(cfg: DictConfig, cls: type[Algorithm]) -> None:
+    """Refuse, before anything is built, a ``critic=`` kind the algorithm class cannot train (the
+    kinds take different constructor arguments, so building first would fail less clearly)."""
+    target = (cfg.get("critic") or {}).get("_target_")
+    try:
+        critic = get_class(target) if target else None
+    except Exception:  # noqa: BLE001 - an unimportable target is reported where it is built
+        return
+    if isinstance(critic, type) and not issubclass(critic, cls.supported_critics):
+        raise UserError(f"cannot build algo={cfg.algo.name}: {cls.unsupported_critic(critic)}")
+
+
+def check_env_config(cfg: DictConfig) -> None:
+    """Fail early, in one line, on an env id that does not exist or an algorithm that does not
+    fit the env (multi-agent algorithm on a single-agent env, or the reverse)."""
+    kind = env_kind(cfg)
+    if kind == "single":
+        try:
+            check_env_id(cfg.env.id)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+    try:
+        cls = get_class(cfg.algo._target_)
+    except Exception:  # noqa: BLE001 - build_algorithm reports a bad _target_ in one line
+        return
+    multi_agent_env = kind == "multi"
+    if isinstance(cls, type) and issubclass(cls, Algorithm) and cls.multi_agent != multi_agent_env:
+        raise UserError(misfit_message(cfg, cls.multi_agent))
+
+
+# --------------------------------------------------------------------------- the storage
+
+
+def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm,
+                 seeds: list[int]) -> ReplayBuffer | RolloutBuffer:
+    """Where the loop stores what the seeds ``seeds`` collect, as the algorithm's contract says,
+    one buffer per seed on a leading axis (``[K, ...]``): a rollout of ``algo.rollout_steps``
+    vector steps for an on-policy algorithm (used once per update), a replay of
+    ``algo.buffer_size`` steps otherwise (seed k's sampling generator seeded with
+    ``seeds[k]``); shaped for ``spec`` (per agent when multi-agent), on the training device."""
+    multi = spec.multi_agent
+    obs_shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
+    action_shape = (spec.n_agents, spec.act_dim) if multi else (spec.act_dim,)
+    agents = spec.n_agents if multi else 0
+    if s.on_policy:
+        if not callable(getattr(algo, "explore", None)):
+            raise UserError(f"{type(algo).__name__} is on-policy but has no explore(obs) -> "
+                            "(action, pre_tanh); add one (see docs/extending.md)")
+        return RolloutBuffer(s.rollout_steps, s.num_envs, obs_shape, action_shape,
+                             spec.state_dim, s.device, agent_rewards=agents,
+                             num_buffers=len(seeds))
+    check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, agents)
+    return ReplayBuffer(s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
+                        state_dim=spec.state_dim, agent_rewards=agents, generator_seeds=seeds)
+
+
+def available_memory(device: torch.device) -> int:
+    """Bytes that can still be allocated on ``device`` (MemAvailable for the CPU)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def replay_bytes(
+    capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], num_envs: int,
+    state_dim: int = 0, agent_rewards: int = 0,
+) -> int:
+    """Bytes a ``ReplayBuffer`` of these sizes allocates (float32 fields, bool flags, int64
+    index), computed before allocating anything."""
+    rows = math.ceil(capacity / num_envs) * num_envs
+    per_row = 4 * (math.prod(obs_shape) + math.prod(action_shape) + 1 + state_dim + agent_rewards)
+    return rows * (per_row + 2 + 8)
+
+
+def check_buffer_memory(
+    s: Settings, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], state_dim: int = 0,
+    agent_rewards: int = 0,
+) -> None:
+    """One line, before allocating, when the replay buffer cannot fit in the device's memory
+    (it may take at most 90% of what is available now)."""
+    need = replay_bytes(s.buffer_size, obs_shape, action_shape, s.num_envs, state_dim,
+                        agent_rewards)
+    have = available_memory(s.device)
+    if need > 0.9 * have:
+        raise UserError(
+            f"algo.buffer_size={s.buffer_size} needs {need / 2**30:.2f} GiB on {s.device} but "
+            f"only {have / 2**30:.2f} GiB are available; lower algo.buffer_size"
+        )

@@ -1,0 +1,2 @@
+"""Optimizers: Adam and MemberAdam (`adam`) and the entropy temperature tuners beside them
+(`entropy`: FixedAlpha, AutoAlpha)."""
