@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 OBS, ACT, BATCH = 11, 3, 256
-REPLAY, UPDATES, TEST_UPDATES = 20_000, 1_000, 200
+REPLAY, UPDATES, TEST_UPDATES = 20_000, 1_000, 100
 GAMMA, G_MAX = 0.995, 5.0
 CURVES = ("critic_loss", "actor_loss", "q_mean", "temperature", "entropy", "temperature_loss",
           "lr")

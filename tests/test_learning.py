@@ -15,15 +15,21 @@ import pytest
 from conftest import read_summary, run_cli
 
 THRESHOLD = -300.0
+SMALL = ["algo.actor.hidden=[64,64]", "critic.hidden=[64,64]"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("algo", "steps"), [("sac", 8000), ("td3", 10000)])
+@pytest.mark.parametrize(("algo", "steps"), [("sac", 5000), ("td3", 8000)])
 def test_pendulum_is_solved(tmp_path: Path, algo: str, steps: int) -> None:
+    """64x64 networks (the defaults are 256x256 and 400x300, which took 8,000 and 10,000 steps
+    at several times the update cost). Seed 1: final eval return -135 (SAC) and -141 (TD3), 160
+    above the threshold; -167 and -218 1,000 steps before these budgets. Broken on purpose, the
+    same runs end far below it: SAC with actor_lr=1e-9 at -1229, TD3 with critic_lr=1e-9 at
+    -1624."""
     run_dir = tmp_path / algo
     proc = run_cli([f"algo={algo}", "env=Pendulum", f"total_steps={steps}",
                     "algo.learning_starts=1000", "eval.every=0", "eval.episodes=10",
-                    "checkpoint.every=0", "seed=1"], run_dir, timeout=1500)
+                    "checkpoint.every=0", "seed=1", *SMALL], run_dir, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_summary(run_dir)
     assert summary["total_steps"] == steps <= 15000
@@ -33,9 +39,13 @@ def test_pendulum_is_solved(tmp_path: Path, algo: str, steps: int) -> None:
 @pytest.mark.slow
 def test_td3_solves_inverted_pendulum(tmp_path: Path) -> None:
     """With CleanRL's settings (lr 3e-4, 256x256, batch 256) TD3 stayed at 40-115 up to 15k steps
-    on seeds 0 and 1; with the paper's (the defaults) it reached 1000 by 15k-25k on seeds 0-2."""
+    on seeds 0 and 1; with the paper's (the defaults) it reached 1000 by 15k-25k on seeds 0-2.
+    Seed 0 here: eval return 149 at 10k steps and 1000 from 11k on (5 episodes every 1k steps;
+    a random policy scores about 5-10, stuck policies 35-150); 13k steps end at 1000. The
+    paper's 400x300 networks matter at this budget: 64x64 stayed at 36-59 to 12k steps and
+    128x128 and 256x256 at 35-87 to 14k and 10k steps."""
     run_dir = tmp_path / "td3"
-    proc = run_cli(["algo=td3", "env=InvertedPendulum", "total_steps=20000",
+    proc = run_cli(["algo=td3", "env=InvertedPendulum", "total_steps=13000",
                     "algo.learning_starts=1000", "eval.every=0", "eval.episodes=5",
                     "checkpoint.every=0", "seed=0"], run_dir, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
