@@ -267,11 +267,13 @@ def test_hasac_beats_random_on_simple_spread(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_coma_improves_on_its_own_start(tmp_path: Path) -> None:
     """The training return of the last 200 episodes beats that of the first 200 (whose policy is
-    the initial one, updated at most a few times)."""
-    proc = run_cli(["algo=coma", *LEARN, "total_steps=60000", "algo.critic_steps=16"],
+    the initial one, updated at most a few times). Seed 0: -25.3 -> -20.7 (+4.7) at 40k steps
+    (1600 episodes); the same run's last 200 were +2.4 at 20k, +3.6 at 30k and +3.4 at 60k, the
+    budget this test had before."""
+    proc = run_cli(["algo=coma", *LEARN, "total_steps=40000", "algo.critic_steps=16"],
                    tmp_path / "run", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     returns = [value for _, value in scalars(tmp_path / "run")["train/episode_return"]]
-    assert len(returns) >= 2000
+    assert len(returns) >= 1600
     first, last = np.mean(returns[:200]), np.mean(returns[-200:])
     assert last > first + 2.0, (first, last)
