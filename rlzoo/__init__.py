@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rlzoo.run.threads import strict_blas
+from rlzoo.config.threads import strict_blas
 
 strict_blas()  # before torch's first matrix product: equal numbers on any thread count
 

@@ -11,9 +11,9 @@ for real on 1 thread; the script prints the ops whose outputs (or in-place resul
 their input shapes, and how many ops it saw. Random-number ops always differ here (they draw
 twice) and ``new_empty_strided`` returns uninitialised memory: both are left out. ``import
 rlzoo`` sets ``MKL_CBWR=AUTO,STRICT`` unless the environment sets ``MKL_CBWR`` (an empty value
-leaves oneMKL's default); see rlzoo/run/threads.py and docs/performance.md. ``--mm-grid`` compares
-``a @ b`` on 1 and 2 threads for M in (1, 3, 11, 17, 64, 256), K in (8, 32, 256, 1024, 4096), N
-in (3, 11, 64, 256), with a, b or neither transposed, and prints the shapes that differ.
+leaves oneMKL's default); see rlzoo/config/threads.py and docs/performance.md. ``--mm-grid``
+compares ``a @ b`` on 1 and 2 threads for M in (1, 3, 11, 17, 64, 256), K in (8, 32, 256, 1024,
+4096), N in (3, 11, 64, 256), with a, b or neither transposed, and prints the shapes that differ.
 ``--speed`` times 4 rounds of 40 updates on 1 thread by CPU time (best round; a loaded machine
 slows the wall clock, less the CPU time of one thread): run it with and without ``MKL_CBWR=``,
 alternating, to see what the strict mode costs.

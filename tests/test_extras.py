@@ -43,9 +43,13 @@ def test_the_test_extra_is_light_and_the_launchers_are_the_sweep_extras() -> Non
 
 def test_ci_installs_the_sweep_extra_and_requires_it() -> None:
     ci = (REPO / ".ci" / "run").read_text()
-    assert 'pip install -e ".[test,sweep]"' in ci, ci
-    (required,) = re.findall(rf"{REQUIRE_EXTRAS}=(\S+) python -m pytest", ci)
+    lines = [line for line in ci.splitlines() if line and not line.startswith("#")]
+    sweep = next(i for i, line in enumerate(lines) if re.search(r'-e "\.\[sweep\]"$', line))
+    (required,) = re.findall(rf"^export {REQUIRE_EXTRAS}=(\S+)$", ci, flags=re.M)
     assert {"sweep", "compare"} <= set(required.split(",")), required
+    # then the README's test command, verbatim, as the last line
+    assert lines[-1] == 'python -m pip install -e ".[test]" && python -m pytest', lines
+    assert sweep < len(lines) - 1
 
 
 def test_a_missing_extra_is_skipped_with_its_install_line_or_failed_where_required() -> None:

@@ -28,7 +28,8 @@ PACKAGE = REPO / "rlzoo"
 # rlzoo besides itself (docs/architecture.md, "Folders"). A name with a dot is one module of a
 # folder with a rule of its own (the longest name that matches places a module).
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "": ("run.threads",),  # the package's __init__: the BLAS settings before torch's first product
+    # the package's __init__: the BLAS settings before torch's first product
+    "": ("config.threads",),
     # the public faces: `python -m rlzoo.train / evaluate / compare`
     "train": ("launch", "run", "config", "store", "conf", "errors"),
     "evaluate": ("policy", "run", "config", "algos", "envs", "store", "errors"),

@@ -1,5 +1,5 @@
 """``torch_threads=auto``: the ThreadTuner, its idle-core gate, and the thread count a run trains
-on (``rlzoo/run/threads.py``)."""
+on (``rlzoo/config/threads.py``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from rlzoo.run import threads
-from rlzoo.run.threads import MAX_HOLD, ThreadTuner, idle_probe, run_threads, thread_tuner
+from rlzoo.config import threads
+from rlzoo.config.threads import MAX_HOLD, ThreadTuner, idle_probe, run_threads, thread_tuner
 
 CLEAN = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")  # the suite's OpenMP variables
 
@@ -230,13 +230,13 @@ def test_a_run_times_both_counts_as_it_trains(tmp_path: os.PathLike[str], seeds:
     single seed and a seed group alike under a ThreadTuner that ticks in the learning phase
     only (the idle probe is blinded so that the suite's other worker cannot close the gate)."""
     code = (
-        "import sys, rlzoo, rlzoo.run.threads, rlzoo.run.assemble as assemble, torch\n"
+        "import sys, rlzoo, rlzoo.config.threads, rlzoo.run.assemble as assemble, torch\n"
         "if torch.get_num_threads() < 2: print('one-core'); raise SystemExit\n"
-        "rlzoo.run.threads.WINDOW, rlzoo.run.threads.HOLD = 5, 2\n"
-        "rlzoo.run.threads.idle_probe = lambda: None\n"
+        "rlzoo.config.threads.WINDOW, rlzoo.config.threads.HOLD = 5, 2\n"
+        "rlzoo.config.threads.idle_probe = lambda: None\n"
         "made = []\n"
         "def spy(*a):\n"
-        "    made.append(rlzoo.run.threads.thread_tuner(*a)); return made[-1]\n"
+        "    made.append(rlzoo.config.threads.thread_tuner(*a)); return made[-1]\n"
         "assemble.thread_tuner = spy\n"
         "rlzoo.train('algo=sac', 'env=Pendulum', 'total_steps=60', 'algo.learning_starts=30',\n"
         "            'algo.batch_size=8', 'eval.every=0', 'eval.episodes=1',\n"

@@ -1,4 +1,4 @@
-"""``torch_threads=auto`` never changes a run's numbers (rlzoo/run/threads.py): on this machine's
+"""``torch_threads=auto`` never changes a run's numbers (rlzoo/config/threads.py): on this machine's
 cores (2 here) a default run equals a ``torch_threads=1`` run bit for bit, straight, stopped and
 resumed, SIGKILLed and resumed, and while a busy loop takes a core; the update check
 (``same_on_counts``) and the tuner's pinning when it fails; the thread record; and
@@ -20,8 +20,8 @@ import pytest
 import torch
 from conftest import assert_user_error, run_cli
 
-from rlzoo.run import threads
-from rlzoo.run.threads import ThreadTuner, same_on_counts
+from rlzoo.config import threads
+from rlzoo.config.threads import ThreadTuner, same_on_counts
 
 CLEAN = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "MKL_CBWR")
 # Hopper's 11 observations make a [11, B] @ [B, 64] gradient product, which oneMKL splits by
@@ -30,7 +30,7 @@ ARGS = ["algo=sac", "env=Hopper", "seed=3", "total_steps=400", "algo.learning_st
         "algo.batch_size=64", "algo.actor.hidden=[64,64]", "critic.hidden=[64,64]",
         "eval.every=200", "eval.episodes=1", "checkpoint.every=100", "checkpoint.keep=10",
         "log.progress=false"]
-SWITCHY = ("import rlzoo.run.threads as t\n"
+SWITCHY = ("import rlzoo.config.threads as t\n"
            "t.WINDOW, t.HOLD, t.idle_probe = 4, 1, (lambda: None)\n")  # switch by timing alone
 TRAIN = """
 import os, signal, sys, rlzoo

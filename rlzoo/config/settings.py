@@ -76,7 +76,7 @@ class Settings:
     rollout_steps: int  # on-policy only (0 off-policy)
     seeds: int  # K: seeds seed .. seed + K - 1 trained together as one group
     seed_kernels: str  # a CPU group's kernels: "exact" (each seed in turn) or "batched" (vmap)
-    torch_threads: int | str  # CPU threads of torch (rlzoo.run.threads.run_threads)
+    torch_threads: int | str  # CPU threads of torch (rlzoo.config.threads.run_threads)
     env_workers: int  # worker processes stepping training envs beside this one (0: none)
     env_timeout_s: float  # seconds an env worker may take per request before it is hung
     eval_video_every: int  # env steps between filmed evaluations (0: none; rlzoo.run.filming)

@@ -26,16 +26,16 @@ from rlzoo.config.build import (
 )
 from rlzoo.config.normalization import check_observations
 from rlzoo.config.settings import Settings
+from rlzoo.config.threads import ThreadTuner, run_threads, same_on_counts, thread_tuner
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel
 from rlzoo.run.logger import Logger
 from rlzoo.run.member import Member
-from rlzoo.run.threads import ThreadTuner, run_threads, same_on_counts, thread_tuner
 from rlzoo.store.extras import seed_everything
 
 
 def set_threads(s: Settings) -> None:
-    """Apply ``torch_threads`` (CPU runs; ``rlzoo.run.threads.run_threads``)."""
+    """Apply ``torch_threads`` (CPU runs; ``rlzoo.config.threads.run_threads``)."""
     threads = run_threads(s.torch_threads)
     if s.device.type == "cpu" and threads:
         torch.set_num_threads(threads)
@@ -43,7 +43,7 @@ def set_threads(s: Settings) -> None:
 
 def thread_tuner_for(s: Settings) -> ThreadTuner | None:
     """``torch_threads=auto``, off-policy, on CPU: a tuner that keeps the faster of 1 thread and
-    torch's own count as the run trains (``rlzoo.run.threads.ThreadTuner``); else None."""
+    torch's own count as the run trains (``rlzoo.config.threads.ThreadTuner``); else None."""
     return thread_tuner(s.torch_threads, s.device.type == "cpu" and not s.on_policy,
                         torch.get_num_threads(), torch.set_num_threads)
 
@@ -52,7 +52,7 @@ def enter_threads(tuner: ThreadTuner, algo: Algorithm, update: Callable[[Any], A
                   batch: Any, logger: Logger | None, compiled: bool) -> bool:
     """Before an update under ``torch_threads=auto``: the first time in this process, whether
     ``update(batch)`` (an update of ``algo``; ``batch`` ``[K, B, ...]``) gives the same numbers
-    on every count ``tuner`` may pick (``rlzoo.run.threads.same_on_counts``, ``algo`` put back
+    on every count ``tuner`` may pick (``rlzoo.config.threads.same_on_counts``, ``algo`` put back
     after; not checked when ``compiled``: one thread then), with a one-line note on
     ``logger`` when not; then the update's count (``ThreadTuner.enter``). Returns whether it
     checked now."""
@@ -64,7 +64,8 @@ def enter_threads(tuner: ThreadTuner, algo: Algorithm, update: Callable[[Any], A
         if not same and logger is not None:
             logger.announce(
                 "note: torch_threads=auto: this run's updates are not bit-identical on 1 and "
-                f"{tuner.choices[1]} threads here, so they run on 1 thread (rlzoo/run/threads.py); "
+                f"{tuner.choices[1]} threads here, so they run on 1 thread "
+                "(rlzoo/config/threads.py); "
                 "torch_threads=N sets a fixed count")
     tuner.enter()
     return checked

@@ -129,7 +129,7 @@ def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time:
         summary["stopped_early"] = True  # a callback stopped the run before total_steps
     summary["group_seeds"] = [member.seed for member in members]  # [seed] for a single run
     summary["warnings"] = list(warnings)
-    summary.update(extra or {})  # the loop's: torch_threads (rlzoo.run.threads)
+    summary.update(extra or {})  # the loop's: torch_threads (rlzoo.config.threads)
     return summary
 
 
