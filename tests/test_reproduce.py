@@ -432,6 +432,22 @@ def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
     assert int(count) >= 20 and imported == "False", proc.stdout
 
 
+def test_the_tool_is_the_checkouts_not_the_packages(tmp_path: Path) -> None:
+    """The results tool lives in the checkout's tools/, not in rlzoo (the wheel does not ship
+    it): ``rlzoo.reproduce`` is no module, and the shim runs this checkout's tool from any
+    folder, naming itself in its one-line mistakes."""
+    bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                           "print(u.find_spec('rlzoo.reproduce'))"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**bare, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0 and proc.stdout == "None\n", (proc.stdout, proc.stderr)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "smoke", "--seeds", "x"],
+                          capture_output=True, text=True, cwd=tmp_path, env=bare)
+    assert proc.returncode == 2 and proc.stderr == (
+        "reproduce: error: argument --seeds: invalid int value: 'x'; see "
+        "python scripts/reproduce.py --help\n"), proc.stderr
+
+
 # --------------------------------------------------------------------------- in-process parts
 
 
