@@ -5,7 +5,7 @@ and sb3-contrib's TQC and CrossQ, with the same settings, at one thread, interle
     python scripts/bench_peers.py [--env Hopper] [--steps 1000] [--warmup 1000] [--repeats 2]
 
 Each pair is an rlzoo config and the peer built from it by the results tool's own translation
-(``rlzoo.reproduce.peer_kinds.peer_settings``: networks, batch, buffer, warm-up, tau, gamma,
+(``tools.reproduce.peer_kinds.peer_settings``: networks, batch, buffer, warm-up, tau, gamma,
 delays, noises, batch renorm, Adam betas, temperature; each optimizer at rlzoo's rate), so both
 sides run the same algorithm with the same settings:
 
@@ -75,7 +75,7 @@ def build_peer(pair: str, env: str, warmup: int, steps: int, seed: int) -> tuple
     import gymnasium as gym
     from hydra import compose, initialize_config_module
 
-    from rlzoo.reproduce.peer_kinds import peer_class, peer_settings
+    from tools.reproduce.peer_kinds import peer_class, peer_settings
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=[*PAIRS[pair], f"env={env}",
@@ -93,7 +93,7 @@ def build_peer(pair: str, env: str, warmup: int, steps: int, seed: int) -> tuple
                                                        space.shape))
     else:
         kwargs["target_entropy"] = settings.sac_target_entropy(space.low, space.high)
-    from rlzoo.reproduce.peer import matched
+    from tools.reproduce.peer import matched
 
     model = matched(peer_class(pair), settings.learning_rates)(
         "MlpPolicy", gym_env, seed=seed, device="cpu", verbose=0, **kwargs)

@@ -72,3 +72,15 @@ def test_the_smoke_set_is_real_and_the_readme_names_it_with_its_time() -> None:
     readme = (REPO / "README.md").read_text()
     paragraph = next(p for p in readme.split("\n\n") if "pytest -m smoke" in p)
     assert re.search(r"\d+ min \d+ s\b", paragraph), paragraph
+
+
+def test_the_wheel_ships_the_package_not_the_tools() -> None:
+    """pyproject's package list (``[tool.setuptools.packages.find]``, found as setuptools finds it
+    for the wheel) holds rlzoo and its subpackages, never the checkout's tools/ (the results
+    tool, which needs a checkout: docs/reproducing.md)."""
+    from setuptools import find_namespace_packages
+
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    found = find_namespace_packages(str(REPO), **find)
+    assert {"rlzoo", "rlzoo.algos", "rlzoo.conf"} <= set(found), found
+    assert not [name for name in found if name.split(".")[0] != "rlzoo"], found

@@ -14,9 +14,9 @@ import pytest
 from rlzoo.config.build import read_run_config
 from rlzoo.errors import UserError
 from rlzoo.policy.floors import episode_floors, floor_key, read_cache, run_floors
-from rlzoo.reproduce.page.floors import FLOORS_FILE, scale_lines
-from rlzoo.reproduce.suites import SUITES
 from rlzoo.store import for_tools
+from tools.reproduce.page.floors import FLOORS_FILE, scale_lines
+from tools.reproduce.suites import SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 MARL = REPO / "results" / "marl"

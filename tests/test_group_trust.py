@@ -421,9 +421,9 @@ def test_reproduce_names_a_live_trainer_and_never_a_dead_holder(
     is "locked by a live trainer" (before anything is launched into the cell's log); and at
     report time a cell reported locked earlier is re-read: finished, or unfinished once its
     holder has exited, never "locked" by a dead pid."""
-    from rlzoo.reproduce import rlzoo_cells, runner
-    from rlzoo.reproduce.plan import Outcome, Plan
-    from rlzoo.reproduce.suites import SUITES
+    from tools.reproduce import rlzoo_cells, runner
+    from tools.reproduce.plan import Outcome, Plan
+    from tools.reproduce.suites import SUITES
 
     plan = Plan(SUITES["smoke"], 2, 300, tmp_path, tmp_path / "results",
                 tmp_path / "page.md", sb3="--no-sb3")

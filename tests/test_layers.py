@@ -2,11 +2,13 @@
 
 Arrows run one way: ``train -> launch -> run``; ``evaluate / policy / cli_check -> run``;
 ``run -> algos -> nets | buffers | tuners``; ``run -> envs``; ``analysis`` reads run dirs only;
-``reproduce`` (the results tool) sits on top of them all, and ``stable_baselines3`` (an extra) is
-imported only lazily, by its SB3 peer. Every module under ``rlzoo/`` is parsed with ``ast``
+the checkout's ``tools/`` (the results tool, not in the package nor its wheel) sits above the
+package, which never imports it, and ``stable_baselines3`` (an extra) is imported only lazily, by
+its SB3 peer. Every module under ``rlzoo/`` and ``tools/`` is parsed with ``ast``
 (imports inside functions count too), so a new module or a lazy import is checked without
 importing anything; a top-level module that belongs to no layer below fails, so a new one is
-placed before it can import anything. No import circle among the modules. No module over
+placed before it can import anything. No import circle among the modules. No module (of rlzoo/
+or tools/) over
 ``MAX_LINES`` lines and no function over ``MAX_FUNCTION_LINES`` (the ``ALLOWANCE`` lists the ones
 still over, each at its size: they may shrink, never grow).
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "rlzoo"
+TOOLS = REPO / "tools"  # the checkout's tools, above the package (not shipped in its wheel)
 
 # The house, top to bottom: each folder (or root module) of rlzoo/ -> what it may import of
 # rlzoo besides itself (docs/architecture.md, "Folders"). A name with a dot is one module of a
@@ -47,7 +50,6 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "store": ("store", "errors"),  # its leaves (below) import nothing of rlzoo but errors
     "errors": (),
     "analysis": ("store.bounded", "store.readers", "store.writer", "conf", "errors"),
-    "reproduce": ("*",),  # the results tool: on top of them all (and reached by nothing)
 }
 # the store's leaves: import nothing of rlzoo but errors, so any layer may read and write run
 # dirs through them
@@ -71,17 +73,18 @@ LOOP = "rlzoo.run.loop"
 LOOP_IMPORTERS = ("rlzoo.launch.execute", "rlzoo.launch.api")
 # The one reader of the env config's ``kind``.
 KIND_READER = PACKAGE / "config" / "build.py"
-# The results tool sits on top: it may import any layer, and no other layer imports it.
-TOOL = "reproduce"
+# The checkout's tools/ (the results tool) sit above the package, a layer of their own outside
+# it: nothing in rlzoo/ imports them, ...
+TOOL = "tools"
 # ... and reaches rlzoo only through its public API (docs/architecture.md), imported at the top of
 # its modules: these modules, or a module of these packages.
 TOOL_API = ("rlzoo", "rlzoo.store.for_tools", "rlzoo.errors", "rlzoo.store.writer",
             "rlzoo.store.bounded", "rlzoo.analysis", "rlzoo.policy.floors")
 # Packages of an extra, not of rlzoo's dependencies: imported only inside a function of these
 # modules (so that importing any rlzoo module works without them).
-OPTIONAL = {"stable_baselines3": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_cells",
-                                   "rlzoo.reproduce.peer_kinds"),
-            "sb3_contrib": ("rlzoo.reproduce.peer", "rlzoo.reproduce.peer_kinds")}
+OPTIONAL = {"stable_baselines3": ("tools.reproduce.peer", "tools.reproduce.peer_cells",
+                                   "tools.reproduce.peer_kinds"),
+            "sb3_contrib": ("tools.reproduce.peer", "tools.reproduce.peer_kinds")}
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,10 @@ def module_name(path: Path) -> str:
 
 
 def sources() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "conf" not in
-            p.relative_to(PACKAGE).parts[:1]}
+    """Every module of the package (its Hydra configs aside) and of the checkout's tools/."""
+    return {**{module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "conf" not in
+               p.relative_to(PACKAGE).parts[:1]},
+            **{module_name(p): p for p in sorted(TOOLS.rglob("*.py"))}}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -131,7 +136,8 @@ def _lazy_nodes(tree: ast.Module, typing: bool = True) -> set[int]:
 
 
 def imports(modules: dict[str, Path]) -> list[Import]:
-    """Every import of an rlzoo module by an rlzoo module, anywhere in its source."""
+    """Every import of an rlzoo or tools module by one of ``modules``, anywhere in its
+    source."""
     found: list[Import] = []
     for source, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -155,14 +161,17 @@ def imports(modules: dict[str, Path]) -> list[Import]:
                 if base in modules and modules[base].name == "__init__.py":
                     targets.append(base)  # ... and runs the package's ``__init__`` first
             for target in targets:
-                if target == "rlzoo" or target.startswith("rlzoo."):
+                if target.split(".")[0] in ("rlzoo", TOOL):
                     found.append(Import(source, target, path, node.lineno,
                                         id(node) not in lazy, id(node) in in_function))
     return found
 
 
 def layer(module: str) -> str:
-    """The entry of :data:`ALLOWED` that places ``module``: its longest name that is one."""
+    """The entry of :data:`ALLOWED` that places ``module``: its longest name that is one
+    (:data:`TOOL` for a module of the checkout's tools/)."""
+    if module.split(".")[0] == TOOL:
+        return TOOL
     parts = module.split(".")[1:]
     if not parts:
         return ""
@@ -179,6 +188,8 @@ def allowed(source: str, target: str) -> bool:
         return True
     if target.startswith("rlzoo.conf.") or target == "rlzoo.conf":
         theirs = "conf"
+    if mine == TOOL:  # above the package: what of it, test_the_results_tool_uses_only_... says
+        return True
     rules = ALLOWED.get(mine, ())
     return "*" in rules or any(theirs == rule or target == f"rlzoo.{rule}"
                                or target.startswith(f"rlzoo.{rule}.") for rule in rules)
@@ -284,16 +295,24 @@ def test_build_reads_env_kind() -> None:
 
 
 def test_nothing_imports_the_results_tool() -> None:
+    """No module of rlzoo/ imports tools/ (an installed rlzoo has no tools/), nor names a tools
+    module in a string (``importlib.import_module("tools...")``, ``python -m tools...``)."""
     bad = [str(i) for i in imports(sources())
            if layer(i.target) == TOOL and layer(i.source) != TOOL]
-    assert not bad, (f"rlzoo.{TOOL} is the top layer (docs/architecture.md); nothing below "
-                     "it imports it:\n" + "\n".join(bad))
+    for module, path in sources().items():
+        if layer(module) != TOOL:
+            bad += [f"{path.relative_to(REPO)}:{node.lineno}: {module} names {node.value!r}"
+                    for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value.split(".")[0] == TOOL]
+    assert not bad, (f"the checkout's {TOOL}/ sit above the package (docs/architecture.md); "
+                     "nothing in rlzoo/ imports them:\n" + "\n".join(bad))
     assert any(layer(i.source) == TOOL and layer(i.target) == "analysis"
                for i in imports(sources()))  # the rule sees the tool's own imports
 
 
 def test_the_results_tool_uses_only_the_public_api_imported_at_the_top() -> None:
-    """``rlzoo.reproduce`` reaches rlzoo through :data:`TOOL_API` only (never ``rlzoo.run``'s
+    """``tools.reproduce`` reaches rlzoo through :data:`TOOL_API` only (never ``rlzoo.run``'s
     internals), and at the top of its modules (no import inside a function)."""
     def public(target: str) -> bool:
         return target == "rlzoo" or any(target == api or target.startswith(api + ".")
@@ -390,6 +409,7 @@ def function_sizes(path: Path) -> dict[str, int]:
 def test_the_size_rules_see_what_is_there() -> None:
     """The rules below would pass vacuously if nothing were measured."""
     sizes = function_sizes(PACKAGE / "train.py")
+    assert function_sizes(TOOLS / "reproduce" / "cli.py")["tools/reproduce/cli.py:main"] > 10
     assert sizes["rlzoo/train.py:main"] > 10
     assert "rlzoo/train.py:_CallableModule.__call__" in sizes
     assert all(len((REPO / f).read_text().splitlines()) > MAX_LINES for f in ALLOWANCE)
@@ -529,3 +549,4 @@ def test_every_rlzoo_name_in_the_architecture_doc_exists() -> None:
         else:
             missing.append(name)
     assert not missing, "docs/architecture.md names what does not exist:\n" + "\n".join(missing)
+

@@ -18,9 +18,9 @@ import pytest
 from rlzoo.analysis import find_runs, load_scalars, write_scalars_csv
 from rlzoo.analysis.curves import group_curve
 from rlzoo.analysis.runs import RETURN_LIMIT, STEP_LIMIT
-from rlzoo.reproduce.page.checks import BadResults, check_results, check_summary
-from rlzoo.reproduce.page.render import render_page
-from rlzoo.reproduce.schema import Row, Suite, SuiteTask
+from tools.reproduce.page.checks import BadResults, check_results, check_summary
+from tools.reproduce.page.render import render_page
+from tools.reproduce.schema import Row, Suite, SuiteTask
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = Suite(name="mujoco", title="x", tasks=(SuiteTask("Hopper", "Hopper"),), steps=20_000,
@@ -177,7 +177,7 @@ def test_reproduce_report_stops_in_one_line_and_keeps_the_page(tmp_path: Path) -
     page = tmp_path / "page.md"
     page.write_text("the old page\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "rlzoo.reproduce", "mujoco", "--report-only", "--results",
+        [sys.executable, "-m", "tools.reproduce", "mujoco", "--report-only", "--results",
          str(results), "--page", str(page), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 2, proc.stderr
@@ -195,8 +195,8 @@ def test_a_hostile_config_or_a_fifo_is_refused_in_one_line(tmp_path: Path) -> No
     are each refused in one line naming the file, at no cost."""
     import os
 
-    from rlzoo.reproduce.console import UsageError
-    from rlzoo.reproduce.page.runs import run_config
+    from tools.reproduce.console import UsageError
+    from tools.reproduce.page.runs import run_config
 
     runs = write_cell(tmp_path)
     render_page(tmp_path, tmp_path, [SUITE])

@@ -18,16 +18,16 @@ import numpy as np
 import pytest
 
 from rlzoo.analysis import compare, find_runs, write_scalars_csv
-from rlzoo.reproduce.files import REPORT_DIR
-from rlzoo.reproduce.page import text as page_text
-from rlzoo.reproduce.page.data import SuiteData, pair_tests
-from rlzoo.reproduce.page.figures import plot_published, published_figure
-from rlzoo.reproduce.page.glance import glance_cells
-from rlzoo.reproduce.page.readme import END, README_WORDS, START, replace_block
-from rlzoo.reproduce.page.render import render
-from rlzoo.reproduce.page.verdicts import Tests as PageTests
-from rlzoo.reproduce.schema import Row, Suite, SuiteTask
-from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+from tools.reproduce.files import REPORT_DIR
+from tools.reproduce.page import text as page_text
+from tools.reproduce.page.data import SuiteData, pair_tests
+from tools.reproduce.page.figures import plot_published, published_figure
+from tools.reproduce.page.glance import glance_cells
+from tools.reproduce.page.readme import END, README_WORDS, START, replace_block
+from tools.reproduce.page.render import render
+from tools.reproduce.page.verdicts import Tests as PageTests
+from tools.reproduce.schema import Row, Suite, SuiteTask
+from tools.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
@@ -260,7 +260,7 @@ def test_the_readme_paragraph_is_fresh_and_links_only_what_exists(
     file the README links (figures and pages, results paragraph or not) exists."""
     readme = (REPO / "README.md").read_text()
     assert START in readme and END in readme
-    assert replace_block(readme, now[1]) == readme, "regenerate: python -m rlzoo.reproduce " \
+    assert replace_block(readme, now[1]) == readme, "regenerate: python -m tools.reproduce " \
                                                     "mujoco --report-only --no-sb3"
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme):
         if not re.match(r"[a-z]+://", target):

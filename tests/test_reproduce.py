@@ -1,4 +1,4 @@
-"""rlzoo.reproduce, run through its shim scripts/reproduce.py: the smoke suite end to end through
+"""tools.reproduce, run through its shim scripts/reproduce.py: the smoke suite end to end through
 the real script (and the real ``python -m rlzoo.train`` and Stable-Baselines3 workers it starts),
 skipping finished cells, resuming a cell stopped by SIGTERM or given a larger budget
 bit-identically, one-line usage errors, locked cells, and the raw results (``eval.csv``)
@@ -27,28 +27,28 @@ import torch
 from rlzoo.analysis import compute_comparison, find_runs, load_scalars, write_scalars_csv
 from rlzoo.config.build import read_run_config
 from rlzoo.policy.floors import floor_key
-from rlzoo.reproduce.files import CHECKOUT as REPRODUCE_REPO
-from rlzoo.reproduce.files import repo_relative
-from rlzoo.reproduce.page import verdicts
-from rlzoo.reproduce.page.data import (
+from tools.reproduce.files import CHECKOUT as REPRODUCE_REPO
+from tools.reproduce.files import repo_relative
+from tools.reproduce.page import verdicts
+from tools.reproduce.page.data import (
     SuiteData,
     aggregate_scores,
     aggregate_task_sets,
     pair_tests,
 )
-from rlzoo.reproduce.page.figures import plot_published, published_figure
-from rlzoo.reproduce.page.glance import box_lines, compact_table, glance_cells
-from rlzoo.reproduce.page.headline import aggregate_lines, detail_lines, seed_lines
-from rlzoo.reproduce.page.method import method_lines
-from rlzoo.reproduce.page.render import render_page
-from rlzoo.reproduce.page.runs import first_columns, updates_by
-from rlzoo.reproduce.page.section import pair_lines, status_lines, suite_section
-from rlzoo.reproduce.peer import peer_settings
-from rlzoo.reproduce.processes import FileLock
-from rlzoo.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, published_data
-from rlzoo.reproduce.report import write_page
-from rlzoo.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
-from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+from tools.reproduce.page.figures import plot_published, published_figure
+from tools.reproduce.page.glance import box_lines, compact_table, glance_cells
+from tools.reproduce.page.headline import aggregate_lines, detail_lines, seed_lines
+from tools.reproduce.page.method import method_lines
+from tools.reproduce.page.render import render_page
+from tools.reproduce.page.runs import first_columns, updates_by
+from tools.reproduce.page.section import pair_lines, status_lines, suite_section
+from tools.reproduce.peer import peer_settings
+from tools.reproduce.processes import FileLock
+from tools.reproduce.references import REFERENCES, UNPUBLISHED, normalizer, published_data
+from tools.reproduce.report import write_page
+from tools.reproduce.schema import Row, Suite, SuiteTask, compose_cell_config
+from tools.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "reproduce.py"
@@ -399,10 +399,10 @@ def test_missing_sb3_is_one_line_and_on_the_page(tmp_path: Path) -> None:
 
 
 def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
-    """``python -m rlzoo.reproduce`` is what ``python scripts/reproduce.py`` runs: the same
+    """``python -m tools.reproduce`` is what ``python scripts/reproduce.py`` runs: the same
     one-line mistakes (each naming the command it was given as) and the same page; and every
-    module of rlzoo.reproduce imports where ``stable_baselines3`` cannot be."""
-    for module_args, name in ((["-m", "rlzoo.reproduce"], "python -m rlzoo.reproduce"),
+    module of tools.reproduce imports where ``stable_baselines3`` cannot be."""
+    for module_args, name in ((["-m", "tools.reproduce"], "python -m tools.reproduce"),
                               ([str(SCRIPT)], "python scripts/reproduce.py")):
         proc = subprocess.run([sys.executable, *module_args, "smoke", "--seeds", "x"],
                               capture_output=True, text=True, cwd=REPO)
@@ -411,7 +411,7 @@ def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
             f"{name} --help\n"), proc.stderr
     out = tmp_path / "out"
     pages = []
-    for module_args in (["-m", "rlzoo.reproduce"], [str(SCRIPT)]):
+    for module_args in (["-m", "tools.reproduce"], [str(SCRIPT)]):
         proc = subprocess.run([sys.executable, *module_args, "smoke", "--report-only", "--out",
                                str(out)], capture_output=True, text=True, cwd=REPO)
         assert proc.returncode == 0, proc.stderr
@@ -421,8 +421,8 @@ def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
     fake = tmp_path / "fake" / "stable_baselines3"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('simulated: not installed')\n")
-    code = ("import importlib, pkgutil, sys, rlzoo.reproduce as r; names = [m.name for m in "
-            "pkgutil.walk_packages(r.__path__, 'rlzoo.reproduce.')]; "
+    code = ("import importlib, pkgutil, sys, tools.reproduce as r; names = [m.name for m in "
+            "pkgutil.walk_packages(r.__path__, 'tools.reproduce.')]; "
             "[importlib.import_module(n) for n in names]; "
             "print(len(names), 'stable_baselines3' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
@@ -430,6 +430,22 @@ def test_module_entry_point_is_the_shims_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     count, imported = proc.stdout.split()
     assert int(count) >= 20 and imported == "False", proc.stdout
+
+
+def test_the_tool_is_the_checkouts_not_the_packages(tmp_path: Path) -> None:
+    """The results tool lives in the checkout's tools/, not in rlzoo (the wheel does not ship
+    it): ``rlzoo.reproduce`` is no module, and the shim runs this checkout's tool from any
+    folder, naming itself in its one-line mistakes."""
+    bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", "import importlib.util as u; "
+                           "print(u.find_spec('rlzoo.reproduce'))"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**bare, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0 and proc.stdout == "None\n", (proc.stdout, proc.stderr)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "smoke", "--seeds", "x"],
+                          capture_output=True, text=True, cwd=tmp_path, env=bare)
+    assert proc.returncode == 2 and proc.stderr == (
+        "reproduce: error: argument --seeds: invalid int value: 'x'; see "
+        "python scripts/reproduce.py --help\n"), proc.stderr
 
 
 # --------------------------------------------------------------------------- in-process parts
@@ -484,7 +500,7 @@ def test_the_sb3_contrib_peers_take_the_rows_settings() -> None:
     """DDPG, TQC and CrossQ's peers read their rows' configs: one critic and no smoothing;
     TQC's quantiles, drop and per-optimizer rates; CrossQ's batch renorm, delay and betas.
     A config the peer cannot be is refused with what differs."""
-    from rlzoo.reproduce.suites import SUITES as ALL
+    from tools.reproduce.suites import SUITES as ALL
 
     rows = {r.label: r for r in ALL["peers"].rows}
     cfg = {label: compose_cell_config(["env=Hopper", *rows[label].overrides])
@@ -1023,7 +1039,7 @@ def test_the_stac_row_pins_the_settings_its_cells_ran_with(task: str) -> None:
 
     from rlzoo.analysis.config import flatten_config, is_ignored
     from rlzoo.analysis.runs import read_config
-    from rlzoo.reproduce.suites import STAC_FIRST
+    from tools.reproduce.suites import STAC_FIRST
 
     suite = SUITES["mujoco"]
     row = next(r for r in suite.rows if r.label == "stac")
@@ -1195,7 +1211,7 @@ def test_findings_are_computed_from_the_curves_they_describe(tmp_path: Path) -> 
     the runs: the seed pairs it wins, the evaluations where its IQM leads, the seeds' range at
     the second evaluation, the largest fall of a curve, and the reading of the control, which
     changes with the data (so no stale number or claim outlives a cell trained again)."""
-    from rlzoo.reproduce.page.findings import chunks_gap, chunks_lead
+    from tools.reproduce.page.findings import chunks_gap, chunks_lead
 
     steps = np.arange(5_000, 50_001, 5_000)
     suite = Suite(
@@ -1276,9 +1292,9 @@ def test_temperature_findings_are_read_from_the_exported_train_csv(tmp_path: Pat
 
     from rlzoo.envs.gym import make_single_env
     from rlzoo.envs.pettingzoo import make_multi_agent_env
-    from rlzoo.reproduce.page.findings import finding_lines
-    from rlzoo.reproduce.page.temperature import ACTION_SIZES, exceeded, slow_temperature
-    from rlzoo.reproduce.report import export_run
+    from tools.reproduce.page.findings import finding_lines
+    from tools.reproduce.page.temperature import ACTION_SIZES, exceeded, slow_temperature
+    from tools.reproduce.report import export_run
 
     steps = np.arange(11_000, 100_001, 1_000)
     source = tmp_path / "runs" / "dsac_t-s0"
@@ -1370,7 +1386,7 @@ def test_the_multi_agent_halfcheetah_note_quotes_the_results() -> None:
     committed results' number as the page writes it, so a cell trained again cannot leave the
     note stale."""
     from rlzoo.analysis import stats
-    from rlzoo.reproduce.page.runs import fmt, value_at
+    from tools.reproduce.page.runs import fmt, value_at
 
     note = UNPUBLISHED["mamujoco-"]
     marl = REPO / "results" / "marl" / "mamujoco-HalfCheetah-2x3"

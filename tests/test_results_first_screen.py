@@ -14,15 +14,15 @@ import pytest
 
 from rlzoo.analysis import stats, write_scalars_csv
 from rlzoo.analysis.curves import read_scalars_csv
-from rlzoo.reproduce.page import verdicts
-from rlzoo.reproduce.page.data import SuiteData, best_reference, reference_tests
-from rlzoo.reproduce.page.glance import compact_table, glance_cells
-from rlzoo.reproduce.page.method import updates_line
-from rlzoo.reproduce.page.render import render_page
-from rlzoo.reproduce.page.runs import fmt
-from rlzoo.reproduce.references import REFERENCES
-from rlzoo.reproduce.schema import Row, Suite, SuiteTask
-from rlzoo.reproduce.suites import LEADS, PAGE_SUITES, SUITES
+from tools.reproduce.page import verdicts
+from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
+from tools.reproduce.page.glance import compact_table, glance_cells
+from tools.reproduce.page.method import updates_line
+from tools.reproduce.page.render import render_page
+from tools.reproduce.page.runs import fmt
+from tools.reproduce.references import REFERENCES
+from tools.reproduce.schema import Row, Suite, SuiteTask
+from tools.reproduce.suites import LEADS, PAGE_SUITES, SUITES
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"

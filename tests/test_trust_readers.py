@@ -18,8 +18,8 @@ from conftest import REPO
 
 from rlzoo.analysis.curves import load_scalars, read_scalars_csv
 from rlzoo.analysis.runs import find_runs, read_config, read_summary
-from rlzoo.reproduce.files import read_json
 from rlzoo.store.bounded import BoundError, load_json, load_yaml, parse_yaml, read_bytes
+from tools.reproduce.files import read_json
 
 # a 1 KB alias bomb: 9 ** 6 strings once expanded
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

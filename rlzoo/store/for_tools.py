@@ -1,5 +1,5 @@
 """Run dirs and envs for tools built on rlzoo: the public API the results tool
-(``rlzoo/reproduce``) reaches rlzoo through, with ``rlzoo.analysis`` (reading finished runs),
+(``tools/reproduce``) reaches rlzoo through, with ``rlzoo.analysis`` (reading finished runs),
 ``rlzoo.errors``, ``rlzoo.store.writer`` and the command lines (``python -m rlzoo.train``). What a
 tool
 needs to know of a run dir (is it a run, which dirs make its seed group, does a live trainer hold

@@ -1,0 +1,286 @@
+"""The page read at a glance: a box of what is shown and what is not, then one compact table of
+every headline cell (a row per algorithm, a column per task and budget), each cell rlzoo's IQM
+with one symbol for its verdict against the best published curve, and footnotes for the rest.
+Every word is computed from the same cells and tests as the rest of the page; the wording is in
+:mod:`tools.reproduce.page.text`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tools.reproduce.files import summary_steps
+from tools.reproduce.page import text
+from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
+from tools.reproduce.page.runs import WINDOW, devices, fmt, kilo
+from tools.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci
+from tools.reproduce.references import Reference
+from tools.reproduce.schema import Suite
+
+Found = tuple[Reference, np.ndarray, Test | None]  # a published curve, its windows, the test
+MARKED_BY_SYMBOL = {"another": "another"}  # footnotes a cell's symbol points to, not a letter
+
+
+@dataclass
+class Cell:
+    """One headline cell at one budget: a row of a suite on a task, read at ``steps``.
+
+    Attributes:
+        suite, task, row, steps: where it is.
+        runs: the cell's run dirs ([] when it has not run).
+        values: each seed's mean over the window ending at ``steps`` (None unless every seed
+            has it: a cell that stopped short).
+        found: every published curve set beside it, with its windows and its test.
+        best: the one the headline reads (:func:`best_reference`); None without any.
+    """
+
+    suite: Suite
+    task: str
+    row: str
+    steps: int
+    runs: list[Path]
+    values: list[float] | None = None
+    found: list[Found] = field(default_factory=list)
+    best: Found | None = None
+
+    @property
+    def test(self) -> Test | None:
+        """The test against the best curve (None: no curve, or too few seeds to test)."""
+        return self.best[2] if self.best else None
+
+    @property
+    def own(self) -> bool:
+        """Whether the best curve is of the row's own algorithm (not another's)."""
+        return self.best is not None and not self.best[0].yardstick
+
+    def symbol(self) -> str:
+        """The verdict's symbol (:data:`text.SYMBOLS`); '' when untested."""
+        if self.best is None:
+            return text.SYMBOLS["no reference"]
+        if self.test is None:
+            return ""
+        if not self.own:
+            return text.SYMBOLS["another"]
+        if self.test.adjusted < ALPHA:
+            return text.SYMBOLS[side(self.test)]
+        return text.SYMBOLS["none"]
+
+    def seeds(self) -> str:
+        """`` (10)`` for more seeds than the suite's, `` (3 of 5)`` for fewer, else ''."""
+        n, k = len(self.values or self.runs), self.suite.seeds
+        return "" if n == k else f" ({n})" if n > k else f" ({n} of {k})"
+
+
+def side(test: Test) -> str:
+    return "above" if test.poi[0] > 0.5 else "below"
+
+
+def glance_cells(data: Sequence[SuiteData], tests: Tests) -> list[Cell]:
+    """Every headline cell of every suite with headline budgets, at each of its task's budgets
+    (:meth:`Suite.budgets`), run or not, with its tests (run into ``tests``)."""
+    cells = []
+    for d in data:
+        for task, row in d.suite.cells():
+            for s in d.suite.budgets(task):
+                cell = Cell(d.suite, task.name, row.label, s, d.cell(task.name, row.label))
+                cell.values = d.windows(task.name, row.label, s) if cell.runs else None
+                if cell.values:
+                    cell.found = reference_tests(d, tests, task.name, row.label, s)
+                    cell.best = best_reference(cell.found)
+                cells.append(cell)
+    return cells
+
+
+def joined(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def where(places: Sequence[tuple[str, int]]) -> str:
+    """Tasks grouped by their budgets: ``on Hopper and HalfCheetah at 50k and 100k, on
+    Walker2d at 50k``."""
+    budgets: dict[str, list[int]] = {}
+    for task, steps in places:
+        budgets.setdefault(task, []).append(steps)
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for task, steps in budgets.items():
+        groups.setdefault(tuple(sorted(set(steps))), []).append(task)
+    return ", ".join(f"on {joined(tasks)} at {joined([kilo(s) for s in steps])}"
+                     for steps, tasks in groups.items())
+
+
+def by_row(items: Sequence[tuple[str, str, str, int]]) -> str:
+    """``(row, what, task, steps)`` items as ``row what on ... at ...`` (the row in backticks),
+    a row's places grouped by what is said of them, and rows said the same of named together:
+    ``td3 and sb3_td3 above TD3 (Tianshou) on Hopper at 50k; sac-categorical below on ...,
+    no difference found on ...``."""
+    places: dict[str, dict[str, list[tuple[str, int]]]] = {}
+    for row, what, task, steps in items:
+        places.setdefault(row, {}).setdefault(what, []).append((task, steps))
+    grouped: dict[str, list[str]] = {}
+    for row, found in places.items():
+        said = ", ".join(f"{what} {where(at)}" if what else where(at)
+                         for what, at in found.items())
+        grouped.setdefault(said, []).append(f"`{row}`")
+    return "; ".join(f"{joined(rows)} {said}" for said, rows in grouped.items())
+
+
+def notes_of(cell: Cell) -> dict[str, tuple[str, str, str, int]]:
+    """The compact table's footnotes that ``cell`` takes (:data:`text.FOOTNOTES`'s keys), each
+    with its ``(row, what, task, steps)`` item."""
+    out = {}
+    test = cell.test
+    if test is not None and not cell.own:
+        verdict = test.verdict().replace(f"at p < {ALPHA:g}, not after Holm", "before Holm only")
+        out["another"] = (cell.row, verdict, cell.task, cell.steps)
+    elif test is not None and test.p < ALPHA <= test.adjusted:
+        out["before"] = (cell.row, side(test), cell.task, cell.steps)
+    others = [f"{side(t)} {ref.algo}" for ref, _, t in cell.found
+              if cell.best is not None and ref is not cell.best[0] and not ref.yardstick
+              and t is not None and t.adjusted < ALPHA]
+    if others:
+        out["other"] = (cell.row, joined(others), cell.task, cell.steps)
+    return out
+
+
+def cell_text(cell: Cell, marks: dict[str, str]) -> str:
+    """One cell of the compact table: ``696 ○ (10)``, ``383 ◇ᵃ``, ``not run yet``, ``1 seed to
+    30k only``."""
+    if not cell.runs:
+        return "not run yet"
+    if not cell.values:
+        return short_of(cell)
+    point = fmt(iqm_ci(cell.values)[0]) if len(cell.values) > 1 else fmt(cell.values[0])
+    untested = " (not tested)" if cell.best is not None and cell.test is None else ""
+    notes = "".join(marks[key] for key in notes_of(cell) if key not in MARKED_BY_SYMBOL)
+    return f"{point} {cell.symbol()}{notes}{cell.seeds()}{untested}".replace("  ", " ")
+
+
+def short_of(cell: Cell) -> str:
+    """How far a cell that stopped short of its budget got: ``1 seed to 30k only``."""
+    reached = [summary_steps(d) or 0 for d in cell.runs]
+    return f"{len(cell.runs)} seed{'s' if len(cell.runs) != 1 else ''} to {kilo(min(reached))} " \
+           "only"
+
+
+def columns(cells: Sequence[Cell]) -> list[tuple[str, int, str]]:
+    """The compact table's columns: (task, steps, suite) in the order tasks first appear, each
+    task's budgets ascending; the suite is named only where two suites read one task at one
+    budget."""
+    order = list(dict.fromkeys(c.task for c in cells))
+    return sorted({(c.task, c.steps, c.suite.name) for c in cells},
+                  key=lambda k: (order.index(k[0]), k[1], k[2]))
+
+
+def compact_table(cells: Sequence[Cell]) -> list[str]:
+    """The compact table, its legend and footnotes; [] without cells."""
+    if not cells:
+        return []
+    cols = columns(cells)
+    twice = {(t, s) for t, s, _ in cols if sum(1 for c in cols if c[:2] == (t, s)) > 1}
+    names = [f"{t} {kilo(s)}" + (f" (`{suite}`)" if (t, s) in twice else "")
+             for t, s, suite in cols]
+    ran = {c.row for c in cells if c.runs}
+    rows = [r for r in dict.fromkeys(c.row for c in cells) if r in ran]
+    used = [key for key in text.FOOTNOTES if any(key in notes_of(c) for c in cells)]
+    lettered = [key for key in used if key not in MARKED_BY_SYMBOL]
+    marks = {key: text.NOTE_MARKS[lettered.index(key)] if key in lettered
+             else text.SYMBOLS[MARKED_BY_SYMBOL[key]] for key in used}
+    at = {(c.row, c.task, c.steps, c.suite.name): c for c in cells}
+    lines = ["| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(cols)]
+    for row in rows:
+        lines.append(f"| `{row}` | " + " | ".join(
+            cell_text(at[(row, *col)], marks) if (row, *col) in at else ""
+            for col in cols) + " |")
+    seeds = cells[0].suite.seeds
+    lines += ["", text.LEGEND.format(window=kilo(WINDOW), seeds=seeds, noref=text.SYMBOLS[
+        "no reference"], **{k: v for k, v in text.SYMBOLS.items() if k != "no reference"}), ""]
+    for key in used:
+        items = [notes_of(c)[key] for c in cells if key in notes_of(c)]
+        algo = joined(sorted({c.best[0].algo for c in cells if c.best and not c.own})) \
+            if key == "another" else ""
+        lines += [text.FOOTNOTES[key].format(mark=marks[key], algo=algo, alpha=ALPHA,
+                                             cells=by_row(items)), ""]
+    return lines
+
+
+def validated_line(cells: Sequence[Cell]) -> str:
+    """The box's first line: the rows tested against their own algorithm's curve, where, and
+    what Holm's correction leaves of their verdicts (the compact table below gives each)."""
+    tested = [c for c in cells if c.test is not None and c.own]
+    if not tested:
+        return text.BOX["validated"].split(":")[0] + ": " + text.NONE_VALIDATED + "."
+    differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
+    verdicts = (text.ALL_LEVEL if not differ else text.SOME_DIFFER.format(
+        k=len(differ), cells=by_row(
+            [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])))
+    return text.BOX["validated"].format(
+        rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]), n=len(tested),
+        tasks=joined(list(dict.fromkeys(c.task for c in tested))),
+        budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
+        verdicts=verdicts)
+
+
+def others_line(cells: Sequence[Cell], data: Sequence[SuiteData]) -> str | None:
+    """The box's second line: rows that ran with no published curve of their own (set against
+    another algorithm's, or none), and the suites without headline budgets that have results."""
+    validated = {c.row for c in cells if c.test is not None and c.own}
+    groups: dict[str, list[str]] = {}
+    for c in cells:
+        if c.row not in validated and c.values:
+            what = f" (against {c.best[0].algo})" if c.best and not c.own else ""
+            if c.row not in groups.setdefault(what, []):
+                groups[what].append(c.row)
+    parts = [f"{joined([f'`{r}`' for r in rows])}{what}" for what, rows in groups.items()]
+    for d in data:
+        if not d.suite.headline_steps and d.report is not None:
+            rows = [r.label for r in d.suite.rows if any(d.cell(t.name, r.label)
+                                                        for t in d.suite.tasks)]
+            parts.append(f"the `{d.suite.name}` suite's {len(rows)} rows at "
+                         f"{kilo(d.suite.steps)}")
+    return text.BOX["others"].format(rows="; ".join(parts)) if parts else None
+
+
+def not_yet_line(data: Sequence[SuiteData]) -> str:
+    """The box's last line: no GPU run and how far the page's runs go; per headline suite the
+    rows not run, or short of the suite's seeds or budget, by task; the other suites' cells not
+    run, counted."""
+    runs = [r for d in data for rows in d.runs.values() for cell in rows.values() for r in cell]
+    furthest = max((summary_steps(r) or 0 for r in runs), default=0)
+    missing: dict[str, list[str]] = {}  # row -> its tasks not run or short
+    parts = []
+    for d in data:
+        if "device=cuda" in d.suite.overrides:
+            continue  # the GPU clause says it
+        if not d.suite.headline_steps:
+            left = sum(1 for t, r in d.suite.cells() if not d.cell(t.name, r.label))
+            parts += [f"{left} `{d.suite.name}` cells"] if left else []
+            continue
+        ran = {r.label for t, r in d.suite.cells() if d.cell(t.name, r.label)}
+        for task, row in d.suite.cells():
+            runs = d.cell(task.name, row.label)
+            reached = min((summary_steps(r) or 0 for r in runs), default=0)
+            short = ([f"{len(runs)} of {d.suite.seeds} seeds"] if len(runs) < d.suite.seeds
+                     else []) + ([f"to {kilo(reached)}"] if reached < (task.steps or
+                                                                      d.suite.steps) else [])
+            if not runs or short:  # a row that ran nowhere in the suite is named bare
+                tasks = missing.setdefault(row.label, [])
+                if row.label in ran:
+                    tasks.append(task.name if not runs else f"{task.name}: {', '.join(short)}")
+    named = [f"`{row}`" + (f" ({'; '.join(tasks)})" if tasks else "")
+             for row, tasks in missing.items()]
+    parts = [", ".join(named)] * bool(named) + parts
+    return text.BOX["not_yet"].format(gpu=text.NO_GPU.format(steps=kilo(furthest)),
+                                      cells="; ".join(parts) or "every cell has run")
+
+
+def box_lines(data: Sequence[SuiteData], cells: Sequence[Cell]) -> list[str]:
+    """The box at the top of the page (at most :data:`text.BOX_LINES` lines)."""
+    runs = [r for c in cells for r in c.runs]
+    lines = [validated_line(cells), others_line(cells, data),
+             text.BOX["device"].format(device=devices(runs) or "not recorded") if runs else None,
+             not_yet_line(data)]
+    return [line for line in lines if line] + [""]

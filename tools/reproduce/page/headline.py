@@ -1,0 +1,144 @@
+"""After the compact table: one figure per task, the detail of every headline cell against its
+best published curve, the aggregate across tasks, and the per-seed values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rlzoo.analysis import stats
+from tools.reproduce.files import REPORT_DIR, profile_figure, summary_steps
+from tools.reproduce.page import text
+from tools.reproduce.page.data import (
+    SuiteData,
+    aggregate_scores,
+    aggregate_task_sets,
+    has_aggregate,
+)
+from tools.reproduce.page.figures import published_figure
+from tools.reproduce.page.glance import Cell, cell_text
+from tools.reproduce.page.runs import WINDOW, fmt, kilo, updates_by
+from tools.reproduce.page.verdicts import ALPHA, iqm_text, pval, untested_text
+
+
+def detail_lines(cells: Sequence[Cell]) -> list[str]:
+    """Every headline cell that has run, against the best published curve of its algorithm:
+    rlzoo's IQM [CI], the curve's, P(rlzoo > published) [CI] and the test's p before and after
+    Holm (the compact table's symbol first); the sections' tables give every other curve."""
+    shown = [c for c in cells if c.runs]
+    if not shown:
+        return []
+    marks = {key: "" for key in text.FOOTNOTES}
+    lines = ["## Detail", "", text.DETAIL.format(window=kilo(WINDOW)), "",
+             "| task | row | env steps | rlzoo | best published | P(rlzoo > published) | p "
+             "(Holm) |", "|---|---|---:|---|---|---|---|"]
+    for c in shown:
+        ours = (f"{iqm_text(c.values)} ({len(c.values)})" if c.values
+                else cell_text(c, marks))
+        published = P = p = "—"
+        if c.best is not None:
+            ref, theirs, test = c.best
+            published = (f"{ref.algo}{', another algorithm' if ref.yardstick else ''}: "
+                         f"{iqm_text(theirs)} ({len(theirs)})")
+            if test is not None:
+                point, lo, hi = test.poi
+                P = f"{c.symbol()} {point:.2f} [{lo:.2f}, {hi:.2f}]"
+                p = f"{pval(test.p)} ({pval(test.adjusted)})".replace("= ", "")
+            else:
+                P = untested_text(c.values or [], theirs)
+        elif c.values:
+            published = "no published curve"
+        lines.append(f"| {c.task} | {c.row} | {kilo(c.steps)} | {ours} | {published} | {P} | "
+                     f"{p} |")
+    return lines + [""]
+
+
+def compared_updates(cells: Sequence[Cell]) -> list[tuple[str, int, int | None, str]]:
+    """The gradient updates of each published curve a verdict reads (the best, and any other
+    that differs after Holm) against rlzoo's row, at the compared step: (curve, steps, rlzoo's,
+    the curve's as the page writes it), for :func:`tools.reproduce.page.method.updates_line`."""
+    out = []
+    for c in cells:
+        if c.test is None or not c.own:
+            continue
+        mine = updates_by(c.runs[0], c.steps)
+        best = c.best[0]  # type: ignore[index]
+        differ = [r for r, _, t in c.found if r is not best and not r.yardstick
+                  and t is not None and t.adjusted < ALPHA]
+        out += [(r.algo, c.steps, mine, r.updates(c.steps)) for r in (best, *differ)]
+    return out
+
+
+def figure_lines(data: SuiteData, rel: Path) -> list[str]:
+    """One figure per task of the suite: its learning curves with the published curves where
+    the report drew them, else its curves alone, else a line saying no cell has run."""
+    lines: list[str] = []
+    for task in data.suite.tasks:
+        figure = (data.report or {}).get("figures", {}).get(task.name)
+        published = published_figure(figure) if figure else ""
+        budget = kilo(task.steps or data.suite.steps)
+        if figure and (data.root / REPORT_DIR / published).is_file():
+            lines += [f"![{task.name} to {budget}: learning curves and published curves]"
+                      f"({rel / REPORT_DIR / published})", ""]
+        elif figure:
+            lines += [f"![{task.name} to {budget}: learning curves]({rel / REPORT_DIR / figure})",
+                      ""]
+        else:
+            lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
+    return lines
+
+
+def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
+    """The aggregate across tasks at each headline budget: IQM of normalized scores with a
+    task-stratified bootstrap CI, and the performance profile's figure; none for a suite of one
+    task (its headline table, in other units)."""
+    if not has_aggregate(data.suite):
+        return []
+    lines = []
+    for s in data.suite.all_budgets():
+        for i, tasks in enumerate(aggregate_task_sets(data, s)):
+            tasks, scores = aggregate_scores(data, s, tasks)
+            if not scores:
+                continue
+            if not lines:
+                lines += [text.AGGREGATE.format(window=kilo(WINDOW)), ""]
+            lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
+                      "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
+            for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
+                point, lo, hi = stats.stratified_bootstrap_ci(x)
+                lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
+                             f"[{lo:.2f}, {hi:.2f}] |")
+            lines.append("")
+            profile = profile_figure(s, tasks if i else None)
+            if (data.root / REPORT_DIR / profile).is_file():
+                lines += [f"![Performance profile at {kilo(s)} ({', '.join(tasks)})]"
+                          f"({rel / REPORT_DIR / profile})", ""]
+    return lines
+
+
+SEED_HEAD = ["| task | row | suite | env steps | each seed's evaluation | each seed's mean over "
+             "the window |", "|---|---|---|---:|---|---|"]
+
+
+def seed_lines(data: SuiteData) -> list[str]:
+    """The per-seed table's rows of one suite: each cell's seeds at each of its task's headline
+    budgets (or its final return where the suite has none): their evaluation there and their
+    mean over the window the headline reads, seeds in order (:data:`SEED_HEAD`)."""
+    suite = data.suite
+    lines = []
+    for task, row in suite.cells():
+        runs = data.cell(task.name, row.label)
+        if not runs:
+            continue
+        reached = min(summary_steps(d) or 0 for d in runs)
+        seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
+        which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {min(seeds)}-{max(seeds)}"
+        for s in suite.budgets(task) or (suite.steps,):
+            values = data.values_at(task.name, row.label, s)
+            each = (", ".join(fmt(v) for v in values) if values
+                    else f"not reached ({kilo(reached)} only)")
+            windows = data.windows(task.name, row.label, s) if suite.headline_steps else None
+            means = ", ".join(fmt(v) for v in windows) if windows else "—"
+            lines.append(f"| {task.name} | {row.label} ({which}) | `{suite.name}` | {kilo(s)} | "
+                         f"{each} | {means} |")
+    return lines

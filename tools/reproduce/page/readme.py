@@ -1,0 +1,112 @@
+"""The README's results paragraph, generated with the page from the same cells: what is validated
+(the box's first line, summed up), the README's own first command's cell (:data:`README_CELL`:
+SAC on Humanoid) with its learning-curve figure once it has run, and what is not there yet. The
+report step writes it between :data:`START` and :data:`END` in the checkout's README.md
+(:func:`replace_block`); tests/test_page_limits.py checks it is fresh, at most
+:data:`README_WORDS` words, and that every file it links exists."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from tools.reproduce.files import REPORT_DIR
+from tools.reproduce.page.data import SuiteData
+from tools.reproduce.page.figures import published_figure
+from tools.reproduce.page.glance import Cell, by_row, joined, side
+from tools.reproduce.page.runs import fmt, kilo
+from tools.reproduce.page.verdicts import ALPHA, iqm_ci, rank_test_power
+
+START = ("<!-- results: written by `python -m tools.reproduce SUITE --report-only` from results/; "
+         "do not edit -->")
+END = "<!-- end of results -->"
+README_WORDS = 150
+README_CELL = ("long", "Humanoid", "sac")  # the README's first command's cell: suite, task, row
+PAGE = "docs/results.md"
+
+TEXT = {
+    "validated": "Results so far ([{page}]({page}), recomputed from `results/`): {n} cells of "
+                 "{rows} on {tasks} at {budgets} env steps, {seeds} seeds each, on a 2-core CPU, "
+                 "against the TD3 paper's, Tianshou's and SimbaV2's published seeds: "
+                 "{verdicts} (with 5 seeds against 10 a true gap of one standard deviation is "
+                 "found {power} of the time).",
+    "level": "none differs from its algorithm's best curve after Holm's correction, a gap not "
+             "found rather than a match shown",
+    "differ": "{k} differ from their algorithm's best curve after Holm's correction ({which}); "
+              "elsewhere no gap is found, which is not a match shown",
+    "pending": "`{row}` on {task}-v5, the command above ({seeds} seeds to {steps}): not on the "
+               "page yet ({why}).",
+    "ran": "`{row}` on {task}-v5, the command above ({n} of {seeds} seeds): IQM {values} "
+           "against {algo}'s {theirs} ({verdict}).",
+    "not_yet": "No GPU run or 1M-step number yet; the page lists what is not run and why.",
+}
+FEW = 3  # the cells that differ, named in the paragraph up to this many (the page names all)
+
+
+def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> list[str]:
+    """The README's results paragraph (links relative to the checkout ``root``): what is
+    validated, the README's cell (its figure when drawn), and what is not run yet."""
+    tested = [c for c in cells if c.test is not None and c.own]
+    lines = []
+    if tested:
+        differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
+        which = by_row([(c.row, side(c.test), c.task, c.steps) for c in differ if c.test]) \
+            if len(differ) <= FEW else "the page names them"
+        verdicts = TEXT["differ"].format(k=len(differ), which=which) if differ \
+            else TEXT["level"]
+        seeds = sorted({len(c.values or []) for c in tested})
+        lines.append(TEXT["validated"].format(
+            page=PAGE, n=len(tested),
+            rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]),
+            tasks=joined(list(dict.fromkeys(c.task for c in tested))),
+            budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
+            seeds=f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}",
+            verdicts=verdicts, power=f"{rank_test_power(5, 10, 1.0, ALPHA):.0%}"))
+    lines += cell_lines(data, cells, root)
+    return [*lines, TEXT["not_yet"]]
+
+
+def cell_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> list[str]:
+    """The README's cell (:data:`README_CELL`): not run yet and why, or its IQM at each budget
+    against the best published curve, then its figure where the report drew it."""
+    suite_name, task, row = README_CELL
+    mine = [c for c in cells if (c.suite.name, c.task, c.row) == README_CELL]
+    d = next((d for d in data if d.suite.name == suite_name), None)
+    if not mine or d is None:
+        return []
+    done = [c for c in mine if c.values]
+    if not done:
+        spec = next(t for t in d.suite.tasks if t.name == task)
+        why = d.status.get(f"{task}/{row}") or spec.not_run or d.suite.not_run
+        return [TEXT["pending"].format(row=row, task=task, seeds=d.suite.seeds,
+                                       steps=kilo(max(c.steps for c in mine)), why=why)]
+    last = done[-1]
+    values = joined([f"{fmt(iqm_ci(c.values)[0])} at {kilo(c.steps)}" for c in done
+                     if c.values])
+    algo = theirs = verdict = "—"
+    if last.best is not None:
+        ref, published, test = last.best
+        algo, theirs = ref.algo, f"{fmt(iqm_ci(published)[0])} at {kilo(last.steps)}"
+        verdict = test.verdict() if test is not None else "not tested"
+    lines = [TEXT["ran"].format(row=row, task=task, n=len(last.values or []),
+                                seeds=d.suite.seeds, values=values, algo=algo, theirs=theirs,
+                                verdict=verdict)]
+    figure = (d.report or {}).get("figures", {}).get(task)
+    if figure and (d.root / REPORT_DIR / published_figure(figure)).is_file():
+        path = os.path.relpath(d.root / REPORT_DIR / published_figure(figure), root.resolve())
+        lines.append(f"![{task}: `{row}`'s learning curves and the published ones]({path})")
+    return lines
+
+
+def replace_block(readme: str, block: Sequence[str]) -> str:
+    """``readme`` with the text between :data:`START` and :data:`END` replaced by ``block``
+    (one paragraph, a figure on its own line after it); unchanged without the markers."""
+    if START not in readme or END not in readme:
+        return readme
+    head, rest = readme.split(START, 1)
+    _, tail = rest.split(END, 1)
+    prose = [line for line in block if not line.startswith("![")]
+    figures = [line for line in block if line.startswith("![")]
+    body = " ".join(prose) + ("\n\n" + "\n\n".join(figures) if figures else "")
+    return f"{head}{START}\n{body}\n{END}{tail}"

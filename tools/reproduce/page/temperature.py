@@ -1,0 +1,198 @@
+"""What the page says of a row's entropy temperature, read from the ``train.csv`` each of its
+runs was exported with (the temperature ``stats/alpha``, or one per agent
+``stats/alpha/agent_<i>``, and the policy's entropy ``stats/entropy``, at every logged step), as
+the returns are read from ``eval.csv``. Where a slow-moving temperature explains a row's curve, the
+page gives these numbers instead of quoting TensorBoard. A cell exported without ``train.csv``
+(trained before tools.reproduce kept it) gets no such sentence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlzoo.analysis.curves import read_scalars_csv
+from tools.reproduce.files import TRAIN_CSV
+from tools.reproduce.page.data import SuiteData, cell_budget
+from tools.reproduce.page.runs import kilo, run_config
+from tools.reproduce.page.verdicts import Tests
+
+ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i>
+ENTROPY_TAG = "stats/entropy"  # the policy's entropy (mean over agents), in the tuner's units
+
+# |A| of one agent on each task whose temperature the page reads: the default entropy target is
+# -target_entropy_scale * |A| (optim/entropy.py). From the envs' action spaces (Hopper-v5,
+# HalfCheetah-v5, MPE simple_spread_v3 with continuous actions); tests/test_reproduce.py checks.
+ACTION_SIZES = {"Hopper": 3, "HalfCheetah": 6, "mpe-simple_spread": 5}
+
+Series = list[tuple[int, float]]  # (env step, value), steps ascending
+
+
+def diagnostics(run: Path) -> dict[str, Series]:
+    """A run's ``train.csv`` as ``{tag: [(step, value), ...]}``; ``{}`` without one."""
+    path = run / TRAIN_CSV
+    if not path.is_file():
+        return {}
+    return {tag: sorted(points.items()) for tag, points in read_scalars_csv(path).items()}
+
+
+def temperatures(found: dict[str, Series]) -> list[Series]:
+    """A run's temperature curves: ``[stats/alpha]``, or one per agent (the page reads their
+    range, so their order does not matter)."""
+    if ALPHA_TAG in found:
+        return [found[ALPHA_TAG]]
+    return [found[t] for t in sorted(found) if t.startswith(ALPHA_TAG + "/agent_")]
+
+
+def logged_at(series: Series, step: int) -> tuple[int, float] | None:
+    """The last logged (step, value) at or before ``step``; None before the first."""
+    before = [(s, v) for s, v in series if s <= step]
+    return before[-1] if before else None
+
+
+def number(x: float, digits: int) -> str:
+    """``x`` to ``digits`` significant digits (at least one decimal, never in e-notation, no
+    ``-0.0``): 2.0, 0.61, 0.065, -4.3."""
+    if x == 0:
+        return "0.0"
+    rounded = float(f"{x:.{digits}g}")
+    decimals = max(1, digits - 1 - int(f"{abs(rounded):e}".split("e")[1]))
+    text = f"{rounded:.{decimals}f}"
+    return "0.0" if float(text) == 0 else text
+
+
+def value_range(values: list[float], digits: int) -> str:
+    """``values`` as :func:`number` writes them: one value when they all read the same, else
+    ``low to high``."""
+    low, high = number(min(values), digits), number(max(values), digits)
+    return low if low == high else f"{low} to {high}"
+
+
+def steps_text(steps: list[int]) -> str:
+    """``33k`` or ``33k-34k``: the range of ``steps``."""
+    low, high = min(steps), max(steps)
+    return kilo(low) if low == high else f"{kilo(low)}-{kilo(high)}"
+
+
+def and_list(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def shown_steps(first: int, budget: int) -> list[int]:
+    """Where the page reads a temperature: ``first`` (the first step every curve has logged),
+    then a quarter, half and all of the cell's ``budget`` (those after it)."""
+    return [first, *sorted({s for s in (budget // 4, budget // 2, budget) if s > first})]
+
+
+def readings(curves: list[Series], steps: list[int]) -> list[tuple[str, list[float]]]:
+    """At each of ``steps``, every curve's last logged value, labelled with the logged step
+    (``25k``; a range when the curves logged at different steps), a logged step once however
+    many of ``steps`` fall on it. ``steps`` must not start before every curve's first point."""
+    out: dict[str, list[float]] = {}
+    for step in steps:
+        found = [f for c in curves if (f := logged_at(c, step)) is not None]
+        out.setdefault(steps_text([s for s, _ in found]), [v for _, v in found])
+    return list(out.items())
+
+
+def tuner_setting(runs: list[Path], key: str) -> float | None:
+    """A number of a row's tuner config (``init_alpha``, ``target_entropy``, ...; its first
+    run's); None when it has no tuner or no such number (a peer's run)."""
+    value = (run_config(runs[0]).get("tuner") or {}).get(key) if runs else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def entropy_target(runs: list[Path], task: str) -> float | None:
+    """The row's entropy target: ``tuner.target_entropy``, else ``-target_entropy_scale * |A|``
+    (:data:`ACTION_SIZES`); None when neither is known."""
+    target = tuner_setting(runs, "target_entropy")
+    scale = tuner_setting(runs, "target_entropy_scale")
+    if target is None and scale is not None and task in ACTION_SIZES:
+        target = -scale * ACTION_SIZES[task]
+    return target
+
+
+def reached(curves: list[Series], target: float) -> str:
+    """When the entropy ``curves`` first reached ``target`` (at or below it): ``first reached at
+    31k-44k steps``, with how many had not by their last logged step."""
+    firsts = [next((s for s, v in c if v <= target), None) for c in curves]
+    got = [s for s in firsts if s is not None]
+    last = max(c[-1][0] for c in curves)
+    if not got:
+        return f"not reached by {kilo(last)}"
+    text = f"first reached at {steps_text(got)} steps"
+    return text if len(got) == len(curves) else \
+        text + f" ({len(curves) - len(got)} of {len(curves)} had not by {kilo(last)})"
+
+
+def exceeded(curves: list[Series], level: float, name: str) -> str:
+    """A sentence on when the temperature ``curves`` were last above ``level`` (called
+    ``name``): ``The temperature was last above SAC's starting value (1) at 33k-34k steps.``,
+    with how many never were and how many still were at their last logged step."""
+    lasts = [max((s for s, v in c if v > level), default=None) for c in curves]
+    above = [s for s in lasts if s is not None]
+    still = sum(1 for s, c in zip(lasts, curves) if s is not None and s == c[-1][0])
+    if not above:
+        return f"The temperature was never above {name}."
+    if still == len(curves):
+        return f"The temperature was still above {name} at {kilo(max(above))}."
+    notes = [f"{still} still above it at the end"] if still else []
+    notes += [f"{len(curves) - len(above)} never above it"] if len(above) < len(curves) else []
+    return (f"The temperature was last above {name} at {steps_text(above)} steps"
+            + (f" ({'; '.join(notes)}, of {len(curves)})" if notes else "") + ".")
+
+
+def temperature_text(data: SuiteData, task: str, row: str
+                     ) -> tuple[list[Series], str] | None:
+    """``row``'s temperature curves (every seed's, and every agent's) and ``min to max over 5
+    seeds: temperature ... at 11k, ... at 100k steps; policy entropy ... at those steps (target
+    -3), first reached at ...``; None when a seed has no ``train.csv``."""
+    runs = data.cell(task, row)
+    found = [diagnostics(run) for run in runs]
+    if not runs or any(not temperatures(f) or ENTROPY_TAG not in f for f in found):
+        return None  # (a tag in train.csv has at least one point)
+    alphas = [c for f in found for c in temperatures(f)]
+    entropies = [f[ENTROPY_TAG] for f in found]
+    first = max(c[0][0] for c in alphas + entropies)  # every curve has a value from here on
+    steps = shown_steps(first, cell_budget(runs))
+    alpha = readings(alphas, steps)
+    entropy = readings(entropies, steps)
+    agents = len(alphas) // len(runs)
+    whose = f"{len(runs)} seed{'s' if len(runs) > 1 else ''}" + (
+        f" x {agents} agents" if agents > 1 else "")
+    same = [at for at, _ in alpha] == [at for at, _ in entropy]
+    values = [value_range(v, 2) + ("" if same else f" at {at}") for at, v in entropy]
+    text = (f"min to max over {whose}: temperature "
+            + and_list([f"{value_range(v, 2)} at {at}" for at, v in alpha]) + " steps; "
+            + ("mean policy entropy over agents " if agents > 1 else "policy entropy ")
+            + and_list(values) + (" at those steps" if same else ""))
+    target = entropy_target(runs, task)
+    if target is not None:
+        text += f" (target {number(target, 2)}), {reached(entropies, target)}"
+    return alphas, text
+
+
+def slow_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
+    """DSAC-T's temperature against SAC's start: the official start (``e``, lr 3e-4, updated
+    every second step) keeps it above SAC's starting value for the first part of the budget."""
+    found = temperature_text(data, task, "dsac_t")
+    if found is None:
+        return None
+    alphas, text = found
+    start = tuner_setting(data.cell(task, "sac"), "init_alpha")
+    more = "" if start is None else " " + exceeded(alphas, start,
+                                                   f"SAC's starting value ({start:g})")
+    return f"DSAC-T on {task}, {text}.{more}"
+
+
+def agents_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
+    """HASAC's agents' temperatures and their policies' entropy over the budget."""
+    found = temperature_text(data, task, "hasac")
+    return None if found is None else f"HASAC on {task}, {found[1]}."
+
+
+# TASK/row -> its temperature finding (page/findings.py shows it after the task's tables).
+TEMPERATURE_FINDINGS = {
+    "Hopper/dsac_t": slow_temperature,
+    "HalfCheetah/dsac_t": slow_temperature,
+    "mpe-simple_spread/hasac": agents_temperature,
+}
