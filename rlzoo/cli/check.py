@@ -164,7 +164,7 @@ def _parse_override(parser: OverridesParser, text: str) -> Override:
 def switch_names() -> frozenset[str]:
     """The last names of the keys that default to true/false in rlzoo's own YAML (``obs``,
     ``layer_norm``, ``share_actor``, ``compile``, ...), read once."""
-    root = Path(__file__).parent / "conf"
+    root = Path(__file__).resolve().parents[1] / "conf"  # rlzoo/conf
     pattern = re.compile(r"^\s*([A-Za-z_]\w*):\s*(?:true|false)\b", re.M)
     return frozenset(name for path in root.rglob("*.yaml")
                      for name in pattern.findall(path.read_text()))
