@@ -305,10 +305,10 @@ class HASAC(MultiAgentAlgorithm):
         loss, losses, pre_update = self.compute(self.joint_terms, obs, state, alpha)
         self.actor_optimizer.zero_grad(set_to_none=True)
         self.backward(loss)
-        K = self.seed_axis.size  # a seed group's parameters are [K, M, ...]: a row of K indices
-        for member in range(self.actor.optimizer_members):  # each member from its own gradient
-            self.actor_optimizer.step(torch.full((K,) if K > 1 else (), member,
-                                                 device=obs.device))
+        # each member stepped from its own gradient; the indices as each run of a group has them
+        members = self.draw(lambda: torch.arange(self.actor.optimizer_members)).to(obs.device)
+        for member in range(self.actor.optimizer_members):
+            self.actor_optimizer.step(members[..., member])
         self.apply_constraints(self.actor_optimizer)
         return self.update_temperatures(alpha, losses, pre_update)
 

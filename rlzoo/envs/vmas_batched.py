@@ -146,15 +146,8 @@ class VmasVecEnv(VecEnv):
         ``[-1, 1]``; next-step autoreset as :class:`VecEnv`. VMAS steps all its worlds at once:
         those outside ``active`` move too, but their results are dropped and their counters kept
         (an evaluation no longer reads an env whose episode ended)."""
-        if not self._seeded:
-            raise RuntimeError("call reset() before step()")
+        live, resetting, stepping = self._tensor_masks(action, active, self._pending)
         E = self.num_envs
-        if tuple(action.shape) != (E, *self.act_shape):
-            raise ValueError(f"actions must have shape {(E, *self.act_shape)} [E, N, act_dim], "
-                             f"got {tuple(action.shape)}")
-        live = torch.ones(E, dtype=torch.bool, device=self.device) if active is None else active
-        live = live.to(device=self.device, dtype=torch.bool)
-        resetting, stepping = live & self._pending, live & ~self._pending
         a = action.to(device=self.device, dtype=torch.float32).clamp(-1.0, 1.0)
         env_a = self._low + (a + 1.0) * 0.5 * (self._high - self._low)
         with self._own_rng():
