@@ -221,6 +221,7 @@ def assert_user_error(proc: subprocess.CompletedProcess[str], *fragments: str) -
 EXTRA_MODULES = {
     "sweep": ("hydra_plugins.hydra_joblib_launcher", "hydra_plugins.hydra_ray_launcher", "ray"),
     "compare": ("rliable", "rliable.library"),
+    "vmas": ("vmas", "gym"),
 }
 REQUIRE_EXTRAS = "RLZOO_REQUIRE_EXTRAS"
 

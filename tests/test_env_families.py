@@ -35,20 +35,21 @@ ADAPTERS = PACKAGE / "envs" / "families"
 
 def test_the_registry_lists_every_adapter_file_by_name() -> None:
     files = sorted(p.stem for p in ADAPTERS.glob("*.py") if p.stem != "__init__")
-    assert files == ["mamujoco", "mpe"]
+    assert files == ["mamujoco", "mpe", "vmas"]
     assert sorted(FAMILIES) == files
     for name, family in FAMILIES.items():
         assert isinstance(family, Family) and family.name == name
         assert get_family(name) is family and get_family(family) is family
-        assert "pettingzoo" in family.backends
+        assert ("pettingzoo" in family.backends) == (name != "vmas")
     assert FAMILIES["mpe"].backends == ("pettingzoo", "batched")
+    assert FAMILIES["vmas"].backends == ("batched",)  # vectorized: no PettingZoo envs
 
 
 def test_unknown_family_and_backend_are_one_line() -> None:
     with pytest.raises(ValueError, match="unknown multi-agent env family 'nope'; available: "
-                                         "mamujoco, mpe"):
+                                         "mamujoco, mpe, vmas"):
         get_family("nope")
-    with pytest.raises(ValueError, match="env.backend=batched simulates MPE only"):
+    with pytest.raises(ValueError, match="env.backend=batched simulates MPE and VMAS only"):
         check_family_backend(FAMILIES["mamujoco"], "batched")
     with pytest.raises(ValueError, match="must be one of pettingzoo, batched, got 'jax'"):
         check_family_backend(FAMILIES["mpe"], "jax")

@@ -161,7 +161,7 @@ def test_batched_backend_trains_through_the_cli_and_refuses_misuse(tmp_path):
     assert_user_error(proc, "env.backend must be one of pettingzoo, batched")
     proc = run_cli(["algo=maddpg", "env=mamujoco/HalfCheetah-2x3", "env.backend=batched", *TINY,
                     "total_steps=10"], tmp_path / "bad2")
-    assert_user_error(proc, "simulates MPE only")
+    assert_user_error(proc, "simulates MPE and VMAS only")
 
 
 def test_num_envs_goes_to_65536_batched_and_1024_per_env() -> None:

@@ -84,6 +84,9 @@ CASES = {
     "maddpg_policy_hetero": (partial(make_maddpg, HETERO, others_actions="policy"),
                              batch_data(HETERO)),
     "hasac": (make_hasac, batch_data(SPEC)),
+    # MASAC: every agent's member stepped at once (HASAC's actor_update=simultaneous)
+    "masac_hetero": (partial(make_hasac, HETERO, actor_update="simultaneous"),
+                     batch_data(HETERO)),
     "hasac_hetero_fixed_alpha": (partial(make_hasac, HETERO,
                                          tuner=partial(FixedAlpha,
                                                        **tuner_args("fixed", alpha=0.1))),

@@ -29,6 +29,12 @@ and ``discount = gamma^k (1 - d)``:
   ``[min mean, sampled value]`` pair, ``J_Q`` its loss, and the actors ascend the min of its means
   (``nets/critics.py``); nothing else changes
 
+``actor_update=simultaneous`` (``algo=masac``: MASAC, as BenchMARL's, with HASAC's critic,
+temperatures and n-step returns) replaces the sequential scheme: one draw ``a~_i ~ pi_i(.|o_i)``
+of every agent with gradient, one loss ``sum_i alpha_i log pi_i(a~_i|o_i) - min_j Q_j(s, a~)``
+and one step of every actor, so each agent optimises against the other agents' samples of the
+same (pre-update) policies and the same critic values.
+
 Each agent's step touches only its own ensemble member (``MemberAdam``), so the sequential scheme
 is exact even though all actors live in one batched ensemble. The updated ``pi_{i_m}``'s sample is
 taken from the forward pass that samples ``a~_{i_{m+1}}`` (detached), one pass per agent.
@@ -52,6 +58,8 @@ from rlzoo.nets.target import frozen, make_target, polyak_update
 from rlzoo.optim.adam import MemberAdam
 from rlzoo.optim.entropy import Tuner
 
+ACTOR_UPDATES = ("sequential", "simultaneous")  # algo.actor_update: HASAC's, MASAC's
+
 
 class HASAC(MultiAgentAlgorithm):
     """Heterogeneous-Agent Soft Actor-Critic.
@@ -69,6 +77,8 @@ class HASAC(MultiAgentAlgorithm):
         critic_lr: critic learning rate (5e-4, HARL MPE).
         share_actor: one actor for all agents with the agent id appended (False).
         n_step: n-step returns (20, HARL MPE).
+        actor_update: ``sequential`` (HASAC's, in a random agent order) or ``simultaneous``
+            (every agent at once: MASAC).
 
     The agent permutations are drawn where the weights live: on the CPU from torch's default
     CPU generator (``randperm``, seeded by the trainer and saved in checkpoints); on CUDA on the
@@ -91,9 +101,14 @@ class HASAC(MultiAgentAlgorithm):
         critic_lr: float,
         share_actor: bool,
         n_step: int,
+        actor_update: str,
     ) -> None:
         super().__init__(spec, gamma, n_step)
         check_tau(tau)
+        if actor_update not in ACTOR_UPDATES:
+            raise ValueError(f"algo.actor_update must be one of {', '.join(ACTOR_UPDATES)}, got "
+                             f"{actor_update!r}")
+        self.actor_update = actor_update
         self.tau = tau
         self.check_critic_factory(critic)
         self.critic = critic(spec.state_dim, self.joint_dim)
@@ -164,7 +179,8 @@ class HASAC(MultiAgentAlgorithm):
         alpha_c = self.critic_tuner.alpha
         critic_loss, q_mean, critic_stats = self.compute(self.critic_terms, batch)
         self.step(self.critic_optimizer, critic_loss)
-        metrics = self.update_actors(batch.obs, batch.state)
+        metrics = (self.update_actors(batch.obs, batch.state) if self.actor_update == "sequential"
+                   else self.update_actors_at_once(batch.obs, batch.state))
         polyak_update(self.target_critic, self.critic, self.tau)
         self.updates += 1
         metrics.update({
@@ -264,6 +280,44 @@ class HASAC(MultiAgentAlgorithm):
             # the member of the agent at this position (an index tensor, as the orders are)
             self.actor_optimizer.step(members[..., position])
             self.apply_constraints(self.actor_optimizer)
+        return self.update_temperatures(alpha, losses, pre_update)
+
+    def joint_terms(self, obs: torch.Tensor, state: torch.Tensor, alpha: torch.Tensor,
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """MASAC's actor loss: every agent's sample with gradient in one joint action,
+        ``sum_i E[alpha_i log pi_i(a~_i|o_i)] - E[min_j Q_j(s, a~)]`` (so agent i's gradient is
+        its own ``J(pi_i)``'s). ``obs [B, N, O]``, ``state [B, S]``, ``alpha [N]``; returns the
+        loss (scalar), each agent's loss ``[N]`` and log-probs in entropy units ``[N, B]``."""
+        action, log_prob, _ = self.actor.sample(obs)  # [B, N, A], [B, N]
+        with frozen(self.critic):
+            q_pi = self.critic.actor_value(self.critic(state, self.joint(action)))  # [B]
+        shift = self.tuner.log_prob_shift.reshape(-1).expand(self.n_agents)
+        agent_log_prob = (log_prob + shift).transpose(-1, -2)  # [N, B]
+        per_agent = (alpha[:, None] * agent_log_prob - q_pi[None]).mean(-1)  # [N]
+        loss = (alpha[:, None] * agent_log_prob).mean(-1).sum() - q_pi.mean()
+        return loss, per_agent.detach(), agent_log_prob.detach()
+
+    def update_actors_at_once(self, obs: torch.Tensor,
+                              state: torch.Tensor) -> dict[str, torch.Tensor]:
+        """MASAC's update (``actor_update=simultaneous``, module docstring): one step of every
+        actor from one loss, then the temperatures. ``obs [B, N, O]``, ``state [B, S]``."""
+        alpha = self.compute(self.agent_alphas)  # [N]
+        loss, losses, pre_update = self.compute(self.joint_terms, obs, state, alpha)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        self.backward(loss)
+        # each member stepped from its own gradient; the indices as each run of a group has them
+        members = self.draw(lambda: torch.arange(self.actor.optimizer_members)).to(obs.device)
+        for member in range(self.actor.optimizer_members):
+            self.actor_optimizer.step(members[..., member])
+        self.apply_constraints(self.actor_optimizer)
+        return self.update_temperatures(alpha, losses, pre_update)
+
+    def update_temperatures(self, alpha: torch.Tensor, losses: torch.Tensor,
+                            pre_update: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The agents' and the critic's temperature steps on the log-probs ``pre_update
+        [N, B]`` (entropy units) of the samples the actor losses used; the actor metrics
+        (``alpha [N]``, the temperatures before; ``losses [N]``, the actor losses)."""
+        n = self.n_agents
         alpha_loss = self.compute(self.tuner.loss, pre_update)
         if self.tuner.optimizer is not None:
             self.step(self.tuner.optimizer, alpha_loss)

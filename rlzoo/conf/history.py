@@ -53,6 +53,8 @@ ADDED: tuple[Added, ...] = (
           {"target_networks": "polyak", "critic_pass": "separate", "adam_betas": [0.9, 0.999]},
           "issue 54 (CrossQ, DDPG, TQC): target networks, separate critic passes and torch's "
           "Adam betas before the options"),
+    Added("algo", ("rlzoo.algos.hasac.HASAC",), {"actor_update": "sequential"},
+          "issue 56 (MASAC): HASAC's sequential actor update before the option"),
 )
 """Every constructor key added after runs were written without it, oldest first."""
 

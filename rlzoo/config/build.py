@@ -28,6 +28,8 @@ from rlzoo.config.settings import LOOP_KEYS, Normalize, Settings, resolve_device
 from rlzoo.config.targets import user_frame, user_modules
 from rlzoo.config.trust import check_targets
 from rlzoo.envs.base import VecEnv
+from rlzoo.envs.families import get_family
+from rlzoo.envs.family import PETTINGZOO
 from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
 from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_family_env
@@ -115,6 +117,8 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
     try:
         if isinstance(family, DictConfig):  # a Family of your own (docs/extending.md)
             family = instantiate(family)
+        if backend != PETTINGZOO and get_family(family).on_run_device:  # VMAS: on the run's
+            extra["device"] = resolve_device(str(cfg.get("device", "cpu")))  # device
         return make_family_env(family, str(cfg.env.scenario), num_envs, seed, backend,
                                **env_kwargs(cfg), **extra)
     except InstantiationException as err:

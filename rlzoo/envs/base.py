@@ -136,6 +136,23 @@ class VecEnv:
         self._seeded = False
         self._needs_reset = np.ones(self.num_envs, dtype=bool)
 
+    def _tensor_masks(self, action: torch.Tensor, active: torch.Tensor | None,
+                      pending: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For an env that keeps its worlds as tensors on ``self.device`` (``step_tensors``):
+        refuse a step before :meth:`reset` and an ``action`` not ``[E, *act_shape]``; return
+        ``live`` (``active``, default all), ``resetting = live & pending`` and ``stepping = live
+        & ~pending``, each ``[E]`` bool on the device (``pending [E]``: episodes that ended)."""
+        if not self._seeded:
+            raise RuntimeError("call reset() before step()")
+        want = (self.num_envs, *self.act_shape)
+        if tuple(action.shape) != want:
+            axes = "[E, N, act_dim]" if len(self.act_shape) > 1 else "[E, act_dim]"
+            raise ValueError(f"actions must have shape {want} {axes}, got {tuple(action.shape)}")
+        device = self.device  # type: ignore[attr-defined]
+        live = (torch.ones(self.num_envs, dtype=torch.bool, device=device) if active is None
+                else active.to(device=device, dtype=torch.bool))
+        return live, live & pending, live & ~pending
+
     @property
     def multi_agent(self) -> bool:
         return self.state_dim > 0 or self.n_agents > 1

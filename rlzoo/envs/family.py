@@ -31,6 +31,8 @@ class Family:
         backends: the ``env.backend`` values this family runs on; ``"pettingzoo"`` (the envs of
             :meth:`make_env`, stepped in turn by ``rlzoo.envs.pettingzoo.MultiAgentVecEnv``) is
             the default; any other is made by :meth:`make_backend`.
+        on_run_device: :meth:`make_backend` gets ``device=`` (the run's ``torch.device``) and
+            keeps its worlds there (VMAS); default False.
 
     A subclass implements :meth:`make_env`, and :meth:`get_state` / :meth:`set_state` when
     its runs are to be checkpointed (every run writes a checkpoint at its end); the other
@@ -40,6 +42,7 @@ class Family:
     name: str = ""
     title: str = ""
     backends: tuple[str, ...] = (PETTINGZOO,)
+    on_run_device: bool = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

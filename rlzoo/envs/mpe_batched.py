@@ -212,16 +212,8 @@ class BatchedMPE(VecEnv):
     def step_tensors(self, action: torch.Tensor, active: torch.Tensor | None = None) -> TensorStep:
         """Step every env (or those where ``active [E]``) with ``action [E, N, act_dim]`` in
         ``[-1, 1]`` on the env's device; next-step autoreset as :class:`VecEnv`. No host sync."""
-        if not self._seeded:
-            raise RuntimeError("call reset() before step()")
+        live, resetting, stepping = self._tensor_masks(action, active, self._pending)
         E = self.num_envs
-        if tuple(action.shape) != (E, *self.act_shape):
-            raise ValueError(f"actions must have shape {(E, *self.act_shape)} [E, N, act_dim], "
-                             f"got {tuple(action.shape)}")
-        live = torch.ones(E, dtype=torch.bool, device=self.device) if active is None else active
-        live = live.to(device=self.device, dtype=torch.bool)
-        resetting = live & self._pending
-        stepping = live & ~self._pending
         box = (action.to(self.dtype).clamp(-1.0, 1.0) + 1.0) * 0.5  # [-1, 1] -> Box(0, 1)
         box = torch.where(torch.as_tensor(self.act_mask, device=self.device), box, 0.0)
         before = (self.pos.clone(), self.vel.clone(), self.comm.clone())

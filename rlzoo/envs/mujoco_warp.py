@@ -170,15 +170,8 @@ class WarpMuJoCo(VecEnv):
         """Step every world (or those where ``active [E]``) with ``action [E, act_dim]`` in
         ``[-1, 1]`` on the env's device; next-step autoreset as :class:`VecEnv`. Reads back to
         the host only on the CPU (whether any world resets); on a GPU it never syncs."""
-        if not self._seeded:
-            raise RuntimeError("call reset() before step()")
+        live, resetting, stepping = self._tensor_masks(action, active, self._pending)
         E, v, task = self.num_envs, self.v, self.task
-        if tuple(action.shape) != (E, self.act_dim):
-            raise ValueError(f"actions must have shape {(E, self.act_dim)} [E, act_dim], got "
-                             f"{tuple(action.shape)}")
-        live = torch.ones(E, dtype=torch.bool, device=self.device) if active is None else active
-        live = live.to(device=self.device, dtype=torch.bool)
-        resetting, stepping = live & self._pending, live & ~self._pending
         a = action.to(device=self.device, dtype=torch.float32).clamp(-1.0, 1.0)
         v.ctrl.copy_(self._low + (a + 1.0) * 0.5 * (self._high - self._low))
         held = None if active is None else [getattr(v, k).clone() for k in _STATE]
