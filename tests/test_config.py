@@ -32,8 +32,13 @@ def compose_cfg(*overrides: str):
         return compose("config", overrides=list(overrides))
 
 
-@pytest.mark.parametrize("algo", ALGOS)
-@pytest.mark.parametrize("env", ENVS)
+# VMAS's scenarios share one base file (env/vmas/): each is composed with one multi-agent
+# algorithm, and every algorithm with one of them, not all 14 x 30 pairs.
+PAIRS = [(algo, env) for env in ENVS for algo in ALGOS
+         if not env.startswith("vmas/") or env == "vmas/navigation" or algo == "maddpg"]
+
+
+@pytest.mark.parametrize(("algo", "env"), PAIRS, ids=[f"{e}-{a}" for a, e in PAIRS])
 def test_every_algo_env_pair_composes(algo: str, env: str) -> None:
     cfg = compose_cfg(f"algo={algo}", f"env={env}")
     OmegaConf.resolve(cfg)
