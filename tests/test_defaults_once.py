@@ -44,16 +44,16 @@ CHECK_DROPOUT_KEY = ("rlzoo.nets.ensemble.check_dropout", "key", "dropout")  # a
 def callables() -> Iterator[tuple[str, Callable[..., Any]]]:
     """``(name, function)`` of every class's ``__init__`` and every module-level function
     defined in ``rlzoo.nets`` and ``rlzoo.optim.entropy``."""
-    for package in (rlzoo.nets, rlzoo.optim.entropy):
-        for info in pkgutil.iter_modules(package.__path__):
-            module = importlib.import_module(f"{package.__name__}.{info.name}")
-            for name, obj in vars(module).items():
-                if getattr(obj, "__module__", None) != module.__name__:
-                    continue
-                if inspect.isclass(obj) and "__init__" in vars(obj):
-                    yield f"{module.__name__}.{name}", vars(obj)["__init__"]
-                elif inspect.isfunction(obj):
-                    yield f"{module.__name__}.{name}", obj
+    modules = [importlib.import_module(f"rlzoo.nets.{info.name}")
+               for info in pkgutil.iter_modules(rlzoo.nets.__path__)]
+    for module in [*modules, rlzoo.optim.entropy]:
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isclass(obj) and "__init__" in vars(obj):
+                yield f"{module.__name__}.{name}", vars(obj)["__init__"]
+            elif inspect.isfunction(obj):
+                yield f"{module.__name__}.{name}", obj
 
 
 def hyperparameter_defaults() -> tuple[list[str], set[str]]:
