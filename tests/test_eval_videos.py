@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rlzoo.errors import UserError
-from rlzoo.run import videos
+from rlzoo.run import filming as videos
 from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.store.extras import global_rng_state
 

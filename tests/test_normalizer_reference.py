@@ -24,11 +24,11 @@ import pytest
 import torch
 
 from rlzoo.algos import EnvSpec
+from rlzoo.config import normalization as normalize
 from rlzoo.config.build import build_algorithm
 from rlzoo.config.settings import read_settings
 from rlzoo.envs.base import StepResult
 from rlzoo.nets.normalizers import RewardScaler
-from rlzoo.run import normalize
 from tests.from_yaml import composed
 
 FIXTURE = Path(__file__).parent / "fixtures" / "simbav2_normalizer_reference.npz"

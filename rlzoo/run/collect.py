@@ -43,7 +43,7 @@ class Collector:
         storage: the storage of every seed (``[K, ...]``).
         settings: the run's settings.
         env_name: the env's name, for the one-line errors.
-        where: where a stopped run can go back to (``rlzoo.run.saved_state.last_good_note``).
+        where: where a stopped run can go back to (``rlzoo.run.restore.last_good_note``).
     """
 
     def __init__(self, members: list[Member], algo: Algorithm,
