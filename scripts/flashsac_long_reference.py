@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 OBS, ACT, BATCH = 11, 3, 512
-START, UPDATES, TEST_UPDATES = 10_000, 1_000, 160
+START, UPDATES, TEST_UPDATES = 10_000, 1_000, 100
 GAMMA, G_MAX = 0.99, 5.0
 # curves: losses, mean Q (both critics at the batch's actions, batch statistics, before the
 # step), temperature and entropy (the actor's updates only: NaN at the others), each
