@@ -41,11 +41,11 @@ def test_td3_solves_inverted_pendulum(tmp_path: Path) -> None:
     """With CleanRL's settings (lr 3e-4, 256x256, batch 256) TD3 stayed at 40-115 up to 15k steps
     on seeds 0 and 1; with the paper's (the defaults) it reached 1000 by 15k-25k on seeds 0-2.
     Seed 0 here: eval return 149 at 10k steps and 1000 from 11k on (5 episodes every 1k steps;
-    a random policy scores about 5-10, stuck policies 35-150); 13k steps end at 1000. The
-    paper's 400x300 networks matter at this budget: 64x64 stayed at 36-59 to 12k steps and
-    128x128 and 256x256 at 35-87 to 14k and 10k steps."""
+    a random policy scores about 5-10, stuck policies 35-150); 12k steps end at 1000 (13k did
+    too). The paper's 400x300 networks matter at this budget: 64x64 stayed at 36-59 to 12k steps
+    and 128x128 and 256x256 at 35-87 to 14k and 10k steps."""
     run_dir = tmp_path / "td3"
-    proc = run_cli(["algo=td3", "env=InvertedPendulum", "total_steps=13000",
+    proc = run_cli(["algo=td3", "env=InvertedPendulum", "total_steps=12000",
                     "algo.learning_starts=1000", "eval.every=0", "eval.episodes=5",
                     "checkpoint.every=0", "seed=0"], run_dir, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
