@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 import rlzoo
 from rlzoo.conf.history import BACKEND_BEFORE
 from rlzoo.config.build import check_env_config, make_env
+from rlzoo.config.targets import check_buildable
 from rlzoo.envs.backend import Backend
 from rlzoo.envs.backends import BACKENDS, get_backend, register_backend
 from rlzoo.envs.gym import SingleAgentVecEnv
@@ -60,9 +61,14 @@ def test_an_unknown_backend_is_one_line() -> None:
                                             r"gymnasium, warp, got 'wrap'; or your own: ") as err:
             build(single_cfg("wrap"))
         assert "\n" not in str(err.value)
+    not_one = single_cfg({"_target_": "collections.OrderedDict"})  # builds, but is no Backend
     with pytest.raises(UserError, match="^env.backend must be a backend name or an "
                                         "rlzoo.envs.backend.Backend, got OrderedDict"):
-        make_env(single_cfg({"_target_": "collections.OrderedDict"}), 1, 0)  # builds, no Backend
+        make_env(not_one, 1, 0)
+    with pytest.raises(UserError, match="env.backend._target_=collections.OrderedDict .*a "
+                                        "single-agent env backend"):
+        check_buildable(not_one)  # the command line's check, before any run dir exists
+    check_buildable(single_cfg(TARGET))
 
 
 def test_the_cli_refuses_an_unknown_backend_in_one_line(tmp_path: Path) -> None:
