@@ -98,7 +98,7 @@ import json, sys
 from pathlib import Path
 import numpy as np
 from rlzoo.buffers import ReplayBuffer
-from rlzoo.run.finite import nonfinite_entries
+from rlzoo.store.nonfinite import nonfinite_entries
 from rlzoo.store.checkpoint import (checkpoint_path, load_latest_valid,
                                   save_checkpoint)
 

@@ -19,7 +19,6 @@ import torch
 from conftest import REPO, TINY, assert_user_error, read_summary, run_cli
 
 from rlzoo.errors import UserError
-from rlzoo.run.finite import nonfinite_entries
 from rlzoo.store import writer
 from rlzoo.store.checkpoint import (
     CheckpointError,
@@ -35,6 +34,7 @@ from rlzoo.store.checkpoint import (
     temp_path,
     to_plain,
 )
+from rlzoo.store.nonfinite import nonfinite_entries
 
 
 def small_state(step: int, n: int = 1000) -> dict[str, Any]:

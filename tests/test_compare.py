@@ -596,7 +596,7 @@ def test_runs_made_before_a_key_existed_pool_with_todays_at_its_default(
 ) -> None:
     """Cells trained before rlzoo added a setting (no normalize section, no critic dropout, no
     env backend, no actor LayerNorm) pool with today's runs when today's run has the value the
-    old one ran with (rlzoo.conf.history.ADDED, rlzoo.analysis.config.ADDED_SECTIONS), and stay
+    old one ran with (rlzoo.conf.history.ADDED, rlzoo.analysis.config.fill_added), and stay
     apart when it does not."""
     runs = tmp_path / "runs"
     for seed in (0, 1):

@@ -218,7 +218,7 @@ def test_settings_that_take_effect_nowhere_are_warned(overrides: list[str],
                                                       fragments: list[str]) -> None:
     from hydra import compose, initialize_config_module
 
-    from rlzoo.config.settings import config_warnings
+    from rlzoo.config.advice import config_warnings
 
     with initialize_config_module("rlzoo.conf", version_base="1.3"):
         cfg = compose("config", overrides=overrides)

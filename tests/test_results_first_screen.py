@@ -49,10 +49,6 @@ def compact(page: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def eval_at(run: Path, steps: int) -> float:
-    return read_scalars_csv(run / "eval.csv", {"eval/return"})["eval/return"][steps]
-
-
 def window(run: Path, steps: int) -> float:
     curve = read_scalars_csv(run / "eval.csv", {"eval/return"})["eval/return"]
     return float(np.mean([v for s, v in curve.items() if steps - 10_000 <= s <= steps]))

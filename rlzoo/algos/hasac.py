@@ -265,7 +265,7 @@ class HASAC(MultiAgentAlgorithm):
         orders = self.draw_orders(obs.device)  # [N]
         self.last_orders = orders
         on_device = orders.to(obs.device)
-        # the actor member of each agent in the orders (AgentActors.member_of, as a tensor)
+        # the actor member of each agent in the orders: its own, or member 0 of a shared actor
         members = torch.zeros_like(on_device) if self.actor.shared else on_device
         losses = torch.zeros_like(alpha)  # [N]
         pre_update = alpha.new_zeros(*alpha.shape, batch_size)  # [N, B], in entropy units

@@ -10,7 +10,7 @@ import functools
 import json
 from typing import Any
 
-from rlzoo.conf.history import ADDED, current_target
+from rlzoo.conf.history import ADDED, BACKEND_BEFORE, current_target
 
 IGNORED_KEYS: dict[str, str] = {
     "seed": "the replication axis: runs that differ only in their seed are the samples of a group",
@@ -43,25 +43,17 @@ them are never pooled, even when ``--group-by`` does not name them. ``total_step
 summary.json (the steps a run really made)."""
 
 
-ADDED_SECTIONS: dict[str, str] = {
-    "normalize.*": "input normalizers (81ec633): a run without the section ran without them, "
-    "as today's default section (rlzoo/conf/config.yaml) does",
-    "critic.network": "the critic's network option (e9abd95): null (the MLP) before it",
-    "env.backend": "env backends (d1d3c2d): gymnasium's envs, or PettingZoo's for an env of a "
-    "family (env.family: mpe, mamujoco), before it",
-}
-"""Config keys rlzoo added after runs were made without them that no constructor takes, and
-what such a run did; the constructors' keys are :data:`rlzoo.conf.history.ADDED` (the record
-the build reads too). An rlzoo run dir without one (:func:`fill_added`) is read with the value
-that gives what it did, so a run made before the key existed pools with today's runs at that
-value (``rlzoo.compare`` over cells trained months apart)."""
-
-
 def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """``config`` (flattened, an rlzoo run's: it has ``algo._target_``) with the keys of
-    :data:`ADDED_SECTIONS` and :data:`rlzoo.conf.history.ADDED` it lacks set to what a run
-    made before them did; other configs unchanged. Every run lacking a key gets the same value
-    (a TD3 run's ``tuner.alpha_optimizer`` too), so runs that lack it alike still pool.
+    """``config`` (flattened, an rlzoo run's: it has ``algo._target_``) with the keys rlzoo added
+    after runs were made without them set to what such a run did, so that it pools with today's
+    runs at that value (``rlzoo.compare`` over cells trained months apart); other configs
+    unchanged. The keys: the constructors' (:data:`rlzoo.conf.history.ADDED`, the record the
+    build reads too), the input normalizers (81ec633: a run without the ``normalize`` section ran
+    without them, as today's default section does), the critic's network option (e9abd95: null,
+    the MLP, before it) and the env backend (d1d3c2d: gymnasium's envs, or a family's PettingZoo
+    envs, before it: :data:`rlzoo.conf.history.BACKEND_BEFORE`). Every run lacking a key gets the
+    same value (a TD3 run's ``tuner.alpha_optimizer`` too), so runs that lack it alike still
+    pool.
 
     Args:
         config: a run's flattened config.
@@ -75,7 +67,7 @@ def fill_added(config: dict[str, Any], defaults: dict[str, Any]) -> dict[str, An
     fill: dict[str, Any] = {f"{added.node}.{key}": normalize(value) for added in ADDED
                             for key, value in added.values.items()}
     fill["critic.network"] = None
-    fill["env.backend"] = "pettingzoo" if "env.family" in config else "gymnasium"
+    fill["env.backend"] = BACKEND_BEFORE["multi" if "env.family" in config else "single"]
     if not any(under(k, "normalize") for k in config):
         fill.update(defaults)
     return {**config, **{k: v for k, v in fill.items() if k not in config}}

@@ -75,3 +75,9 @@ def current_target(target: str) -> str:
         if target.startswith(old + "."):
             return MOVED[old] + target[len(old):]
     return target
+
+
+BACKEND_BEFORE: dict[str, str] = {"single": "gymnasium", "multi": "pettingzoo"}
+"""The ``env.backend`` of an env config without the key, by ``env.kind``: a run dir written before
+backends existed (d1d3c2d) ran on gymnasium's envs, or its family's PettingZoo envs. Every env
+config of rlzoo declares its backend; this record is what such a run did, not a default."""

@@ -1,4 +1,4 @@
-"""Building a run from its config: the env, the algorithm and the storage.
+"""Building a run from its config: the env and the algorithm (the storage: ``config/storage.py``).
 
 This module is the one reader of ``env.kind`` (``single``: a gymnasium env id; ``multi``: a
 PettingZoo family and scenario). The loop (``rlzoo.run.loop``), the evaluator and ``load_policy``
@@ -8,30 +8,27 @@ all build through it, so nothing imports the loop to reach a factory.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
-from rlzoo.buffers.replay import ReplayBuffer
-from rlzoo.buffers.rollout import RolloutBuffer
+from rlzoo.conf.history import BACKEND_BEFORE
 from rlzoo.config.added_keys import with_added_keys, with_current_targets
 from rlzoo.config.normalization import attach_normalizers
 from rlzoo.config.settings import LOOP_KEYS, Normalize, Settings, resolve_device
 from rlzoo.config.targets import user_frame, user_modules
 from rlzoo.config.trust import check_targets
+from rlzoo.envs.backend import Backend
+from rlzoo.envs.backends import get_backend
 from rlzoo.envs.base import VecEnv
 from rlzoo.envs.families import get_family
 from rlzoo.envs.family import PETTINGZOO
-from rlzoo.envs.gym import SingleAgentVecEnv, check_env_id
-from rlzoo.envs.mujoco_warp import WarpMuJoCo, check_warp_installed
 from rlzoo.envs.pettingzoo import make_family_env
 from rlzoo.envs.workers import WorkerVecEnv
 from rlzoo.errors import EnvFailed, UserError, one_line
@@ -41,7 +38,6 @@ from rlzoo.store.writer import refusal
 
 EVAL_SEED_OFFSET = 10_000  # the eval envs' seeds are seed + 10_000 + i
 ENV_KINDS = ("single", "multi")
-SINGLE_BACKENDS = ("gymnasium", "warp")  # single-agent env.backend (rlzoo.envs.mujoco_warp)
 
 
 # --------------------------------------------------------------------------- the run dir
@@ -98,27 +94,47 @@ def env_kwargs(cfg: DictConfig) -> dict[str, Any]:
     return dict(OmegaConf.to_container(kwargs, resolve=True)) if kwargs else {}
 
 
+def env_backend(cfg: DictConfig) -> Any:
+    """``env.backend`` of ``cfg``: a backend's name, or a node with a ``_target_`` (a backend or
+    family of your own). An env config without the key is a run dir written before backends
+    existed, which ran on what ``rlzoo.conf.history.BACKEND_BEFORE`` records for its kind."""
+    if "backend" in cfg.env:
+        return cfg.env.backend
+    return BACKEND_BEFORE[env_kind(cfg)]
+
+
+def run_device(cfg: DictConfig) -> torch.device:
+    """The run's device, for a backend that keeps its worlds there (``on_run_device``)."""
+    return resolve_device(str(cfg.get("device", "cpu")))
+
+
+def single_backend(cfg: DictConfig) -> Backend:
+    """The ``rlzoo.envs.backend.Backend`` of ``cfg``'s single-agent env: ``env.backend`` names one
+    of ``rlzoo.envs.backends.BACKENDS`` or is a node with a ``_target_`` (docs/extending.md);
+    one line for an unknown name or a target that is no ``Backend``."""
+    backend = env_backend(cfg)
+    try:
+        if isinstance(backend, DictConfig):  # a Backend of your own
+            backend = instantiate(backend)
+        return get_backend(backend)
+    except InstantiationException as err:
+        raise UserError(f"cannot make env={cfg.env.name}: {one_line(err)}") from None
+    except (ValueError, TypeError) as err:
+        raise UserError(str(err)) from None
+
+
 def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
     """The vector env of the ``env`` config: ``num_envs`` copies, env ``e`` seeded ``seed + e``
     at the first reset; ``extra`` goes to each env's constructor too (e.g. ``render_mode``)."""
     if env_kind(cfg) == "single":
-        if str(cfg.env.get("backend", "gymnasium")) != "gymnasium":
-            return make_warp_env(cfg, num_envs, seed, **extra)
-        try:
-            return SingleAgentVecEnv(cfg.env.id, num_envs, seed, **env_kwargs(cfg), **extra)
-        except (ValueError, gym.error.Error) as err:
-            raise UserError(str(err)) from None
-        except UserError:
-            raise
-        except Exception as err:  # noqa: BLE001 - the env's own constructor failed
-            raise env_failed(cfg, err) from None
-    backend = str(cfg.env.get("backend", "pettingzoo"))
+        return make_backend_env(cfg, num_envs, seed, **extra)
+    backend = str(env_backend(cfg))
     family = cfg.env.family  # a family's name (rlzoo.envs.families) or a node with a _target_
     try:
         if isinstance(family, DictConfig):  # a Family of your own (docs/extending.md)
             family = instantiate(family)
         if backend != PETTINGZOO and get_family(family).on_run_device:  # VMAS: on the run's
-            extra["device"] = resolve_device(str(cfg.get("device", "cpu")))  # device
+            extra["device"] = run_device(cfg)  # device
         return make_family_env(family, str(cfg.env.scenario), num_envs, seed, backend,
                                **env_kwargs(cfg), **extra)
     except InstantiationException as err:
@@ -131,32 +147,28 @@ def make_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
         raise env_failed(cfg, err) from None
 
 
+def make_backend_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
+    """:func:`make_env` of a single-agent env: the task ``env.id`` made by its backend
+    (:func:`single_backend`), on the run's device for one that keeps its worlds there."""
+    backend = single_backend(cfg)
+    if backend.on_run_device:
+        extra["device"] = run_device(cfg)
+    try:
+        return backend.make(str(cfg.env.id), num_envs, seed, **env_kwargs(cfg), **extra)
+    except ValueError as err:  # the backend's one line (rlzoo.envs.backend.Backend.make)
+        raise UserError(str(err)) from None
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the env's own constructor failed
+        raise env_failed(cfg, err) from None
+
+
 def env_failed(cfg: DictConfig, err: Exception) -> EnvFailed:
     """The one line for an env whose own constructor raised ``err`` (in this process or in an
     env worker, which sends this line to the trainer): its cause, without the traceback."""
     return EnvFailed(f"cannot make env={cfg.env.name}: its constructor raised "
                      f"{type(err).__name__}: {one_line(err, 300)}; fix the env (or env.kwargs)",
                      err)
-
-
-def make_warp_env(cfg: DictConfig, num_envs: int, seed: int, **extra: Any) -> VecEnv:
-    """``env.backend=warp``: the task ``env.id`` on MuJoCo Warp, its worlds on ``cfg.device``
-    (rlzoo.envs.mujoco_warp); one line when the backend is unknown or not installed."""
-    backend = str(cfg.env.backend)
-    if backend not in SINGLE_BACKENDS:
-        raise UserError(f"env.backend of a single-agent env must be one of "
-                        f"{', '.join(SINGLE_BACKENDS)}, got {backend!r}")
-    try:
-        check_warp_installed()
-    except ImportError as err:
-        raise UserError(str(err)) from None
-    if extra.get("render_mode") is not None:
-        raise UserError("env.backend=warp draws nothing; film with env.backend=gymnasium")
-    device = resolve_device(str(cfg.get("device", "cpu")))
-    try:
-        return WarpMuJoCo(str(cfg.env.id), num_envs, seed, device=device, **env_kwargs(cfg))
-    except (ValueError, TypeError) as err:
-        raise UserError(f"cannot make env={cfg.env.name} on env.backend=warp: {err}") from None
 
 
 def make_train_env(cfg: DictConfig, s: Settings, seed: int) -> VecEnv:
@@ -202,7 +214,6 @@ def check_spec(spec: EnvSpec, env_name: str) -> None:
                 f"env={env_name} has an empty {what} space (size {size}); rlzoo needs a Box "
                 f"{what} with at least one entry"
             )
-
 
 
 # --------------------------------------------------------------------------- the algorithm
@@ -321,7 +332,7 @@ def check_env_config(cfg: DictConfig) -> None:
     kind = env_kind(cfg)
     if kind == "single":
         try:
-            check_env_id(cfg.env.id)
+            single_backend(cfg).check(str(cfg.env.id))
         except ValueError as err:
             raise UserError(str(err)) from None
     try:
@@ -331,69 +342,3 @@ def check_env_config(cfg: DictConfig) -> None:
     multi_agent_env = kind == "multi"
     if isinstance(cls, type) and issubclass(cls, Algorithm) and cls.multi_agent != multi_agent_env:
         raise UserError(misfit_message(cfg, cls.multi_agent))
-
-
-# --------------------------------------------------------------------------- the storage
-
-
-def make_storage(s: Settings, spec: EnvSpec, algo: Algorithm,
-                 seeds: list[int]) -> ReplayBuffer | RolloutBuffer:
-    """Where the loop stores what the seeds ``seeds`` collect, as the algorithm's contract says,
-    one buffer per seed on a leading axis (``[K, ...]``): a rollout of ``algo.rollout_steps``
-    vector steps for an on-policy algorithm (used once per update), a replay of
-    ``algo.buffer_size`` steps otherwise (seed k's sampling generator seeded with
-    ``seeds[k]``); shaped for ``spec`` (per agent when multi-agent), on the training device."""
-    multi = spec.multi_agent
-    obs_shape = (spec.n_agents, spec.obs_dim) if multi else (spec.obs_dim,)
-    action_shape = (spec.n_agents, spec.act_dim) if multi else (spec.act_dim,)
-    agents = spec.n_agents if multi else 0
-    if s.on_policy:
-        if not callable(getattr(algo, "explore", None)):
-            raise UserError(f"{type(algo).__name__} is on-policy but has no explore(obs) -> "
-                            "(action, pre_tanh); add one (see docs/extending.md)")
-        return RolloutBuffer(s.rollout_steps, s.num_envs, obs_shape, action_shape,
-                             spec.state_dim, s.device, agent_rewards=agents,
-                             num_buffers=len(seeds))
-    check_buffer_memory(s, obs_shape, action_shape, spec.state_dim, agents)
-    return ReplayBuffer(s.buffer_size, obs_shape, action_shape, s.num_envs, s.device,
-                        state_dim=spec.state_dim, agent_rewards=agents, generator_seeds=seeds)
-
-
-def available_memory(device: torch.device) -> int:
-    """Bytes that can still be allocated on ``device`` (MemAvailable for the CPU)."""
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def replay_bytes(
-    capacity: int, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], num_envs: int,
-    state_dim: int = 0, agent_rewards: int = 0,
-) -> int:
-    """Bytes a ``ReplayBuffer`` of these sizes allocates (float32 fields, bool flags, int64
-    index), computed before allocating anything."""
-    rows = math.ceil(capacity / num_envs) * num_envs
-    per_row = 4 * (math.prod(obs_shape) + math.prod(action_shape) + 1 + state_dim + agent_rewards)
-    return rows * (per_row + 2 + 8)
-
-
-def check_buffer_memory(
-    s: Settings, obs_shape: tuple[int, ...], action_shape: tuple[int, ...], state_dim: int = 0,
-    agent_rewards: int = 0,
-) -> None:
-    """One line, before allocating, when the replay buffer cannot fit in the device's memory
-    (it may take at most 90% of what is available now)."""
-    need = replay_bytes(s.buffer_size, obs_shape, action_shape, s.num_envs, state_dim,
-                        agent_rewards)
-    have = available_memory(s.device)
-    if need > 0.9 * have:
-        raise UserError(
-            f"algo.buffer_size={s.buffer_size} needs {need / 2**30:.2f} GiB on {s.device} but "
-            f"only {have / 2**30:.2f} GiB are available; lower algo.buffer_size"
-        )

@@ -16,7 +16,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from rlzoo.errors import UserError
-from rlzoo.run.progress import read_progress_every
+from rlzoo.store.group import MAX_SEED, MAX_SEEDS
 
 # Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
 # constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
@@ -24,7 +24,6 @@ from rlzoo.run.progress import read_progress_every
 LOOP_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
 # Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
 # and low enough that a typo fails at once instead of hanging or exhausting memory).
-MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
 MAX_NUM_ENVS = 1024  # training envs in one process, an env object each (gymnasium, PettingZoo)
 MAX_BATCHED_ENVS = 65_536  # env.backend=batched or warp: every env in one set of tensors
 BATCHED_BACKENDS = ("batched", "warp")
@@ -32,7 +31,6 @@ MAX_EVAL_EPISODES = 1000  # one eval env per episode
 MAX_UTD = 1000.0  # gradient updates per env step
 MAX_THREADS = 1024  # torch_threads
 SEED_KERNELS = ("exact", "batched")  # seed_kernels
-MAX_SEEDS = 1024  # seeds trained together in one process
 # Size keys of the algo/critic/tuner groups (wherever they appear) and their allowed ranges.
 SIZE_LIMITS = {
     "hidden": (1, 65_536),  # each hidden layer's width
@@ -211,6 +209,19 @@ def video_every(cfg: DictConfig, eval_every: int) -> int:
     return every
 
 
+def read_progress_every(cfg: DictConfig) -> float | str:
+    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key:
+    300, its value then)."""
+    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)
+    if every_s == "auto":
+        return every_s
+    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
+            or not math.isfinite(every_s) or every_s < 0):
+        raise UserError(f"log.progress_every_s must be auto or a number of seconds >= 0, got "
+                        f"{every_s!r}; e.g. log.progress_every_s=60")
+    return float(every_s)
+
+
 def seed_range(cfg: DictConfig) -> tuple[int, int]:
     """``(seed, seeds)``: the first seed and K, checked so that every seed of the group,
     ``seed .. seed + K - 1``, is within ``0 .. MAX_SEED``; one ``UserError`` line otherwise."""
@@ -351,44 +362,3 @@ def check_values(cfg: DictConfig) -> None:
         raise UserError(f"the config does not resolve ({first})") from None
     container.pop("hydra", None)  # type: ignore[union-attr]
     walk(container, "")
-
-
-def schedule_warnings(s: Settings, cfg: DictConfig | None = None) -> list[str]:
-    """One-line warnings about a schedule or config that cannot do what the user probably
-    wants, printed at start and recorded in summary.json (:func:`config_warnings` for ``cfg``)."""
-    out = [] if cfg is None else config_warnings(cfg)
-    if s.on_policy or s.total_steps > s.learning_starts:
-        return out
-    return [
-        f"total_steps ({s.total_steps}) <= algo.learning_starts ({s.learning_starts}): this "
-        "run takes only random actions and makes no gradient update, so its returns are "
-        "those of an untrained policy; lower algo.learning_starts or raise total_steps",
-        *out,
-    ]
-
-
-def config_warnings(cfg: DictConfig) -> list[str]:
-    """Settings that take effect nowhere: an MLP option (``dropout``, ``layer_norm``) beside a
-    configured network (``net=simbav2``/``flashsac`` builds the trunk, the MLP keys then build
-    nothing), and a categorical support sized for scaled returns with reward scaling off."""
-    out = []
-    for where in ("critic", "algo.actor"):
-        node = OmegaConf.select(cfg, where, default=None)
-        if not isinstance(node, DictConfig) or node.get("network") is None:
-            continue
-        idle = [f"{where}.{k}={node[k]}" for k in ("dropout", "layer_norm") if node.get(k)]
-        if idle:
-            out.append(f"{' and '.join(idle)} configure the MLP trunk only; {where}.network "
-                       f"({node.network.get('_target_')}) builds this one, so they do nothing; "
-                       "use net=mlp or leave them out")
-    critic = cfg.get("critic") or {}
-    normalize = read_normalize(cfg)
-    if not str(critic.get("_target_", "")).endswith("CategoricalCritic"):
-        return out
-    bound = max(abs(float(critic.get("v_min", 0.0))), abs(float(critic.get("v_max", 0.0))))
-    if not normalize.reward and bound <= (normalize.reward_g_max or 0.0):
-        out.append(f"critic support [{critic.v_min}, {critic.v_max}] is sized for scaled returns "
-                   "(normalize.reward_g_max), but normalize.reward=false: discounted returns "
-                   "outside it are clipped; set critic.v_min/v_max around the env's returns or "
-                   "turn normalize.reward on")
-    return out

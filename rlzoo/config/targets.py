@@ -10,7 +10,8 @@ not the kind of class its slot needs, is one ``UserError`` line naming the key:
 - a class named by a component rlzoo builds must be of its kind: ``algo`` an
   ``rlzoo.algos.Algorithm`` subclass; ``algo.actor``, ``critic`` and ``tuner`` ``torch.nn.Module``
   subclasses (the algorithm trains their parameters and checkpoints their ``state_dict``);
-  ``env.family`` an ``rlzoo.envs.family.Family`` subclass (a family of your own). A
+  ``env.family`` an ``rlzoo.envs.family.Family`` subclass (a family of your own), ``env.backend``
+  an ``rlzoo.envs.backend.Backend`` subclass (a single-agent backend of your own). A
   function is accepted too (Hydra calls it the same way): it must return such an object.
 
 A constructor that raises is found when the algorithm is built (``rlzoo.config.build``):
@@ -40,6 +41,7 @@ SLOTS: dict[str, tuple[str, str]] = {
     "critic": ("torch.nn.Module", "a torch.nn.Module subclass (e.g. rlzoo.nets.TwinCritic)"),
     "tuner": ("torch.nn.Module", "a torch.nn.Module subclass (e.g. rlzoo.optim.entropy.AutoAlpha)"),
     "env.family": ("rlzoo.envs.family.Family", "an env family adapter (docs/extending.md)"),
+    "env.backend": ("rlzoo.envs.backend.Backend", "a single-agent env backend (docs/extending.md)"),
 }
 
 

@@ -295,4 +295,4 @@ class ActionSequenceCritic(EnsembleCritic):
             obs_dim, horizon * act_dim, n, subset, actor_reduce, hidden, activation, layer_norm,
             dropout, network,
         )
-        self.action_horizon, self.step_act_dim = horizon, act_dim
+        self.action_horizon = horizon

@@ -12,10 +12,10 @@ from typing import Any
 
 from rlzoo.algos.base import EnvSpec
 from rlzoo.errors import UserError, one_line, shell_quote
-from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.store.extras import POLICY_FILE, POLICY_FORMAT
 from rlzoo.store.group import read_group
+from rlzoo.store.nonfinite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.rundir import RunLock
 
 RECORD_KEYS = ("format", "step", "config", "spec", "weights")

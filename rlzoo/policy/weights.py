@@ -13,12 +13,12 @@ from omegaconf import DictConfig
 
 from rlzoo.config.settings import seed_range
 from rlzoo.errors import UserError, one_line
-from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.saved_state import has_seed_axis
 from rlzoo.run.seed_layout import with_seed_axis
 from rlzoo.run.signals import NonFiniteError
 from rlzoo.store.checkpoint import list_checkpoints, load_checkpoint
 from rlzoo.store.group import check_members, run_group
+from rlzoo.store.nonfinite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.rundir import RunLock
 
 

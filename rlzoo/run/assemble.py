@@ -21,11 +21,11 @@ from rlzoo.config.build import (
     build_algorithm,
     check_spec,
     env_spec,
-    make_storage,
     make_train_env,
 )
 from rlzoo.config.normalization import check_observations
 from rlzoo.config.settings import Settings
+from rlzoo.config.storage import make_storage
 from rlzoo.config.threads import ThreadTuner, run_threads, same_on_counts, thread_tuner
 from rlzoo.errors import UserError
 from rlzoo.run.accel import check_accel

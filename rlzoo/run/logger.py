@@ -156,7 +156,6 @@ class Logger:
         self.step = initial_step
         self.progress_every_s = (progress_every_s if progress_every_s == "auto"
                                  else float(progress_every_s))
-        self._start_step = initial_step
         self._start = self._last_line = self._last_postfix = time.monotonic()
         self.learning_starts = int(learning_starts)
         self.rates = Rates(self._start, initial_step, self.learning_starts)

@@ -31,7 +31,8 @@ from typing import Any
 import torch
 from omegaconf import DictConfig
 
-from rlzoo.config.settings import read_settings, schedule_warnings
+from rlzoo.config.advice import schedule_warnings
+from rlzoo.config.settings import read_settings
 from rlzoo.run import tracking
 from rlzoo.run.accel import GraphedAct, resolve_accel, update_fn
 from rlzoo.run.assemble import (

@@ -9,13 +9,8 @@ samples of one process (a resumed run starts afresh) on ``time.monotonic()``'s c
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from datetime import timedelta
-
-from omegaconf import DictConfig, OmegaConf
-
-from rlzoo.errors import UserError
 
 RATE_WINDOW_S = 60.0
 """The recent rate of the bar and the progress lines: over the last minute (within one phase)."""
@@ -122,16 +117,3 @@ def speed_words(summary: dict) -> str:
         return f"{summary['steps_per_sec']:.1f} steps/s"
     return f"{learning:.1f} steps/s learning" + (
         "" if warm is None else f", warm-up {warm:.1f} steps/s")
-
-
-def read_progress_every(cfg: DictConfig) -> float | str:
-    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key:
-    300, its value then)."""
-    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)
-    if every_s == "auto":
-        return every_s
-    if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
-            or not math.isfinite(every_s) or every_s < 0):
-        raise UserError(f"log.progress_every_s must be auto or a number of seconds >= 0, got "
-                        f"{every_s!r}; e.g. log.progress_every_s=60")
-    return float(every_s)

@@ -26,7 +26,6 @@ from omegaconf import DictConfig
 from rlzoo.algos.base import Algorithm
 from rlzoo.config.settings import Settings
 from rlzoo.errors import UserError, one_line, resume_command
-from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.saved_state import (
     Clock,
@@ -39,6 +38,7 @@ from rlzoo.run.seed_layout import check_saved_state, load_saved_state
 from rlzoo.run.signals import AlreadyFinished
 from rlzoo.store.checkpoint import CheckpointError, list_checkpoints, load_checkpoint
 from rlzoo.store.extras import restore_global_rng
+from rlzoo.store.nonfinite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.state_match import StateMismatch
 
 

@@ -30,11 +30,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
-from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.run.member import Member
 from rlzoo.run.seed_layout import saved_state
 from rlzoo.run.signals import NonFiniteError
 from rlzoo.store.extras import check_global_rng, global_rng_state
+from rlzoo.store.nonfinite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.state_match import StateMismatch, check_count, match_tensor
 
 STATE_FORMAT = 3  # 1: a single run's parts at the top (read as a group of one)

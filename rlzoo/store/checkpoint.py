@@ -27,13 +27,13 @@ import numpy as np
 import torch
 
 from rlzoo.errors import UserError
-from rlzoo.run.finite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.bounded import BoundError, check_tree
 from rlzoo.store.checkpoint_checks import (  # re-exported: rlzoo.store.checkpoint's names
     CheckpointError,
     check_archive,
     check_tensors,
 )
+from rlzoo.store.nonfinite import describe_nonfinite, nonfinite_entries
 from rlzoo.store.writer import TEMP_PATTERN, atomic_file, host_name, temp_path
 
 PATTERN = re.compile(r"^step_(\d+)\.pt$")
@@ -42,8 +42,6 @@ PATTERN = re.compile(r"^step_(\d+)\.pt$")
 LEGACY_TEMP_PATTERN = re.compile(r"^\.step_\d+\.pt\.tmp$")  # written by rlzoo before this scheme
 # ``.<name>.<pid>.<8 hex digits>.tmp``: small files written by rlzoo before this scheme
 LEGACY_ATOMIC_PATTERN = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp$")
-# The parts of a checkpoint whose float tensors must be finite for it to count as good: the
-# algorithm (networks, optimizers, tuner), the replay buffer / rollout, the loop's open episodes.
 
 
 def checkpoint_path(directory: Path, step: int) -> Path:

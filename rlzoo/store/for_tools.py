@@ -31,7 +31,7 @@ from typing import Any
 from rlzoo.store.rundir import RunLock, holds_a_run
 
 # name -> its module, imported when the name is first read
-_LAZY = {"MAX_SEED": "rlzoo.config.settings", "EVAL_SEED_OFFSET": "rlzoo.config.build",
+_LAZY = {"MAX_SEED": "rlzoo.store.group", "EVAL_SEED_OFFSET": "rlzoo.config.build",
          "make_env": "rlzoo.config.build", "run_episodes": "rlzoo.envs.base",
          "member_dir": "rlzoo.store.group"}
 __all__ = ["holds_a_run", "recorded_group_dirs", "trainer_pid", "check_free", *_LAZY]

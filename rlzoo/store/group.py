@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlzoo.config.settings import MAX_SEED, MAX_SEEDS
 from rlzoo.errors import UserError, one_line
 from rlzoo.store.bounded import load_json, load_yaml
 from rlzoo.store.rundir import write_atomic
 
 GROUP_FILE = "group.json"
 GROUP_FORMAT = 1
+# A group's bounds, checked by the settings before a run starts and here in a group.json read back
+MAX_SEED = 2**31 - 1  # seeds go to numpy, torch, gymnasium and PettingZoo, some of them 32-bit
+MAX_SEEDS = 1024  # seeds trained together in one process
 
 
 def member_dir(home: Path, seed0: int, seed: int) -> Path:

@@ -167,7 +167,6 @@ MUJOCO_TASKS = ("Hopper", "HalfCheetah", "Walker2d")
 # the TD3 paper ran Ant but not Humanoid
 SAC_TASKS = (*MUJOCO_TASKS, "Ant", "Humanoid")
 TD3_PAPER_TASKS = (*MUJOCO_TASKS, "Ant")
-TD3_PAPER_WARMUP = {"Hopper": 1_000, "HalfCheetah": 10_000, "Walker2d": 1_000, "Ant": 10_000}
 
 REFERENCES: tuple[Reference, ...] = (
     *(Reference(task, TD3_ROWS, "TD3 (paper)", "td3-paper", "TD3", first_update=0,
