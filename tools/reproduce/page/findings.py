@@ -13,6 +13,7 @@ from rlzoo.analysis import stats
 from tools.reproduce.page.data import SuiteData, cell_budget, pair_tests
 from tools.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations, seed_of
 from tools.reproduce.page.temperature import TEMPERATURE_FINDINGS
+from tools.reproduce.page.text import say
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
 CHUNKED = "sac-action_sequence"  # the chunked critic's row
@@ -149,34 +150,6 @@ def chunk_tests(data: SuiteData, tests: Tests, task: str
     return main, control, between
 
 
-# The chunked critic's findings, as templates (fields filled by chunks_lead and chunks_gap); a
-# blank line between paragraphs.
-CHUNK_TEXT = {
-    "lead": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
-            "{mean}, ahead on {pairs}; {iqm}. On the final return: {final}; single evaluations "
-            "swing widely on both rows (the largest drop between two evaluations: this row's "
-            "{drop}, SAC's {base_drop}).",
-    "gap": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
-           "{mean}, behind on {pairs} (its seeds' means {means}, SAC's {base_means}); on the "
-           "final return: {final}. Its largest drop between two evaluations: {drop} (SAC's: "
-           "{base_drop}).",
-    "control": "The control `{control}`, the same 4-step backup without the chunks, against "
-               "SAC to {c_at}: on the mean over evaluations {c_mean}{c_more}; this row against "
-               "the control (to {b_at}): on the mean over evaluations {b_mean}{b_more}. "
-               "{conclusion}{holm}",
-    "lead_chunks": "So 4-step returns alone do not reproduce this row's lead over SAC on the "
-                   "mean over evaluations, which points to the chunked actions and critic",
-    "lead_unclear": "These tests do not single out the chunked actions and critic as the cause "
-                    "of a difference from SAC",
-    "gap_nstep": "4-step returns alone put the control behind SAC too, and no further effect of "
-                 "the chunks was found between the two rows (5 seeds a side find only large "
-                 "effects); why they slow SAC here (returns from replayed actions of older "
-                 "policies, uncorrected) was not checked",
-    "gap_unclear": "These tests do not show that 4-step returns alone account for this row's "
-                   "gap",
-}
-
-
 def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     """The chunked critic ahead of SAC on the mean over evaluations, and whether its 4-step
     control explains the lead (written for Hopper): two paragraphs."""
@@ -198,16 +171,16 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
             f"{span(second[1])}" if second[0] and second[1] else "") + ")"
     lead = differs(main[1], "above") and not differs(control[1], "above") \
         and differs(between[1], "above")
-    return CHUNK_TEXT["lead"].format(
+    return say("chunks.lead",
         task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(main[1].poi[0], len(runs), len(base)), iqm=iqm,
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + CHUNK_TEXT["control"].format(
+    ) + "\n\n" + say("chunks.control",
         control=CONTROL, c_at=kilo(common_budget(data, task, CONTROL, BASE)),
         c_mean=reading(control[1]), c_more="",
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
         b_more=f", ahead on {seed_pairs(between[1].poi[0], len(runs), len(ctrl))}",
-        conclusion=CHUNK_TEXT["lead_chunks" if lead else "lead_unclear"],
+        conclusion=say("chunks.lead_chunks" if lead else "chunks.lead_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 
@@ -223,18 +196,18 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     c_at = common_budget(data, task, CONTROL, BASE)
     nstep = differs(main[1], "below") and differs(control[1], "below") \
         and between[0].p >= ALPHA and between[1].p >= ALPHA
-    return CHUNK_TEXT["gap"].format(
+    return say("chunks.gap",
         task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(1.0 - main[1].poi[0], len(runs), len(base)),
         means=span(seed_means(runs, at)), base_means=span(seed_means(base, at)),
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + CHUNK_TEXT["control"].format(
+    ) + "\n\n" + say("chunks.control",
         control=CONTROL, c_at=kilo(c_at), c_mean=reading(control[1]),
         c_more=(f", behind on {seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base))} "
                 f"(its seeds' means {span(seed_means(ctrl, c_at))}, SAC's "
                 f"{span(seed_means(base, c_at))})"),
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
-        b_more="", conclusion=CHUNK_TEXT["gap_nstep" if nstep else "gap_unclear"],
+        b_more="", conclusion=say("chunks.gap_nstep" if nstep else "chunks.gap_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 

@@ -16,6 +16,7 @@ from tools.reproduce.files import summary_steps
 from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
 from tools.reproduce.page.runs import WINDOW, devices, fmt, kilo
+from tools.reproduce.page.text import say
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci
 from tools.reproduce.references import Reference
 from tools.reproduce.schema import Suite
@@ -196,14 +197,14 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
             cell_text(at[(row, *col)], marks) if (row, *col) in at else ""
             for col in cols) + " |")
     seeds = cells[0].suite.seeds
-    lines += ["", text.LEGEND.format(window=kilo(WINDOW), seeds=seeds, noref=text.SYMBOLS[
+    lines += ["", say("table.legend", window=kilo(WINDOW), seeds=seeds, noref=text.SYMBOLS[
         "no reference"], **{k: v for k, v in text.SYMBOLS.items() if k != "no reference"}), ""]
     for key in used:
         items = [notes_of(c)[key] for c in cells if key in notes_of(c)]
         algo = joined(sorted({c.best[0].algo for c in cells if c.best and not c.own})) \
             if key == "another" else ""
-        lines += [text.FOOTNOTES[key].format(mark=marks[key], algo=algo, alpha=ALPHA,
-                                             cells=by_row(items)), ""]
+        lines += [say(f"footnote.{key}", mark=marks[key], algo=algo, alpha=ALPHA,
+                      cells=by_row(items)), ""]
     return lines
 
 
@@ -212,12 +213,12 @@ def validated_line(cells: Sequence[Cell]) -> str:
     what Holm's correction leaves of their verdicts (the compact table below gives each)."""
     tested = [c for c in cells if c.test is not None and c.own]
     if not tested:
-        return text.BOX["validated"].split(":")[0] + ": " + text.NONE_VALIDATED + "."
+        return say("box.validated_none")
     differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
-    verdicts = (text.ALL_LEVEL if not differ else text.SOME_DIFFER.format(
+    verdicts = (say("box.all_level") if not differ else say("box.some_differ",
         k=len(differ), cells=by_row(
             [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])))
-    return text.BOX["validated"].format(
+    return say("box.validated",
         rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]), n=len(tested),
         tasks=joined(list(dict.fromkeys(c.task for c in tested))),
         budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
@@ -241,7 +242,7 @@ def others_line(cells: Sequence[Cell], data: Sequence[SuiteData]) -> str | None:
                                                         for t in d.suite.tasks)]
             parts.append(f"the `{d.suite.name}` suite's {len(rows)} rows at "
                          f"{kilo(d.suite.steps)}")
-    return text.BOX["others"].format(rows="; ".join(parts)) if parts else None
+    return say("box.others", rows="; ".join(parts)) if parts else None
 
 
 def not_yet_line(data: Sequence[SuiteData]) -> str:
@@ -273,14 +274,14 @@ def not_yet_line(data: Sequence[SuiteData]) -> str:
     named = [f"`{row}`" + (f" ({'; '.join(tasks)})" if tasks else "")
              for row, tasks in missing.items()]
     parts = [", ".join(named)] * bool(named) + parts
-    return text.BOX["not_yet"].format(gpu=text.NO_GPU.format(steps=kilo(furthest)),
-                                      cells="; ".join(parts) or "every cell has run")
+    return say("box.not_yet", gpu=say("box.no_gpu", steps=kilo(furthest)),
+               cells="; ".join(parts) or "every cell has run")
 
 
 def box_lines(data: Sequence[SuiteData], cells: Sequence[Cell]) -> list[str]:
     """The box at the top of the page (at most :data:`text.BOX_LINES` lines)."""
     runs = [r for c in cells for r in c.runs]
     lines = [validated_line(cells), others_line(cells, data),
-             text.BOX["device"].format(device=devices(runs) or "not recorded") if runs else None,
+             say("box.device", device=devices(runs) or "not recorded") if runs else None,
              not_yet_line(data)]
     return [line for line in lines if line] + [""]

@@ -18,6 +18,7 @@ from tools.reproduce.page.data import (
 from tools.reproduce.page.figures import published_figure
 from tools.reproduce.page.glance import Cell, cell_text
 from tools.reproduce.page.runs import WINDOW, fmt, kilo, updates_by
+from tools.reproduce.page.text import say
 from tools.reproduce.page.verdicts import ALPHA, iqm_text, pval, untested_text
 
 
@@ -29,7 +30,7 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
     if not shown:
         return []
     marks = {key: "" for key in text.FOOTNOTES}
-    lines = ["## Detail", "", text.DETAIL.format(window=kilo(WINDOW)), "",
+    lines = ["## Detail", "", say("detail.intro", window=kilo(WINDOW)), "",
              "| task | row | env steps | rlzoo | best published | P(rlzoo > published) | p "
              "(Holm) |", "|---|---|---:|---|---|---|---|"]
     for c in shown:
@@ -101,7 +102,7 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             if not scores:
                 continue
             if not lines:
-                lines += [text.AGGREGATE.format(window=kilo(WINDOW)), ""]
+                lines += [say("aggregate.intro", window=kilo(WINDOW)), ""]
             lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
                       "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
             for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):

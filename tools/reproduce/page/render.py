@@ -8,7 +8,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.reproduce.page import text
 from tools.reproduce.page.checks import check_results
 from tools.reproduce.page.data import SuiteData
 from tools.reproduce.page.glance import box_lines, compact_table, glance_cells
@@ -24,6 +23,7 @@ from tools.reproduce.page.method import method_lines
 from tools.reproduce.page.readme import readme_lines
 from tools.reproduce.page.runs import curves_read_once
 from tools.reproduce.page.section import suite_section
+from tools.reproduce.page.text import say
 from tools.reproduce.page.verdicts import Tests
 from tools.reproduce.references import PUBLISHED_DIR, SOURCES, published_data
 from tools.reproduce.schema import Suite
@@ -40,7 +40,7 @@ def sources_lines(page_dir: Path) -> list[str]:
         except OSError:
             record = None
         if record:
-            line += " " + text.SOURCE_DATA.format(key=s.key, link=os.path.relpath(
+            line += " " + say("sources.data", key=s.key, link=os.path.relpath(
                 PUBLISHED_DIR / f"{s.key}.json", page_dir.resolve()))
         lines += [line, *(f"  - {note}." for note in s.notes)]
     return lines + [""]
@@ -82,8 +82,8 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     rels = {d.suite.name: Path(os.path.relpath(d.root, page_dir.resolve())) for d in data}
     rel_results = os.path.relpath(results, page_dir.resolve())
     cells = glance_cells(data, tests)
-    lines = [text.TITLE, "", *box_lines(data, cells), *compact_table(cells),
-             text.GENERATED.format(results=rel_results), ""]
+    lines = [say("title"), "", *box_lines(data, cells), *compact_table(cells),
+             say("generated", results=rel_results), ""]
     figures = [line for d in data if d.suite.headline_steps and d.report is not None
                for line in figure_lines(d, rels[d.suite.name])]
     if figures:
@@ -95,7 +95,7 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
         lines += ["## Across tasks", "", *aggregate]
     seeds = [line for d in data if d.report is not None for line in seed_lines(d)]
     if seeds:
-        lines += ["## Per-seed returns", "", text.PER_SEED, "", *SEED_HEAD, *seeds, ""]
+        lines += ["## Per-seed returns", "", say("per_seed.intro"), "", *SEED_HEAD, *seeds, ""]
     lines += method_lines(tests, compared_updates(cells))
     shown: set[str] = set()
     for d in data:

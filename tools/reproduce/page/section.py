@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from tools.reproduce.files import REPORT_DIR, repo_relative, summary_steps
-from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from tools.reproduce.page.findings import finding_lines
 from tools.reproduce.page.floors import MULTI_AGENT_PREFIXES, scale_lines
@@ -22,6 +21,7 @@ from tools.reproduce.page.runs import (
     run_rows,
     updates_by,
 )
+from tools.reproduce.page.text import say
 from tools.reproduce.page.verdicts import Tests, iqm_text, untested_text
 from tools.reproduce.references import UNPUBLISHED
 from tools.reproduce.schema import Suite
@@ -71,14 +71,14 @@ def row_notes(suite: Suite, shown: set[str]) -> list[str]:
     notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
     peers = [r for r in suite.rows if r.peer]
     if peers:
-        notes.append(f"{', '.join(f'`{r.label}`' for r in peers)}: " + text.PEER_NOTE.format(
+        notes.append(f"{', '.join(f'`{r.label}`' for r in peers)}: " + say("suite.peer_note",
             algos=" and ".join(str(r.peer).upper() for r in peers)) + ".")
     fresh = [n for n in notes if n not in shown]
     shown.update(notes)
     if not notes:
         return []
     if not fresh:
-        return [text.ROWS_SEEN.format(others=""), ""]
+        return [say("suite.rows_seen"), ""]
     more = " (the others as described above)" if len(fresh) < len(notes) else ""
     return [f"Rows{more}:", "", *(f"- {n}" for n in fresh), ""]
 
@@ -92,8 +92,9 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     gives the final returns' IQM [95% CI] here."""
     rows = data.runs.get(env, {})
     headline = bool(data.suite.headline_steps)
-    intro = text.FINAL_AGAIN if brief else text.FINAL_INTRO.format(
-        what=text.FINAL_WHAT[headline].format(window=kilo(WINDOW)),
+    intro = say("final.again") if brief else say(
+        "final.intro", what=say("final.what_headline" if headline else "final.what_iqm",
+                                window=kilo(WINDOW)),
         first_eval=data.suite.first_eval)
     lines = [intro, "",
              f"| row | seeds | steps |{'' if headline else ' IQM [95% CI] |'} mean ± std | "
@@ -133,8 +134,8 @@ def reference_table(data: SuiteData, tests: Tests, env: str, brief: bool = False
                              f"{verdict} |")
     if not shown:
         return []
-    return [text.REFERENCE_AGAIN if brief else text.REFERENCE_INTRO.format(
-        window=kilo(WINDOW)), "",
+    return [say("reference.again") if brief else say("reference.intro", window=kilo(WINDOW)),
+            "",
             "| env steps | row | rlzoo | published | source | updates by then: rlzoo / source | "
             "P(rlzoo > published) [95% CI] | rank test |", "|---:|---|---|---|---|---:|---|---|",
             *shown, ""]
@@ -170,14 +171,15 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     lines = [f"## `{suite.name}`: {suite.title}", ""]
     if lead:
         lines += [lead, ""]
-    lines += [text.SUITE_COMMAND.format(name=suite.name, seeds=suite.seeds, why=suite.why,
+    lines += [say("suite.command", name=suite.name, seeds=suite.seeds, why=suite.why,
                                         episodes=suite.eval_episodes, every=suite.eval_every,
                                         raw=raw), ""]
     if suite.overrides:
-        lines += [text.SUITE_OVERRIDES.format(overrides=" ".join(suite.overrides)), ""]
+        lines += [say("suite.overrides", overrides=" ".join(suite.overrides)), ""]
     lines += row_notes(suite, set() if shown is None else shown)
     if data.report is None:
-        lines += [text.NOT_RUN.format(why=f" ({suite.not_run})" if not data.status else ""), ""]
+        lines += [say("suite.not_run", why=suite.not_run) if data.status
+                  else say("suite.not_run_why", why=suite.not_run), ""]
         return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
     tasks = sorted(data.report["results"].items(),
