@@ -33,7 +33,7 @@ NAME = re.compile(r"\[([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\]")  # a line naming a 
 def parse(source: str) -> dict[str, str]:
     """The templates of ``source`` (the format of ``templates.txt``), by name: a line ``[name]``
     starts one; its lines up to the next name are stripped and joined by one space, a blank line
-    between two of them is a paragraph break (``\\n\\n``); a line starting with ``;`` is a
+    between two of them is a paragraph break (``\\n\\n``); a line starting with ``//`` is a
     comment. ``ValueError`` for a name given twice or text before the first name."""
     out: dict[str, str] = {}
     name: str | None = None
@@ -46,7 +46,7 @@ def parse(source: str) -> dict[str, str]:
     for raw in source.splitlines():
         line = raw.strip()
         head = NAME.fullmatch(line)
-        if line.startswith(";"):
+        if line.startswith("//"):
             continue
         if head:
             close()
@@ -85,3 +85,8 @@ def say(name: str, /, **values: Any) -> str:
     if missing:
         raise KeyError(f"template [{name}] needs {', '.join(missing)}")
     return found[name].format(**values)
+
+
+def seeds_text(n: int) -> str:
+    """``1 seed``, ``5 seeds`` (templates ``seeds.one`` and ``seeds.many``)."""
+    return say("seeds.one" if n == 1 else "seeds.many", n=n)
