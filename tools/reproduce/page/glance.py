@@ -16,7 +16,7 @@ from tools.reproduce.files import summary_steps
 from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
 from tools.reproduce.page.runs import WINDOW, devices, fmt, kilo
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import say, seeds_text
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci
 from tools.reproduce.references import Reference
 from tools.reproduce.schema import Suite
@@ -72,7 +72,8 @@ class Cell:
     def seeds(self) -> str:
         """`` (10)`` for more seeds than the suite's, `` (3 of 5)`` for fewer, else ''."""
         n, k = len(self.values or self.runs), self.suite.seeds
-        return "" if n == k else f" ({n})" if n > k else f" ({n} of {k})"
+        return "" if n == k else " " + say("cell.seeds_more" if n > k else "cell.seeds_fewer",
+                                           n=n, k=k)
 
 
 def side(test: Test) -> str:
@@ -109,7 +110,8 @@ def where(places: Sequence[tuple[str, int]]) -> str:
     groups: dict[tuple[int, ...], list[str]] = {}
     for task, steps in budgets.items():
         groups.setdefault(tuple(sorted(set(steps))), []).append(task)
-    return ", ".join(f"on {joined(tasks)} at {joined([kilo(s) for s in steps])}"
+    return ", ".join(say("list.where", tasks=joined(tasks),
+                         budgets=joined([kilo(s) for s in steps]))
                      for steps, tasks in groups.items())
 
 
@@ -123,10 +125,11 @@ def by_row(items: Sequence[tuple[str, str, str, int]]) -> str:
         places.setdefault(row, {}).setdefault(what, []).append((task, steps))
     grouped: dict[str, list[str]] = {}
     for row, found in places.items():
-        said = ", ".join(f"{what} {where(at)}" if what else where(at)
+        said = ", ".join(say("list.said", what=what, where=where(at)) if what else where(at)
                          for what, at in found.items())
-        grouped.setdefault(said, []).append(f"`{row}`")
-    return "; ".join(f"{joined(rows)} {said}" for said, rows in grouped.items())
+        grouped.setdefault(said, []).append(say("list.row", row=row))
+    return "; ".join(say("list.rows_said", rows=joined(rows), said=said)
+                     for said, rows in grouped.items())
 
 
 def notes_of(cell: Cell) -> dict[str, tuple[str, str, str, int]]:
@@ -135,11 +138,12 @@ def notes_of(cell: Cell) -> dict[str, tuple[str, str, str, int]]:
     out = {}
     test = cell.test
     if test is not None and not cell.own:
-        verdict = test.verdict().replace(f"at p < {ALPHA:g}, not after Holm", "before Holm only")
+        verdict = say("footnote.before_holm_only", side=side(test)) \
+            if test.p < ALPHA <= test.adjusted else test.verdict()
         out["another"] = (cell.row, verdict, cell.task, cell.steps)
     elif test is not None and test.p < ALPHA <= test.adjusted:
         out["before"] = (cell.row, side(test), cell.task, cell.steps)
-    others = [f"{side(t)} {ref.algo}" for ref, _, t in cell.found
+    others = [say("footnote.other_item", side=side(t), algo=ref.algo) for ref, _, t in cell.found
               if cell.best is not None and ref is not cell.best[0] and not ref.yardstick
               and t is not None and t.adjusted < ALPHA]
     if others:
@@ -151,11 +155,11 @@ def cell_text(cell: Cell, marks: dict[str, str]) -> str:
     """One cell of the compact table: ``696 ○ (10)``, ``383 ◇ᵃ``, ``not run yet``, ``1 seed to
     30k only``."""
     if not cell.runs:
-        return "not run yet"
+        return say("cell.not_run")
     if not cell.values:
         return short_of(cell)
     point = fmt(iqm_ci(cell.values)[0]) if len(cell.values) > 1 else fmt(cell.values[0])
-    untested = " (not tested)" if cell.best is not None and cell.test is None else ""
+    untested = " " + say("cell.untested") if cell.best is not None and cell.test is None else ""
     notes = "".join(marks[key] for key in notes_of(cell) if key not in MARKED_BY_SYMBOL)
     return f"{point} {cell.symbol()}{notes}{cell.seeds()}{untested}".replace("  ", " ")
 
@@ -163,8 +167,7 @@ def cell_text(cell: Cell, marks: dict[str, str]) -> str:
 def short_of(cell: Cell) -> str:
     """How far a cell that stopped short of its budget got: ``1 seed to 30k only``."""
     reached = [summary_steps(d) or 0 for d in cell.runs]
-    return f"{len(cell.runs)} seed{'s' if len(cell.runs) != 1 else ''} to {kilo(min(reached))} " \
-           "only"
+    return say("cell.short", seeds=seeds_text(len(cell.runs)), steps=kilo(min(reached)))
 
 
 def columns(cells: Sequence[Cell]) -> list[tuple[str, int, str]]:
@@ -232,16 +235,18 @@ def others_line(cells: Sequence[Cell], data: Sequence[SuiteData]) -> str | None:
     groups: dict[str, list[str]] = {}
     for c in cells:
         if c.row not in validated and c.values:
-            what = f" (against {c.best[0].algo})" if c.best and not c.own else ""
-            if c.row not in groups.setdefault(what, []):
-                groups[what].append(c.row)
-    parts = [f"{joined([f'`{r}`' for r in rows])}{what}" for what, rows in groups.items()]
+            against = c.best[0].algo if c.best and not c.own else ""
+            if c.row not in groups.setdefault(against, []):
+                groups[against].append(c.row)
+    parts = [say("box.others_against" if algo else "box.others_rows", algo=algo,
+                 rows=joined([say("list.row", row=r) for r in rows]))
+             for algo, rows in groups.items()]
     for d in data:
         if not d.suite.headline_steps and d.report is not None:
             rows = [r.label for r in d.suite.rows if any(d.cell(t.name, r.label)
                                                         for t in d.suite.tasks)]
-            parts.append(f"the `{d.suite.name}` suite's {len(rows)} rows at "
-                         f"{kilo(d.suite.steps)}")
+            parts.append(say("box.others_suite", suite=d.suite.name, n=len(rows),
+                             steps=kilo(d.suite.steps)))
     return say("box.others", rows="; ".join(parts)) if parts else None
 
 
@@ -258,30 +263,32 @@ def not_yet_line(data: Sequence[SuiteData]) -> str:
             continue  # the GPU clause says it
         if not d.suite.headline_steps:
             left = sum(1 for t, r in d.suite.cells() if not d.cell(t.name, r.label))
-            parts += [f"{left} `{d.suite.name}` cells"] if left else []
+            parts += [say("box.cells_left", n=left, suite=d.suite.name)] if left else []
             continue
         ran = {r.label for t, r in d.suite.cells() if d.cell(t.name, r.label)}
         for task, row in d.suite.cells():
             runs = d.cell(task.name, row.label)
             reached = min((summary_steps(r) or 0 for r in runs), default=0)
-            short = ([f"{len(runs)} of {d.suite.seeds} seeds"] if len(runs) < d.suite.seeds
-                     else []) + ([f"to {kilo(reached)}"] if reached < (task.steps or
-                                                                      d.suite.steps) else [])
+            short = ([say("box.short_seeds", n=len(runs), k=d.suite.seeds)]
+                     if len(runs) < d.suite.seeds else []) + (
+                [say("box.short_steps", steps=kilo(reached))]
+                if reached < (task.steps or d.suite.steps) else [])
             if not runs or short:  # a row that ran nowhere in the suite is named bare
                 tasks = missing.setdefault(row.label, [])
                 if row.label in ran:
-                    tasks.append(task.name if not runs else f"{task.name}: {', '.join(short)}")
-    named = [f"`{row}`" + (f" ({'; '.join(tasks)})" if tasks else "")
-             for row, tasks in missing.items()]
+                    tasks.append(task.name if not runs else say(
+                        "box.task_short", task=task.name, short=", ".join(short)))
+    named = [say("box.row_tasks", row=row, tasks="; ".join(tasks)) if tasks
+             else say("list.row", row=row) for row, tasks in missing.items()]
     parts = [", ".join(named)] * bool(named) + parts
     return say("box.not_yet", gpu=say("box.no_gpu", steps=kilo(furthest)),
-               cells="; ".join(parts) or "every cell has run")
+               cells="; ".join(parts) or say("box.all_ran"))
 
 
 def box_lines(data: Sequence[SuiteData], cells: Sequence[Cell]) -> list[str]:
     """The box at the top of the page (at most :data:`text.BOX_LINES` lines)."""
     runs = [r for c in cells for r in c.runs]
     lines = [validated_line(cells), others_line(cells, data),
-             say("box.device", device=devices(runs) or "not recorded") if runs else None,
+             say("box.device", device=devices(runs) or say("box.device_unknown")) if runs else None,
              not_yet_line(data)]
     return [line for line in lines if line] + [""]
