@@ -19,7 +19,7 @@ def method_lines(tests: Tests,
     headline verdicts' published curves with their updates (:func:`updates_line`)."""
     least = 2 / math.comb(15, 5)  # 5 seeds against 10, every seed on one side
     pair = 2 / math.comb(10, 5)
-    lines = ["## Method", "", say("method.returns"), "",
+    lines = [say("method.heading"), "", say("method.returns"), "",
              say("method.published", window=kilo(WINDOW)), "",
              say("method.versions", versions=versions()), ""]
     updates = updates_line(compared)
@@ -45,15 +45,14 @@ def family_table(tests: Tests) -> list[str]:
     """Each Holm family: its suite, question, size, Holm's first step, and whether 5 seeds
     against 10 (every seed of one side above the other's) can pass it."""
     least = 2 / math.comb(15, 5)
-    lines = ["| suite | question | tests | Holm's first step | can 5 seeds against 10 differ? |",
-             "|---|---|---:|---:|---|"]
+    lines = [say("method.families_columns"), "|---|---|---:|---:|---|"]
     families = tests.families()
     suites = list(dict.fromkeys(suite for suite, _ in families))  # in the page's order
     for (suite, kind), members in sorted(families.items(), key=lambda kv: (
             suites.index(kv[0][0]), list(QUESTIONS).index(kv[0][1]))):
         m = len(members)
         lines.append(f"| `{suite}` | {QUESTIONS[kind]} | {m} | {ALPHA / m:.5f} | "
-                     f"{'yes' if least <= ALPHA / m else 'no'} |")
+                     f"{say('method.can' if least <= ALPHA / m else 'method.cannot')} |")
     return lines
 
 
@@ -65,7 +64,8 @@ def versions() -> str:
         tasks = list(dict.fromkeys(r.task for r in REFERENCES
                                    if r.source == source.key and r.curve() is not None))
         if tasks and source.version:
-            parts.append(f"{source.name} {source.version}: {', '.join(tasks)}")
+            parts.append(say("method.version", source=source.name, version=source.version,
+                             tasks=", ".join(tasks)))
     return "; ".join(parts)
 
 
@@ -78,11 +78,9 @@ def updates_line(compared: Sequence[tuple[str, int, int | None, str]]) -> str:
         if algo in seen:
             continue
         count = theirs.lstrip("~").replace(",", "")
-        if not count.isdigit():
-            seen[algo] = f"{algo}: not stated by its source"
-        elif ours is None:  # a run dir without its config
-            seen[algo] = f"{algo}: {theirs} at {kilo(steps)} (rlzoo's row: not known)"
-        else:
-            side = "more" if int(count) > ours else "fewer" if int(count) < ours else "as many"
-            seen[algo] = f"{algo} {side} ({theirs} against {ours:,} at {kilo(steps)})"
+        name = ("method.updates_unstated" if not count.isdigit()
+                else "method.updates_unknown" if ours is None  # a run dir without its config
+                else "method.updates_more" if int(count) > ours
+                else "method.updates_fewer" if int(count) < ours else "method.updates_same")
+        seen[algo] = say(name, algo=algo, theirs=theirs, ours=ours, steps=kilo(steps))
     return "; ".join(seen.values())

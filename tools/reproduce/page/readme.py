@@ -37,7 +37,7 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
     if tested:
         differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
         which = by_row([(c.row, side(c.test), c.task, c.steps) for c in differ if c.test]) \
-            if len(differ) <= FEW else "the page names them"
+            if len(differ) <= FEW else say("readme.named_on_page")
         verdicts = say("readme.differ", k=len(differ), which=which) if differ \
             else say("readme.level")
         seeds = sorted({len(c.values or []) for c in tested})
@@ -65,22 +65,22 @@ def cell_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> 
         spec = next(t for t in d.suite.tasks if t.name == task)
         why = d.status.get(f"{task}/{row}") or spec.not_run or d.suite.not_run
         return [say("readme.pending", row=row, task=task, seeds=d.suite.seeds,
-                                       steps=kilo(max(c.steps for c in mine)), why=why)]
+                    steps=kilo(max(c.steps for c in mine)), why=why)]
     last = done[-1]
-    values = joined([f"{fmt(iqm_ci(c.values)[0])} at {kilo(c.steps)}" for c in done
-                     if c.values])
+    values = joined([say("readme.at", value=fmt(iqm_ci(c.values)[0]), steps=kilo(c.steps))
+                     for c in done if c.values])
     algo = theirs = verdict = "—"
     if last.best is not None:
         ref, published, test = last.best
-        algo, theirs = ref.algo, f"{fmt(iqm_ci(published)[0])} at {kilo(last.steps)}"
-        verdict = test.verdict() if test is not None else "not tested"
+        algo = ref.algo
+        theirs = say("readme.at", value=fmt(iqm_ci(published)[0]), steps=kilo(last.steps))
+        verdict = test.verdict() if test is not None else say("readme.untested")
     lines = [say("readme.ran", row=row, task=task, n=len(last.values or []),
-                                seeds=d.suite.seeds, values=values, algo=algo, theirs=theirs,
-                                verdict=verdict)]
+                 seeds=d.suite.seeds, values=values, algo=algo, theirs=theirs, verdict=verdict)]
     figure = (d.report or {}).get("figures", {}).get(task)
     if figure and (d.root / REPORT_DIR / published_figure(figure)).is_file():
         path = os.path.relpath(d.root / REPORT_DIR / published_figure(figure), root.resolve())
-        lines.append(f"![{task}: `{row}`'s learning curves and the published ones]({path})")
+        lines.append(say("readme.figure", task=task, row=row, path=path))
     return lines
 
 

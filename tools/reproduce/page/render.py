@@ -12,11 +12,11 @@ from tools.reproduce.page.checks import check_results
 from tools.reproduce.page.data import SuiteData
 from tools.reproduce.page.glance import box_lines, compact_table, glance_cells
 from tools.reproduce.page.headline import (
-    SEED_HEAD,
     aggregate_lines,
     compared_updates,
     detail_lines,
     figure_lines,
+    seed_head,
     seed_lines,
 )
 from tools.reproduce.page.method import method_lines
@@ -32,9 +32,9 @@ from tools.reproduce.schema import Suite
 def sources_lines(page_dir: Path) -> list[str]:
     """The sources, each with its notes and a link to its per-seed values where the page uses
     them."""
-    lines = ["## Sources", ""]
+    lines = [say("sources.heading"), ""]
     for s in SOURCES.values():
-        line = f"- `{s.key}`: {s.text}."
+        line = say("sources.item", key=s.key, text=s.text)
         try:
             record = published_data(s.key)
         except OSError:
@@ -87,15 +87,16 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     figures = [line for d in data if d.suite.headline_steps and d.report is not None
                for line in figure_lines(d, rels[d.suite.name])]
     if figures:
-        lines += ["## Figures", "", *figures]
+        lines += [say("figure.heading"), "", *figures]
     lines += detail_lines(cells)
     aggregate = [line for d in data if d.report is not None
                  for line in aggregate_lines(d, rels[d.suite.name])]
     if aggregate:
-        lines += ["## Across tasks", "", *aggregate]
+        lines += [say("aggregate.heading"), "", *aggregate]
     seeds = [line for d in data if d.report is not None for line in seed_lines(d)]
     if seeds:
-        lines += ["## Per-seed returns", "", say("per_seed.intro"), "", *SEED_HEAD, *seeds, ""]
+        lines += [say("per_seed.heading"), "", say("per_seed.intro"), "", *seed_head(), *seeds,
+                  ""]
     lines += method_lines(tests, compared_updates(cells))
     shown: set[str] = set()
     for d in data:
