@@ -16,7 +16,7 @@ from tools.reproduce.files import summary_steps
 from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
 from tools.reproduce.page.runs import WINDOW, devices, fmt, kilo
-from tools.reproduce.page.text import say, seeds_text
+from tools.reproduce.page.text import joined, say, seeds_text
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci
 from tools.reproduce.references import Reference
 from tools.reproduce.schema import Suite
@@ -94,11 +94,6 @@ def glance_cells(data: Sequence[SuiteData], tests: Tests) -> list[Cell]:
                     cell.best = best_reference(cell.found)
                 cells.append(cell)
     return cells
-
-
-def joined(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def where(places: Sequence[tuple[str, int]]) -> str:
@@ -185,8 +180,8 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
         return []
     cols = columns(cells)
     twice = {(t, s) for t, s, _ in cols if sum(1 for c in cols if c[:2] == (t, s)) > 1}
-    names = [f"{t} {kilo(s)}" + (f" (`{suite}`)" if (t, s) in twice else "")
-             for t, s, suite in cols]
+    names = [say("table.column_suite" if (t, s) in twice else "table.column", task=t,
+                 steps=kilo(s), suite=suite) for t, s, suite in cols]
     ran = {c.row for c in cells if c.runs}
     rows = [r for r in dict.fromkeys(c.row for c in cells) if r in ran]
     used = [key for key in text.FOOTNOTES if any(key in notes_of(c) for c in cells)]
@@ -194,7 +189,7 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
     marks = {key: text.NOTE_MARKS[lettered.index(key)] if key in lettered
              else text.SYMBOLS[MARKED_BY_SYMBOL[key]] for key in used}
     at = {(c.row, c.task, c.steps, c.suite.name): c for c in cells}
-    lines = ["| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(cols)]
+    lines = [f"| {say('table.row')} | " + " | ".join(names) + " |", "|---|" + "---|" * len(cols)]
     for row in rows:
         lines.append(f"| `{row}` | " + " | ".join(
             cell_text(at[(row, *col)], marks) if (row, *col) in at else ""
@@ -206,7 +201,7 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
         items = [notes_of(c)[key] for c in cells if key in notes_of(c)]
         algo = joined(sorted({c.best[0].algo for c in cells if c.best and not c.own})) \
             if key == "another" else ""
-        lines += [say(f"footnote.{key}", mark=marks[key], algo=algo, alpha=ALPHA,
+        lines += [say(text.FOOTNOTES[key], mark=marks[key], algo=algo, alpha=ALPHA,
                       cells=by_row(items)), ""]
     return lines
 
@@ -222,7 +217,8 @@ def validated_line(cells: Sequence[Cell]) -> str:
         k=len(differ), cells=by_row(
             [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])))
     return say("box.validated",
-        rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]), n=len(tested),
+        rows=joined([say("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),
+        n=len(tested),
         tasks=joined(list(dict.fromkeys(c.task for c in tested))),
         budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
         verdicts=verdicts)

@@ -51,7 +51,7 @@ def family_table(tests: Tests) -> list[str]:
     for (suite, kind), members in sorted(families.items(), key=lambda kv: (
             suites.index(kv[0][0]), list(QUESTIONS).index(kv[0][1]))):
         m = len(members)
-        lines.append(f"| `{suite}` | {QUESTIONS[kind]} | {m} | {ALPHA / m:.5f} | "
+        lines.append(f"| `{suite}` | {say(QUESTIONS[kind])} | {m} | {ALPHA / m:.5f} | "
                      f"{say('method.can' if least <= ALPHA / m else 'method.cannot')} |")
     return lines
 

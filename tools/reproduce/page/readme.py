@@ -14,9 +14,9 @@ from pathlib import Path
 from tools.reproduce.files import REPORT_DIR
 from tools.reproduce.page.data import SuiteData
 from tools.reproduce.page.figures import published_figure
-from tools.reproduce.page.glance import Cell, by_row, joined, side
+from tools.reproduce.page.glance import Cell, by_row, side
 from tools.reproduce.page.runs import fmt, kilo
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import joined, say
 from tools.reproduce.page.verdicts import ALPHA, iqm_ci, rank_test_power
 
 START = ("<!-- results: written by `python -m tools.reproduce SUITE --report-only` from results/; "
@@ -43,7 +43,7 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
         seeds = sorted({len(c.values or []) for c in tested})
         lines.append(say("readme.validated",
             page=PAGE, n=len(tested),
-            rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]),
+            rows=joined([say("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),
             tasks=joined(list(dict.fromkeys(c.task for c in tested))),
             budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
             seeds=f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}",

@@ -42,7 +42,7 @@ def sources_lines(page_dir: Path) -> list[str]:
         if record:
             line += " " + say("sources.data", key=s.key, link=os.path.relpath(
                 PUBLISHED_DIR / f"{s.key}.json", page_dir.resolve()))
-        lines += [line, *(f"  - {note}." for note in s.notes)]
+        lines += [line, *("  " + say("sources.note", note=note) for note in s.notes)]
     return lines + [""]
 
 

@@ -13,7 +13,7 @@ from rlzoo.analysis.curves import read_scalars_csv
 from tools.reproduce.files import TRAIN_CSV
 from tools.reproduce.page.data import SuiteData, cell_budget
 from tools.reproduce.page.runs import kilo, run_config
-from tools.reproduce.page.text import say, seeds_text
+from tools.reproduce.page.text import joined, say, seeds_text
 from tools.reproduce.page.verdicts import Tests
 
 ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i>
@@ -76,11 +76,6 @@ def steps_text(steps: list[int]) -> str:
     """``33k`` or ``33k-34k``: the range of ``steps``."""
     low, high = min(steps), max(steps)
     return kilo(low) if low == high else f"{kilo(low)}-{kilo(high)}"
-
-
-def and_list(items: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def shown_steps(first: int, budget: int) -> list[int]:
@@ -172,9 +167,9 @@ def temperature_text(data: SuiteData, task: str, row: str
     target = entropy_target(runs, task)
     return alphas, say(
         "temperature.readings" if target is None else "temperature.readings_target", whose=whose,
-        temperature=and_list([say("temperature.at", value=value_range(v, 2), at=at)
+        temperature=joined([say("temperature.at", value=value_range(v, 2), at=at)
                               for at, v in alpha]),
-        entropy=say(ENTROPY[agents > 1, same], values=and_list(values)),
+        entropy=say(ENTROPY[agents > 1, same], values=joined(values)),
         target=None if target is None else number(target, 2),
         reached=None if target is None else reached(entropies, target))
 

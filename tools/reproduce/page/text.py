@@ -12,6 +12,7 @@ its top. The limits the page keeps (tests/test_page_limits.py checks them on eve
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from string import Formatter
@@ -24,7 +25,8 @@ PROSE_WORDS = 4500
 
 SYMBOLS = {"none": "○", "above": "▲", "below": "▼", "another": "◇", "no reference": "–"}
 NOTE_MARKS = "ᵃᵇᶜᵈᵉ"  # the compact table's footnotes, in the order of FOOTNOTES
-FOOTNOTES = ("another", "before", "other")  # the compact table's footnotes (footnote.<key>)
+# the compact table's footnotes: key -> its template, in the order of their marks
+FOOTNOTES = {"another": "footnote.another", "before": "footnote.before", "other": "footnote.other"}
 
 TEMPLATES_FILE = Path(__file__).with_name("templates.txt")
 NAME = re.compile(r"\[([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\]")  # a line naming a template
@@ -90,3 +92,10 @@ def say(name: str, /, **values: Any) -> str:
 def seeds_text(n: int) -> str:
     """``1 seed``, ``5 seeds`` (templates ``seeds.one`` and ``seeds.many``)."""
     return say("seeds.one" if n == 1 else "seeds.many", n=n)
+
+
+def joined(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (the last two joined by the template ``list.and``)."""
+    if len(items) == 1:
+        return items[0]
+    return say("list.and", items=", ".join(items[:-1]), last=items[-1])

@@ -22,12 +22,12 @@ ALPHA = 0.05     # the tests' level, after Holm's correction within each family 
 # over the whole page would grow with every cell until no 5-seed row could differ from 10
 # published seeds at all (their least p, 2 / C(15, 5), clears Holm's first step only up to 75
 # tests).
-QUESTIONS = {
-    "head": "each cell against the best published curve of its own algorithm",
-    "yardstick": "a row with no published curve of its own against another algorithm's curve",
-    "ref": "each cell against its algorithm's other published curves",
-    "peer": "an rlzoo row against Stable-Baselines3's with the same settings",
-    "variant": "a variant or control against the rows it builds on",
+QUESTIONS = {  # kind -> the template (templates.txt) that says its question, in the page's order
+    "head": "question.head",
+    "yardstick": "question.yardstick",
+    "ref": "question.ref",
+    "peer": "question.peer",
+    "variant": "question.variant",
 }
 
 def testable(n_a: int, n_b: int) -> bool:
