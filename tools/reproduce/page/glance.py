@@ -2,7 +2,7 @@
 every headline cell (a row per algorithm, a column per task and budget), each cell rlzoo's IQM
 with one symbol for its verdict against the best published curve, and footnotes for the rest.
 Every word is computed from the same cells and tests as the rest of the page; the wording is in
-:mod:`tools.reproduce.page.text`."""
+page/templates.txt (``box.*``, ``table.*``, ``cell.*``, ``footnote.*``)."""
 
 from __future__ import annotations
 
