@@ -1,5 +1,5 @@
 """The results page's wording lives in tools/reproduce/page/templates.txt (issue 53): every
-template there is named by the page's code, every name the code gives ``say`` is there, every
+template there is named by the page's code, every name the code gives ``phrase`` is there, every
 field a template uses is a plain name, and the page rendered from the committed results (and the
 README's paragraph) leaves no ``{field}`` unfilled. The format's rules (wrapping, paragraphs,
 comments, a name given twice) are checked on small sources."""
@@ -30,7 +30,7 @@ def code_strings() -> set[str]:
 
 
 def said_names() -> list[tuple[str, str]]:
-    """(module, name) for every template name given to ``say`` as a literal, through ``a if c
+    """(module, name) for every template name given to ``phrase`` as a literal, through ``a if c
     else b`` choices too."""
     def literals(node: ast.expr) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -42,7 +42,7 @@ def said_names() -> list[tuple[str, str]]:
     out = []
     for path in PAGE_CODE:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "say" \
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "phrase" \
                     and node.args:
                 out += [(path.name, name) for name in literals(node.args[0])]
     return out
@@ -55,13 +55,13 @@ def test_every_template_is_named_by_the_code() -> None:
 
 
 def test_every_name_the_code_says_is_a_template() -> None:
-    """Every literal given to ``say``, and every string of the code that reads as a template's
+    """Every literal given to ``phrase``, and every string of the code that reads as a template's
     name (``group.name`` of a group templates.txt has, not a file name: the names a table of
     choices holds), is a template."""
     said = said_names()
-    assert len(said) > 150  # the page says its sentences through say
+    assert len(said) > 150  # the page says its sentences through phrase
     missing = [(module, name) for module, name in said if name not in text.templates()]
-    assert not missing, f"say() names templates that templates.txt lacks: {missing}"
+    assert not missing, f"phrase() names templates that templates.txt lacks: {missing}"
     groups = {name.split(".")[0] for name in text.templates() if "." in name}
     named = {s for s in code_strings() if re.fullmatch(r"[a-z_]+(\.[a-z0-9_]+)+", s)
              and s.split(".")[0] in groups and s.rsplit(".", 1)[1] not in FILE_TYPES}
@@ -82,10 +82,10 @@ def rendered() -> tuple[str, list[str], dict[str, list[str]]]:
     """The page and README paragraph of the committed results, and each template said while
     rendering them with the values it was given."""
     seen: dict[str, list[str]] = {}
-    say = text.say
+    phrase = text.phrase
 
     def recording(name: str, /, **values: object) -> str:
-        seen.setdefault(name, []).append(out := say(name, **values))
+        seen.setdefault(name, []).append(out := phrase(name, **values))
         return out
 
     with pytest.MonkeyPatch.context() as patch:
@@ -93,8 +93,8 @@ def rendered() -> tuple[str, list[str], dict[str, list[str]]]:
             if path.stem == "__init__":
                 continue
             module = importlib.import_module(f"tools.reproduce.page.{path.stem}")
-            if getattr(module, "say", None) is say:
-                patch.setattr(module, "say", recording)
+            if getattr(module, "phrase", None) is phrase:
+                patch.setattr(module, "phrase", recording)
         page, readme = render(REPO / "results", REPO / "docs", [SUITES[s] for s in PAGE_SUITES],
                               LEADS, REPO)
     return page, readme, seen
@@ -135,10 +135,10 @@ second paragraph
 
 def test_say_names_what_is_missing() -> None:
     with pytest.raises(KeyError, match=r"no template \[no.such\]"):
-        text.say("no.such")
+        text.phrase("no.such")
     with pytest.raises(KeyError, match=r"template \[box.device\] needs device"):
-        text.say("box.device")
-    assert text.say("box.device", device="2-core CPU") == \
+        text.phrase("box.device")
+    assert text.phrase("box.device", device="2-core CPU") == \
         "> - **Device**: 2-core CPU, shared with other jobs."
     assert text.joined(["a"]) == "a" and text.joined(["a", "b", "c"]) == "a, b and c"
     assert text.seeds_text(1) == "1 seed" and text.seeds_text(5) == "5 seeds"

@@ -13,7 +13,7 @@ from rlzoo.analysis import stats
 from tools.reproduce.page.data import SuiteData, cell_budget, pair_tests
 from tools.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations, seed_of
 from tools.reproduce.page.temperature import TEMPERATURE_FINDINGS
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
 CHUNKED = "sac-action_sequence"  # the chunked critic's row
@@ -44,12 +44,12 @@ def seed_pairs(won: float, n_a: int, n_b: int) -> str:
     total = n_a * n_b
     pairs = round(won * total * 2) / 2  # a whole or half number of pairs
     name = "pairs.every" if pairs >= total else "pairs.none" if pairs <= 0 else "pairs.some"
-    return say(name, pairs=pairs, total=total)
+    return phrase(name, pairs=pairs, total=total)
 
 
 def reading(test: Test) -> str:
     """A test in a sentence: ``above at p < 0.05, not after Holm (P(A > B) = 0.92, p = 0.032)``."""
-    return say("finding.reading", verdict=test.verdict(), poi=test.poi[0], p=pval(test.p))
+    return phrase("finding.reading", verdict=test.verdict(), poi=test.poi[0], p=pval(test.p))
 
 
 def differs(test: Test, side: str) -> bool:
@@ -64,7 +64,7 @@ def curve_until(run: Path, last: int) -> list[tuple[int, float]]:
 
 def span(values: list[float]) -> str:
     """``low to high`` of ``values`` as the page writes returns (``—`` when there are none)."""
-    return say("span", low=fmt(min(values)), high=fmt(max(values))) if values else "—"
+    return phrase("span", low=fmt(min(values)), high=fmt(max(values))) if values else "—"
 
 
 def largest_drop(runs: list[Path], last: int) -> tuple[int, int, float, int, float] | None:
@@ -83,10 +83,10 @@ def drop_text(runs: list[Path], last: int) -> str:
     """``seed 1, 2,499 at 85k to 123 at 90k`` (:func:`largest_drop`), or ``none``."""
     found = largest_drop(runs, last)
     if found is None:
-        return say("finding.no_drop")
+        return phrase("finding.no_drop")
     seed, s1, v1, s2, v2 = found
-    return say("finding.drop", seed=seed, before=fmt(v1), at=kilo(s1), after=fmt(v2),
-               then=kilo(s2))
+    return phrase("finding.drop", seed=seed, before=fmt(v1), at=kilo(s1), after=fmt(v2),
+                  then=kilo(s2))
 
 
 def iqm_above(data: SuiteData, task: str, a: str, b: str, last: int
@@ -130,7 +130,7 @@ def ready(data: SuiteData, task: str, *rows: str) -> bool:
 def holm_caveat(*tests: Test) -> str:
     """``; none of these p survives Holm's correction (see the method)`` when none does, else
     ''."""
-    return say("chunks.holm_none") if all(t.adjusted >= ALPHA for t in tests) else ""
+    return phrase("chunks.holm_none") if all(t.adjusted >= ALPHA for t in tests) else ""
 
 
 def chunk_tests(data: SuiteData, tests: Tests, task: str
@@ -158,27 +158,27 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     above, steps, since = iqm_above(data, task, CHUNKED, BASE, at)
-    iqm = say("chunks.iqm_none")
+    iqm = phrase("chunks.iqm_none")
     if steps:
         second = data.values_at(task, CHUNKED, steps[0]), data.values_at(task, BASE, steps[0])
-        when = say("chunks.iqm_when_seeds" if second[0] and second[1] else "chunks.iqm_when",
-                   first=kilo(steps[0]), last=kilo(steps[-1]), ours=span(second[0] or []),
-                   theirs=span(second[1] or []))
-        iqm = say("chunks.iqm_every" if above == len(steps) else
-                  "chunks.iqm_some_since" if since else "chunks.iqm_some",
-                  above=above, n=len(steps), since=kilo(since), when=when)
+        when = phrase("chunks.iqm_when_seeds" if second[0] and second[1] else "chunks.iqm_when",
+                      first=kilo(steps[0]), last=kilo(steps[-1]), ours=span(second[0] or []),
+                      theirs=span(second[1] or []))
+        iqm = phrase("chunks.iqm_every" if above == len(steps) else
+                     "chunks.iqm_some_since" if since else "chunks.iqm_some",
+                     above=above, n=len(steps), since=kilo(since), when=when)
     lead = differs(main[1], "above") and not differs(control[1], "above") \
         and differs(between[1], "above")
-    return say(
+    return phrase(
         "chunks.lead", task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(main[1].poi[0], len(runs), len(base)), iqm=iqm,
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + say(
+    ) + "\n\n" + phrase(
         "chunks.control_lead", control=CONTROL,
         c_at=kilo(common_budget(data, task, CONTROL, BASE)), c_mean=reading(control[1]),
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
         b_pairs=seed_pairs(between[1].poi[0], len(runs), len(ctrl)),
-        conclusion=say("chunks.lead_chunks" if lead else "chunks.lead_unclear"),
+        conclusion=phrase("chunks.lead_chunks" if lead else "chunks.lead_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 
@@ -194,17 +194,17 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     c_at = common_budget(data, task, CONTROL, BASE)
     nstep = differs(main[1], "below") and differs(control[1], "below") \
         and between[0].p >= ALPHA and between[1].p >= ALPHA
-    return say(
+    return phrase(
         "chunks.gap", task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(1.0 - main[1].poi[0], len(runs), len(base)),
         means=span(seed_means(runs, at)), base_means=span(seed_means(base, at)),
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + say(
+    ) + "\n\n" + phrase(
         "chunks.control_gap", control=CONTROL, c_at=kilo(c_at), c_mean=reading(control[1]),
         c_pairs=seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base)),
         c_means=span(seed_means(ctrl, c_at)), base_means=span(seed_means(base, c_at)),
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
-        conclusion=say("chunks.gap_nstep" if nstep else "chunks.gap_unclear"),
+        conclusion=phrase("chunks.gap_nstep" if nstep else "chunks.gap_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 

@@ -13,7 +13,7 @@ from rlzoo.policy.floors import run_floors
 from rlzoo.store import for_tools
 from tools.reproduce.files import read_json
 from tools.reproduce.page.runs import fmt, seed_of
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import phrase
 from tools.reproduce.schema import Suite, SuiteTask
 
 FLOORS_FILE = "floors.json"  # RESULTS/<suite>/: each seed's scripted-policy returns, computed once
@@ -28,7 +28,7 @@ def _span(values: list[float], signed: bool = False) -> str:
         return ("+" if signed and x > 0 else "") + text
 
     low, high = min(values), max(values)
-    return one(low) if fmt(low) == fmt(high) else say("span", low=one(low), high=one(high))
+    return one(low) if fmt(low) == fmt(high) else phrase("span", low=one(low), high=one(high))
 
 
 def paired_floors(root: Path, rows: dict[str, list[Path]]
@@ -67,12 +67,12 @@ def scale_lines(suite: Suite, task_name: str, root: Path,
     first = for_tools.EVAL_SEED_OFFSET
     last = suite.eval_episodes - 1
     # brief: the method was said at an earlier task of the suite
-    line = say("floors.again" if brief else "floors.method", random=random, zero=zero,
-               first=first, last=first + last, episodes=suite.eval_episodes, seeds=len(by_seed))
+    line = phrase("floors.again" if brief else "floors.method", random=random, zero=zero,
+                  first=first, last=first + last, episodes=suite.eval_episodes, seeds=len(by_seed))
     beat = []
     for label, dirs in sorted(rows.items()):
         margins = [paired[d]["final"] - paired[d]["zero"] for d in dirs if d in paired]
         if margins:
-            beat.append(say("floors.beat_row", row=label, beat=sum(m > 0 for m in margins),
-                            seeds=len(margins), margins=_span(margins, signed=True)))
-    return [line, say("floors.beat", rows=", ".join(beat))] if beat else [line]
+            beat.append(phrase("floors.beat_row", row=label, beat=sum(m > 0 for m in margins),
+                               seeds=len(margins), margins=_span(margins, signed=True)))
+    return [line, phrase("floors.beat", rows=", ".join(beat))] if beat else [line]

@@ -18,7 +18,7 @@ from tools.reproduce.page.data import (
 from tools.reproduce.page.figures import published_figure
 from tools.reproduce.page.glance import Cell, cell_text
 from tools.reproduce.page.runs import WINDOW, fmt, kilo, updates_by
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import ALPHA, iqm_text, pval, untested_text
 from tools.reproduce.references import Reference
 
@@ -31,8 +31,8 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
     if not shown:
         return []
     marks = {key: "" for key in text.FOOTNOTES}
-    lines = [say("detail.heading"), "", say("detail.intro", window=kilo(WINDOW)), "",
-             say("detail.columns"), "|---|---|---:|---|---|---|---|"]
+    lines = [phrase("detail.heading"), "", phrase("detail.intro", window=kilo(WINDOW)), "",
+             phrase("detail.columns"), "|---|---|---:|---|---|---|---|"]
     for c in shown:
         ours = (f"{iqm_text(c.values)} ({len(c.values)})" if c.values
                 else cell_text(c, marks))
@@ -47,7 +47,7 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
             else:
                 P = untested_text(c.values or [], theirs)
         elif c.values:
-            published = say("cell.no_reference")
+            published = phrase("cell.no_reference")
         lines.append(f"| {c.task} | {c.row} | {kilo(c.steps)} | {ours} | {published} | {P} | "
                      f"{p} |")
     return lines + [""]
@@ -56,8 +56,8 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
 def published_cell(ref: Reference, theirs: Sequence[float]) -> str:
     """A published curve in a table cell: ``SAC (Tianshou): 1,030 [705, 1,200] (10)``, saying
     when it is another algorithm's."""
-    return say("cell.published_yardstick" if ref.yardstick else "cell.published", algo=ref.algo,
-               iqm=iqm_text(theirs), n=len(theirs))
+    return phrase("cell.published_yardstick" if ref.yardstick else "cell.published", algo=ref.algo,
+                  iqm=iqm_text(theirs), n=len(theirs))
 
 
 def compared_updates(cells: Sequence[Cell]) -> list[tuple[str, int, int | None, str]]:
@@ -85,13 +85,13 @@ def figure_lines(data: SuiteData, rel: Path) -> list[str]:
         published = published_figure(figure) if figure else ""
         budget = kilo(task.steps or data.suite.steps)
         if figure and (data.root / REPORT_DIR / published).is_file():
-            lines += [say("figure.published", task=task.name, budget=budget,
-                          path=rel / REPORT_DIR / published), ""]
+            lines += [phrase("figure.published", task=task.name, budget=budget,
+                             path=rel / REPORT_DIR / published), ""]
         elif figure:
-            lines += [say("figure.curves", task=task.name, budget=budget,
-                          path=rel / REPORT_DIR / figure), ""]
+            lines += [phrase("figure.curves", task=task.name, budget=budget,
+                             path=rel / REPORT_DIR / figure), ""]
         else:
-            lines += [say("figure.none", task=task.name), ""]
+            lines += [phrase("figure.none", task=task.name), ""]
     return lines
 
 
@@ -108,9 +108,9 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             if not scores:
                 continue
             if not lines:
-                lines += [say("aggregate.intro", window=kilo(WINDOW)), ""]
-            lines += [say("aggregate.at", steps=kilo(s), tasks=", ".join(tasks)), "",
-                      say("aggregate.columns"), "|---|---|---|"]
+                lines += [phrase("aggregate.intro", window=kilo(WINDOW)), ""]
+            lines += [phrase("aggregate.at", steps=kilo(s), tasks=", ".join(tasks)), "",
+                      phrase("aggregate.columns"), "|---|---|---|"]
             for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
                 point, lo, hi = stats.stratified_bootstrap_ci(x)
                 lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
@@ -118,14 +118,14 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             lines.append("")
             profile = profile_figure(s, tasks if i else None)
             if (data.root / REPORT_DIR / profile).is_file():
-                lines += [say("figure.profile", steps=kilo(s), tasks=", ".join(tasks),
-                              path=rel / REPORT_DIR / profile), ""]
+                lines += [phrase("figure.profile", steps=kilo(s), tasks=", ".join(tasks),
+                                 path=rel / REPORT_DIR / profile), ""]
     return lines
 
 
 def seed_head() -> list[str]:
     """The per-seed table's head (:func:`seed_lines` gives its rows)."""
-    return [say("per_seed.columns"), "|---|---|---|---:|---|---|"]
+    return [phrase("per_seed.columns"), "|---|---|---|---:|---|---|"]
 
 
 def seed_lines(data: SuiteData) -> list[str]:
@@ -140,12 +140,12 @@ def seed_lines(data: SuiteData) -> list[str]:
             continue
         reached = min(summary_steps(d) or 0 for d in runs)
         seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
-        which = say("per_seed.seed" if len(seeds) == 1 else "per_seed.seeds", seed=seeds[0],
-                    first=min(seeds), last=max(seeds))
+        which = phrase("per_seed.seed" if len(seeds) == 1 else "per_seed.seeds", seed=seeds[0],
+                       first=min(seeds), last=max(seeds))
         for s in suite.budgets(task) or (suite.steps,):
             values = data.values_at(task.name, row.label, s)
             each = (", ".join(fmt(v) for v in values) if values
-                    else say("cell.not_reached", steps=kilo(reached)))
+                    else phrase("cell.not_reached", steps=kilo(reached)))
             windows = data.windows(task.name, row.label, s) if suite.headline_steps else None
             means = ", ".join(fmt(v) for v in windows) if windows else "—"
             lines.append(f"| {task.name} | {row.label} ({which}) | `{suite.name}` | {kilo(s)} | "

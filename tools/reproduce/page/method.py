@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from tools.reproduce.page.runs import WINDOW, kilo
-from tools.reproduce.page.text import say
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import ALPHA, QUESTIONS, Tests, rank_test_power
 from tools.reproduce.references import REFERENCES, SOURCES
 
@@ -19,20 +19,20 @@ def method_lines(tests: Tests,
     headline verdicts' published curves with their updates (:func:`updates_line`)."""
     least = 2 / math.comb(15, 5)  # 5 seeds against 10, every seed on one side
     pair = 2 / math.comb(10, 5)
-    lines = [say("method.heading"), "", say("method.returns"), "",
-             say("method.published", window=kilo(WINDOW)), "",
-             say("method.versions", versions=versions()), ""]
+    lines = [phrase("method.heading"), "", phrase("method.returns"), "",
+             phrase("method.published", window=kilo(WINDOW)), "",
+             phrase("method.versions", versions=versions()), ""]
     updates = updates_line(compared)
     if updates:
-        lines += [say("method.updates", updates=updates), ""]
-    lines += [say("method.pairs"), "",
-              say("method.holm", alpha=ALPHA, n=len(tests.families()),
+        lines += [phrase("method.updates", updates=updates), ""]
+    lines += [phrase("method.pairs"), "",
+              phrase("method.holm", alpha=ALPHA, n=len(tests.families()),
                                         total=len(tests.items), least=least,
                                         most=math.floor(ALPHA / least)), "",
               *family_table(tests), "",
-              say("method.power", one=power(1.0), more=power(1.75), alpha=ALPHA,
+              phrase("method.power", one=power(1.0), more=power(1.75), alpha=ALPHA,
                                          pair=pair, pair_most=math.floor(ALPHA / pair)), "",
-              say("method.hyper"), ""]
+              phrase("method.hyper"), ""]
     return lines
 
 
@@ -45,14 +45,14 @@ def family_table(tests: Tests) -> list[str]:
     """Each Holm family: its suite, question, size, Holm's first step, and whether 5 seeds
     against 10 (every seed of one side above the other's) can pass it."""
     least = 2 / math.comb(15, 5)
-    lines = [say("method.families_columns"), "|---|---|---:|---:|---|"]
+    lines = [phrase("method.families_columns"), "|---|---|---:|---:|---|"]
     families = tests.families()
     suites = list(dict.fromkeys(suite for suite, _ in families))  # in the page's order
     for (suite, kind), members in sorted(families.items(), key=lambda kv: (
             suites.index(kv[0][0]), list(QUESTIONS).index(kv[0][1]))):
         m = len(members)
-        lines.append(f"| `{suite}` | {say(QUESTIONS[kind])} | {m} | {ALPHA / m:.5f} | "
-                     f"{say('method.can' if least <= ALPHA / m else 'method.cannot')} |")
+        lines.append(f"| `{suite}` | {phrase(QUESTIONS[kind])} | {m} | {ALPHA / m:.5f} | "
+                     f"{phrase('method.can' if least <= ALPHA / m else 'method.cannot')} |")
     return lines
 
 
@@ -64,8 +64,8 @@ def versions() -> str:
         tasks = list(dict.fromkeys(r.task for r in REFERENCES
                                    if r.source == source.key and r.curve() is not None))
         if tasks and source.version:
-            parts.append(say("method.version", source=source.name, version=source.version,
-                             tasks=", ".join(tasks)))
+            parts.append(phrase("method.version", source=source.name, version=source.version,
+                                tasks=", ".join(tasks)))
     return "; ".join(parts)
 
 
@@ -82,5 +82,5 @@ def updates_line(compared: Sequence[tuple[str, int, int | None, str]]) -> str:
                 else "method.updates_unknown" if ours is None  # a run dir without its config
                 else "method.updates_more" if int(count) > ours
                 else "method.updates_fewer" if int(count) < ours else "method.updates_same")
-        seen[algo] = say(name, algo=algo, theirs=theirs, ours=ours, steps=kilo(steps))
+        seen[algo] = phrase(name, algo=algo, theirs=theirs, ours=ours, steps=kilo(steps))
     return "; ".join(seen.values())

@@ -16,7 +16,7 @@ from tools.reproduce.page.data import SuiteData
 from tools.reproduce.page.figures import published_figure
 from tools.reproduce.page.glance import Cell, by_row, side
 from tools.reproduce.page.runs import fmt, kilo
-from tools.reproduce.page.text import joined, say
+from tools.reproduce.page.text import joined, phrase
 from tools.reproduce.page.verdicts import ALPHA, iqm_ci, rank_test_power
 
 START = ("<!-- results: written by `python -m tools.reproduce SUITE --report-only` from results/; "
@@ -37,19 +37,19 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
     if tested:
         differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
         which = by_row([(c.row, side(c.test), c.task, c.steps) for c in differ if c.test]) \
-            if len(differ) <= FEW else say("readme.named_on_page")
-        verdicts = say("readme.differ", k=len(differ), which=which) if differ \
-            else say("readme.level")
+            if len(differ) <= FEW else phrase("readme.named_on_page")
+        verdicts = phrase("readme.differ", k=len(differ), which=which) if differ \
+            else phrase("readme.level")
         seeds = sorted({len(c.values or []) for c in tested})
-        lines.append(say("readme.validated",
+        lines.append(phrase("readme.validated",
             page=PAGE, n=len(tested),
-            rows=joined([say("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),
+            rows=joined([phrase("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),
             tasks=joined(list(dict.fromkeys(c.task for c in tested))),
             budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
             seeds=f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}",
             verdicts=verdicts, power=f"{rank_test_power(5, 10, 1.0, ALPHA):.0%}"))
     lines += cell_lines(data, cells, root)
-    return [*lines, say("readme.not_yet")]
+    return [*lines, phrase("readme.not_yet")]
 
 
 def cell_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> list[str]:
@@ -64,23 +64,23 @@ def cell_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -> 
     if not done:
         spec = next(t for t in d.suite.tasks if t.name == task)
         why = d.status.get(f"{task}/{row}") or spec.not_run or d.suite.not_run
-        return [say("readme.pending", row=row, task=task, seeds=d.suite.seeds,
-                    steps=kilo(max(c.steps for c in mine)), why=why)]
+        return [phrase("readme.pending", row=row, task=task, seeds=d.suite.seeds,
+                       steps=kilo(max(c.steps for c in mine)), why=why)]
     last = done[-1]
-    values = joined([say("readme.at", value=fmt(iqm_ci(c.values)[0]), steps=kilo(c.steps))
+    values = joined([phrase("readme.at", value=fmt(iqm_ci(c.values)[0]), steps=kilo(c.steps))
                      for c in done if c.values])
     algo = theirs = verdict = "—"
     if last.best is not None:
         ref, published, test = last.best
         algo = ref.algo
-        theirs = say("readme.at", value=fmt(iqm_ci(published)[0]), steps=kilo(last.steps))
-        verdict = test.verdict() if test is not None else say("readme.untested")
-    lines = [say("readme.ran", row=row, task=task, n=len(last.values or []),
-                 seeds=d.suite.seeds, values=values, algo=algo, theirs=theirs, verdict=verdict)]
+        theirs = phrase("readme.at", value=fmt(iqm_ci(published)[0]), steps=kilo(last.steps))
+        verdict = test.verdict() if test is not None else phrase("readme.untested")
+    lines = [phrase("readme.ran", row=row, task=task, n=len(last.values or []),
+                    seeds=d.suite.seeds, values=values, algo=algo, theirs=theirs, verdict=verdict)]
     figure = (d.report or {}).get("figures", {}).get(task)
     if figure and (d.root / REPORT_DIR / published_figure(figure)).is_file():
         path = os.path.relpath(d.root / REPORT_DIR / published_figure(figure), root.resolve())
-        lines.append(say("readme.figure", task=task, row=row, path=path))
+        lines.append(phrase("readme.figure", task=task, row=row, path=path))
     return lines
 
 

@@ -22,7 +22,7 @@ from tools.reproduce.page.runs import (
     run_rows,
     updates_by,
 )
-from tools.reproduce.page.text import say, seeds_text
+from tools.reproduce.page.text import phrase, seeds_text
 from tools.reproduce.page.verdicts import Tests, iqm_text, untested_text
 from tools.reproduce.references import UNPUBLISHED
 from tools.reproduce.schema import Suite
@@ -40,28 +40,28 @@ def status_lines(data: SuiteData) -> list[str]:
         budget = task.steps or suite.steps
         if runs:
             steps = sorted({summary_steps(d) or 0 for d in runs})
-            seeds = seeds_text(len(runs)) if len(runs) >= suite.seeds else say(
+            seeds = seeds_text(len(runs)) if len(runs) >= suite.seeds else phrase(
                 "status.seeds_of", seeds=seeds_text(len(runs)), k=suite.seeds)
-            state = say("status.ran_short" if max(steps) < budget else "status.ran", seeds=seeds,
-                        steps=", ".join(f"{s:,}" for s in steps), budget=budget)
+            state = phrase("status.ran_short" if max(steps) < budget else "status.ran", seeds=seeds,
+                           steps=", ".join(f"{s:,}" for s in steps), budget=budget)
             wall = cell_wall_time(runs)
             where = machine(runs) or "?"
         else:
             note = data.status.get(f"{task.name}/{row.label}") or task.not_run or suite.not_run
             if note not in reasons:
                 reasons.append(note)
-            state = say("status.not_run", mark=chr(ord("a") + reasons.index(note)))
+            state = phrase("status.not_run", mark=chr(ord("a") + reasons.index(note)))
             wall, where = None, None
         rows.append((f"| {task.name} | {row.label} | {state} |", wall, where))
     machines = sorted({where for _, _, where in rows if where})
     each = len(machines) > 1  # then each cell says which machine its last launch ran on
-    head = say("status.intro_each") if each else say(
+    head = phrase("status.intro_each") if each else phrase(
         "status.intro", machine=machines[0] if machines else "—")
-    table = [f"{row} " + say("status.wall_where" if each else "status.wall", hours=wall[0],
-                             how=wall[1], where=where) + " |" if wall
+    table = [f"{row} " + phrase("status.wall_where" if each else "status.wall", hours=wall[0],
+                                how=wall[1], where=where) + " |" if wall
              else f"{row} — |" for row, wall, where in rows]
-    lines = [head, "", say("status.columns"), "|---|---|---|---|", *table, ""]
-    lines += [say("status.reason", mark=chr(ord("a") + i), reason=reason)
+    lines = [head, "", phrase("status.columns"), "|---|---|---|---|", *table, ""]
+    lines += [phrase("status.reason", mark=chr(ord("a") + i), reason=reason)
               for i, reason in enumerate(reasons)]
     return lines + ([""] if reasons else [])
 
@@ -69,18 +69,19 @@ def status_lines(data: SuiteData) -> list[str]:
 def row_notes(suite: Suite, shown: set[str]) -> list[str]:
     """The suite's row notes, one bullet each, but those an earlier section of the page gave
     (``shown``, which gets these)."""
-    notes = [say("rows.note", row=r.label, note=r.note) for r in suite.rows if r.note]
+    notes = [phrase("rows.note", row=r.label, note=r.note) for r in suite.rows if r.note]
     peers = [r for r in suite.rows if r.peer]
     if peers:
-        notes.append(say("rows.peer", rows=", ".join(say("list.row", row=r.label) for r in peers),
-                         algos=" and ".join(str(r.peer).upper() for r in peers)))
+        labels = ", ".join(phrase("list.row", row=r.label) for r in peers)
+        notes.append(phrase("rows.peer", rows=labels,
+                            algos=" and ".join(str(r.peer).upper() for r in peers)))
     fresh = [n for n in notes if n not in shown]
     shown.update(notes)
     if not notes:
         return []
     if not fresh:
-        return [say("rows.seen"), ""]
-    return [say("rows.some_seen" if len(fresh) < len(notes) else "rows.intro"), "",
+        return [phrase("rows.seen"), ""]
+    return [phrase("rows.some_seen" if len(fresh) < len(notes) else "rows.intro"), "",
             *(f"- {n}" for n in fresh), ""]
 
 
@@ -93,11 +94,11 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     gives the final returns' IQM [95% CI] here."""
     rows = data.runs.get(env, {})
     headline = bool(data.suite.headline_steps)
-    intro = say("final.again") if brief else say(
-        "final.intro", what=say("final.what_headline" if headline else "final.what_iqm",
-                                window=kilo(WINDOW)),
+    intro = phrase("final.again") if brief else phrase(
+        "final.intro", what=phrase("final.what_headline" if headline else "final.what_iqm",
+                                   window=kilo(WINDOW)),
         first_eval=data.suite.first_eval)
-    lines = [intro, "", say("final.columns" if headline else "final.columns_iqm"),
+    lines = [intro, "", phrase("final.columns" if headline else "final.columns_iqm"),
              f"|---|---:|---:|{'' if headline else '---|'}---|---|---:|"]
     for label, g in groups.items():
         steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
@@ -106,7 +107,7 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
         row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
         iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
-               else say("cell.one_seed", value=fmt(g["iqm"])))
+               else phrase("cell.one_seed", value=fmt(g["iqm"])))
         lines.append(f"| {row} | {g['n_runs']} | {steps} |{'' if headline else f' {iqm} |'} "
                      f"{fmt(g['mean'])} ± {fmt(g['std'])} | {first} | {better} |")
     return lines + [""]
@@ -132,8 +133,8 @@ def reference_table(data: SuiteData, tests: Tests, env: str, brief: bool = False
                              f"{verdict} |")
     if not shown:
         return []
-    return [say("reference.again") if brief else say("reference.intro", window=kilo(WINDOW)),
-            "", say("reference.columns"), "|---:|---|---|---|---|---:|---|---|", *shown, ""]
+    return [phrase("reference.again") if brief else phrase("reference.intro", window=kilo(WINDOW)),
+            "", phrase("reference.columns"), "|---:|---|---|---|---|---:|---|---|", *shown, ""]
 
 
 def pair_lines(data: SuiteData, tests: Tests, env: str) -> list[str]:
@@ -146,7 +147,7 @@ def pair_lines(data: SuiteData, tests: Tests, env: str) -> list[str]:
                  f"{curve.cells() if curve else '— | —'} |"
                  for k, a, b, final, curve in found if k == kind]
         if shown:
-            lines += [say(intro), "", say(names), "|---|---|---|---|---|---|", *shown, ""]
+            lines += [phrase(intro), "", phrase(names), "|---|---|---|---|---|---|", *shown, ""]
     return lines
 
 
@@ -157,18 +158,18 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     cells' status."""
     suite = data.suite
     here = repo_relative(str(data.root.resolve()))
-    raw = say("suite.raw" if data.root.is_dir() else "suite.raw_none", folder=here, link=rel)
-    lines = [say("suite.heading", name=suite.name, title=suite.title), ""]
+    raw = phrase("suite.raw" if data.root.is_dir() else "suite.raw_none", folder=here, link=rel)
+    lines = [phrase("suite.heading", name=suite.name, title=suite.title), ""]
     if lead:
         lines += [lead, ""]
-    lines += [say("suite.command", name=suite.name, seeds=suite.seeds, why=suite.why,
-                  episodes=suite.eval_episodes, every=suite.eval_every, raw=raw), ""]
+    lines += [phrase("suite.command", name=suite.name, seeds=suite.seeds, why=suite.why,
+                     episodes=suite.eval_episodes, every=suite.eval_every, raw=raw), ""]
     if suite.overrides:
-        lines += [say("suite.overrides", overrides=" ".join(suite.overrides)), ""]
+        lines += [phrase("suite.overrides", overrides=" ".join(suite.overrides)), ""]
     lines += row_notes(suite, set() if shown is None else shown)
     if data.report is None:
-        lines += [say("suite.not_run", why=suite.not_run) if data.status
-                  else say("suite.not_run_why", why=suite.not_run), ""]
+        lines += [phrase("suite.not_run", why=suite.not_run) if data.status
+                  else phrase("suite.not_run_why", why=suite.not_run), ""]
         return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
     tasks = sorted(data.report["results"].items(),
@@ -179,11 +180,11 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     references_shown = False  # the published curves' table is explained at its first task
     for env, groups in tasks:
         brief = env != first
-        lines += [say("suite.task_heading", task=env), ""]
+        lines += [phrase("suite.task_heading", task=env), ""]
         lines += final_table(data, env, groups, brief)
         figure = data.report.get("figures", {}).get(env)
         if figure and not suite.headline_steps:
-            lines += [say("figure.suite", task=env, path=rel / REPORT_DIR / figure), ""]
+            lines += [phrase("figure.suite", task=env, path=rel / REPORT_DIR / figure), ""]
         published = reference_table(data, tests, env, references_shown)
         references_shown = references_shown or bool(published)
         lines += published

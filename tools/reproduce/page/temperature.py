@@ -13,7 +13,7 @@ from rlzoo.analysis.curves import read_scalars_csv
 from tools.reproduce.files import TRAIN_CSV
 from tools.reproduce.page.data import SuiteData, cell_budget
 from tools.reproduce.page.runs import kilo, run_config
-from tools.reproduce.page.text import joined, say, seeds_text
+from tools.reproduce.page.text import joined, phrase, seeds_text
 from tools.reproduce.page.verdicts import Tests
 
 ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i>
@@ -69,7 +69,7 @@ def value_range(values: list[float], digits: int) -> str:
     """``values`` as :func:`number` writes them: one value when they all read the same, else
     ``low to high``."""
     low, high = number(min(values), digits), number(max(values), digits)
-    return low if low == high else say("span", low=low, high=high)
+    return low if low == high else phrase("span", low=low, high=high)
 
 
 def steps_text(steps: list[int]) -> str:
@@ -119,10 +119,10 @@ def reached(curves: list[Series], target: float) -> str:
     got = [s for s in firsts if s is not None]
     last = max(c[-1][0] for c in curves)
     if not got:
-        return say("temperature.not_reached", last=kilo(last))
-    return say("temperature.reached" if len(got) == len(curves) else "temperature.reached_some",
-               steps=steps_text(got), missing=len(curves) - len(got), n=len(curves),
-               last=kilo(last))
+        return phrase("temperature.not_reached", last=kilo(last))
+    return phrase("temperature.reached" if len(got) == len(curves) else "temperature.reached_some",
+                  steps=steps_text(got), missing=len(curves) - len(got), n=len(curves),
+                  last=kilo(last))
 
 
 def exceeded(curves: list[Series], level: float, name: str) -> str:
@@ -133,14 +133,14 @@ def exceeded(curves: list[Series], level: float, name: str) -> str:
     above = [s for s in lasts if s is not None]
     still = sum(1 for s, c in zip(lasts, curves) if s is not None and s == c[-1][0])
     if not above:
-        return say("temperature.never_above", name=name)
+        return phrase("temperature.never_above", name=name)
     if still == len(curves):
-        return say("temperature.still_above", name=name, step=kilo(max(above)))
-    notes = [say("temperature.note_still", k=still)] if still else []
-    notes += [say("temperature.note_never", k=len(curves) - len(above))] \
+        return phrase("temperature.still_above", name=name, step=kilo(max(above)))
+    notes = [phrase("temperature.note_still", k=still)] if still else []
+    notes += [phrase("temperature.note_never", k=len(curves) - len(above))] \
         if len(above) < len(curves) else []
-    return say("temperature.last_above_notes" if notes else "temperature.last_above", name=name,
-               steps=steps_text(above), notes="; ".join(notes), n=len(curves))
+    return phrase("temperature.last_above_notes" if notes else "temperature.last_above", name=name,
+                  steps=steps_text(above), notes="; ".join(notes), n=len(curves))
 
 
 def temperature_text(data: SuiteData, task: str, row: str
@@ -160,16 +160,16 @@ def temperature_text(data: SuiteData, task: str, row: str
     entropy = readings(entropies, steps)
     agents = len(alphas) // len(runs)
     whose = seeds_text(len(runs)) if agents == 1 else \
-        say("temperature.agents", seeds=seeds_text(len(runs)), agents=agents)
+        phrase("temperature.agents", seeds=seeds_text(len(runs)), agents=agents)
     same = [at for at, _ in alpha] == [at for at, _ in entropy]
-    values = [value_range(v, 2) if same else say("temperature.at", value=value_range(v, 2), at=at)
-              for at, v in entropy]
+    values = [value_range(v, 2) if same
+              else phrase("temperature.at", value=value_range(v, 2), at=at) for at, v in entropy]
     target = entropy_target(runs, task)
-    return alphas, say(
+    return alphas, phrase(
         "temperature.readings" if target is None else "temperature.readings_target", whose=whose,
-        temperature=joined([say("temperature.at", value=value_range(v, 2), at=at)
+        temperature=joined([phrase("temperature.at", value=value_range(v, 2), at=at)
                               for at, v in alpha]),
-        entropy=say(ENTROPY[agents > 1, same], values=joined(values)),
+        entropy=phrase(ENTROPY[agents > 1, same], values=joined(values)),
         target=None if target is None else number(target, 2),
         reached=None if target is None else reached(entropies, target))
 
@@ -183,15 +183,15 @@ def slow_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
     alphas, text = found
     start = tuner_setting(data.cell(task, "sac"), "init_alpha")
     if start is None:
-        return say("temperature.dsac_t", task=task, readings=text)
-    return say("temperature.dsac_t_start", task=task, readings=text, above=exceeded(
-        alphas, start, say("temperature.sac_start", start=start)))
+        return phrase("temperature.dsac_t", task=task, readings=text)
+    return phrase("temperature.dsac_t_start", task=task, readings=text, above=exceeded(
+        alphas, start, phrase("temperature.sac_start", start=start)))
 
 
 def agents_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
     """HASAC's agents' temperatures and their policies' entropy over the budget."""
     found = temperature_text(data, task, "hasac")
-    return None if found is None else say("temperature.hasac", task=task, readings=found[1])
+    return None if found is None else phrase("temperature.hasac", task=task, readings=found[1])
 
 
 # TASK/row -> its temperature finding (page/findings.py shows it after the task's tables).

@@ -1,6 +1,6 @@
 """The page's wording, as data: every sentence of the page (and of the README's results paragraph)
 is a named template in ``templates.txt`` beside this module, filled with ``str.format`` fields by
-the module that computes its numbers (:func:`say`); a sentence that depends on the results is a
+the module that computes its numbers (:func:`phrase`); a sentence that depends on the results is a
 choice between named templates, made from the numbers. The format of ``templates.txt`` is said at
 its top. The limits the page keeps (tests/test_page_limits.py checks them on every rendering):
 
@@ -77,7 +77,7 @@ def fields(template: str) -> list[str]:
     return [f for _, f, _, _ in Formatter().parse(template) if f is not None]
 
 
-def say(name: str, /, **values: Any) -> str:
+def phrase(name: str, /, **values: Any) -> str:
     """The template ``name`` of ``templates.txt`` filled with ``values`` (``str.format``);
     ``KeyError`` naming the template for a name it lacks or a field not given."""
     found = templates()
@@ -91,11 +91,11 @@ def say(name: str, /, **values: Any) -> str:
 
 def seeds_text(n: int) -> str:
     """``1 seed``, ``5 seeds`` (templates ``seeds.one`` and ``seeds.many``)."""
-    return say("seeds.one" if n == 1 else "seeds.many", n=n)
+    return phrase("seeds.one" if n == 1 else "seeds.many", n=n)
 
 
 def joined(items: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c`` (the last two joined by the template ``list.and``)."""
     if len(items) == 1:
         return items[0]
-    return say("list.and", items=", ".join(items[:-1]), last=items[-1])
+    return phrase("list.and", items=", ".join(items[:-1]), last=items[-1])

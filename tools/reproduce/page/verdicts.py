@@ -12,7 +12,7 @@ import numpy as np
 
 from rlzoo.analysis import stats
 from tools.reproduce.page.runs import fmt
-from tools.reproduce.page.text import say, seeds_text
+from tools.reproduce.page.text import phrase, seeds_text
 
 ALPHA = 0.05     # the tests' level, after Holm's correction within each family of tests
 # A test's kind (its key's first item) -> the question it answers. Holm's correction runs within
@@ -46,7 +46,7 @@ def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
 def iqm_text(values: list[float] | np.ndarray) -> str:
     """``IQM [low, high]`` of ``values``; a single value is ``value (1 seed)``, with no CI."""
     if len(values) == 1:
-        return say("cell.one_seed", value=fmt(float(values[0])))
+        return phrase("cell.one_seed", value=fmt(float(values[0])))
     point, lo, hi = iqm_ci(values)
     return f"{fmt(point)} [{fmt(lo)}, {fmt(hi)}]"
 
@@ -55,9 +55,9 @@ def untested_text(ours: list[float] | np.ndarray, theirs: list[float] | np.ndarr
     """The verdict of a row too small to test (:func:`testable`): not tested, and where a single
     seed falls among the published ones, e.g. ``not tested: 1 seed, above 3 of 5``."""
     if len(ours) != 1:
-        return say("verdict.untested", seeds=seeds_text(len(ours)))
+        return phrase("verdict.untested", seeds=seeds_text(len(ours)))
     above = sum(1 for x in theirs if float(ours[0]) > float(x))
-    return say("verdict.untested_one", seeds=seeds_text(1), above=above, n=len(theirs))
+    return phrase("verdict.untested_one", seeds=seeds_text(1), above=above, n=len(theirs))
 
 
 @dataclass
@@ -77,13 +77,13 @@ class Test:
         if self.adjusted < ALPHA:
             return side
         if self.p < ALPHA:
-            return say("verdict.before_holm", side=side, alpha=ALPHA)
-        return say("verdict.none")
+            return phrase("verdict.before_holm", side=side, alpha=ALPHA)
+        return phrase("verdict.none")
 
     def cells(self) -> str:
         """Two table cells: ``P [lo, hi]`` and ``verdict (p = .., Holm ..)``."""
         point, lo, hi = self.poi
-        return f"{point:.2f} [{lo:.2f}, {hi:.2f}] | " + say(
+        return f"{point:.2f} [{lo:.2f}, {hi:.2f}] | " + phrase(
             "cell.test", verdict=self.verdict(), p=pval(self.p), holm=pval(self.adjusted))
 
 
