@@ -43,7 +43,8 @@ def seed_pairs(won: float, n_a: int, n_b: int) -> str:
     for A, 1 - P for B; ties count half): ``every``, ``no`` or ``k of n``."""
     total = n_a * n_b
     pairs = round(won * total * 2) / 2  # a whole or half number of pairs
-    name = "pairs.every" if pairs >= total else "pairs.none" if pairs <= 0 else "pairs.some"
+    name = "seed_pairs.every" if pairs >= total else "seed_pairs.none" if pairs <= 0 \
+        else "seed_pairs.some"
     return phrase(name, pairs=pairs, total=total)
 
 
