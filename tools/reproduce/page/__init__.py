@@ -13,7 +13,8 @@ the aggregate across tasks, the per-seed values, the method (every caveat said o
 suite in detail, and the sources; the README's results paragraph is rendered from the same cells.
 The modules, in reading order:
 
-- ``text``: the page's fixed wording and its limits (box lines, words);
+- ``text``: the page's limits (box lines, words) and :func:`~tools.reproduce.page.text.phrase`,
+  which fills a named template of ``templates.txt`` (every sentence of the page is one);
 - ``checks``: every file of a run dir the page reads, checked first (a bad one stops the page
   in one line naming it);
 - ``runs``: what the page reads of one run dir (its curve, its value at a step, its updates);

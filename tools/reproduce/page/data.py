@@ -21,6 +21,7 @@ from tools.reproduce.page.runs import (
     value_at,
     window_mean,
 )
+from tools.reproduce.page.text import phrase, seeds_text
 from tools.reproduce.page.verdicts import Test, Tests, testable
 from tools.reproduce.references import REFERENCES, Reference, normalizer
 from tools.reproduce.schema import Suite
@@ -122,13 +123,13 @@ def pair_tests(data: SuiteData, tests: Tests, task: str
         if not (rows.get(a) and rows.get(b)):
             continue
         if not testable(len(rows[a]), len(rows[b])):
-            counts = "; ".join(f"{name} has {len(rows[name])} seed"
-                               + ("s" if len(rows[name]) != 1 else "") for name in (a, b))
-            out.append((kind, a, f"{b} (not tested: {counts})", None, None))
+            counts = "; ".join(phrase("pair.seeds", row=name, seeds=seeds_text(len(rows[name])))
+                               for name in (a, b))
+            out.append((kind, a, phrase("pair.untested", row=b, counts=counts), None, None))
             continue
         budgets = {name: cell_budget(rows[name]) for name in (a, b)}
         common = min(budgets.values())
-        label = b if budgets[a] == budgets[b] else f"{b} (both at {kilo(common)})"
+        label = b if budgets[a] == budgets[b] else phrase("pair.both_at", row=b, steps=kilo(common))
         if budgets[a] == budgets[b]:
             finals = [[float((read_json(d / "summary.json") or {})["final_eval_return"])
                        for d in rows[name]] for name in (a, b)]

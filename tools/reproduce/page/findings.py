@@ -13,6 +13,7 @@ from rlzoo.analysis import stats
 from tools.reproduce.page.data import SuiteData, cell_budget, pair_tests
 from tools.reproduce.page.runs import eval_points, fmt, kilo, mean_over_evaluations, seed_of
 from tools.reproduce.page.temperature import TEMPERATURE_FINDINGS
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, pval
 
 CHUNKED = "sac-action_sequence"  # the chunked critic's row
@@ -42,16 +43,14 @@ def seed_pairs(won: float, n_a: int, n_b: int) -> str:
     for A, 1 - P for B; ties count half): ``every``, ``no`` or ``k of n``."""
     total = n_a * n_b
     pairs = round(won * total * 2) / 2  # a whole or half number of pairs
-    if pairs >= total:
-        return "every seed pair"
-    if pairs <= 0:
-        return "no seed pair"
-    return f"{pairs:g} of {total} seed pairs"
+    name = "seed_pairs.every" if pairs >= total else "seed_pairs.none" if pairs <= 0 \
+        else "seed_pairs.some"
+    return phrase(name, pairs=pairs, total=total)
 
 
 def reading(test: Test) -> str:
     """A test in a sentence: ``above at p < 0.05, not after Holm (P(A > B) = 0.92, p = 0.032)``."""
-    return f"{test.verdict()} (P(A > B) = {test.poi[0]:.2f}, p {pval(test.p)})"
+    return phrase("finding.reading", verdict=test.verdict(), poi=test.poi[0], p=pval(test.p))
 
 
 def differs(test: Test, side: str) -> bool:
@@ -66,7 +65,7 @@ def curve_until(run: Path, last: int) -> list[tuple[int, float]]:
 
 def span(values: list[float]) -> str:
     """``low to high`` of ``values`` as the page writes returns (``—`` when there are none)."""
-    return f"{fmt(min(values))} to {fmt(max(values))}" if values else "—"
+    return phrase("span", low=fmt(min(values)), high=fmt(max(values))) if values else "—"
 
 
 def largest_drop(runs: list[Path], last: int) -> tuple[int, int, float, int, float] | None:
@@ -85,9 +84,10 @@ def drop_text(runs: list[Path], last: int) -> str:
     """``seed 1, 2,499 at 85k to 123 at 90k`` (:func:`largest_drop`), or ``none``."""
     found = largest_drop(runs, last)
     if found is None:
-        return "none"
+        return phrase("finding.no_drop")
     seed, s1, v1, s2, v2 = found
-    return f"seed {seed}, {fmt(v1)} at {kilo(s1)} to {fmt(v2)} at {kilo(s2)}"
+    return phrase("finding.drop", seed=seed, before=fmt(v1), at=kilo(s1), after=fmt(v2),
+                  then=kilo(s2))
 
 
 def iqm_above(data: SuiteData, task: str, a: str, b: str, last: int
@@ -129,9 +129,9 @@ def ready(data: SuiteData, task: str, *rows: str) -> bool:
 
 
 def holm_caveat(*tests: Test) -> str:
-    """``; none of these p survives Holm's correction (see the method).`` when none does."""
-    return ("; none of these p survives Holm's correction (see the method)."
-            if all(t.adjusted >= ALPHA for t in tests) else ".")
+    """``; none of these p survives Holm's correction (see the method)`` when none does, else
+    ''."""
+    return phrase("chunks.holm_none") if all(t.adjusted >= ALPHA for t in tests) else ""
 
 
 def chunk_tests(data: SuiteData, tests: Tests, task: str
@@ -149,34 +149,6 @@ def chunk_tests(data: SuiteData, tests: Tests, task: str
     return main, control, between
 
 
-# The chunked critic's findings, as templates (fields filled by chunks_lead and chunks_gap); a
-# blank line between paragraphs.
-CHUNK_TEXT = {
-    "lead": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
-            "{mean}, ahead on {pairs}; {iqm}. On the final return: {final}; single evaluations "
-            "swing widely on both rows (the largest drop between two evaluations: this row's "
-            "{drop}, SAC's {base_drop}).",
-    "gap": "On {task} to {at}, `{row}` against SAC on each seed's mean over evaluations: "
-           "{mean}, behind on {pairs} (its seeds' means {means}, SAC's {base_means}); on the "
-           "final return: {final}. Its largest drop between two evaluations: {drop} (SAC's: "
-           "{base_drop}).",
-    "control": "The control `{control}`, the same 4-step backup without the chunks, against "
-               "SAC to {c_at}: on the mean over evaluations {c_mean}{c_more}; this row against "
-               "the control (to {b_at}): on the mean over evaluations {b_mean}{b_more}. "
-               "{conclusion}{holm}",
-    "lead_chunks": "So 4-step returns alone do not reproduce this row's lead over SAC on the "
-                   "mean over evaluations, which points to the chunked actions and critic",
-    "lead_unclear": "These tests do not single out the chunked actions and critic as the cause "
-                    "of a difference from SAC",
-    "gap_nstep": "4-step returns alone put the control behind SAC too, and no further effect of "
-                 "the chunks was found between the two rows (5 seeds a side find only large "
-                 "effects); why they slow SAC here (returns from replayed actions of older "
-                 "policies, uncorrected) was not checked",
-    "gap_unclear": "These tests do not show that 4-step returns alone account for this row's "
-                   "gap",
-}
-
-
 def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     """The chunked critic ahead of SAC on the mean over evaluations, and whether its 4-step
     control explains the lead (written for Hopper): two paragraphs."""
@@ -187,27 +159,27 @@ def chunks_lead(data: SuiteData, tests: Tests, task: str) -> str | None:
     runs, base, ctrl = data.cell(task, CHUNKED), data.cell(task, BASE), data.cell(task, CONTROL)
     at = common_budget(data, task, CHUNKED, BASE)
     above, steps, since = iqm_above(data, task, CHUNKED, BASE, at)
-    iqm = "no learned evaluation is shared with SAC"
+    iqm = phrase("chunks.iqm_none")
     if steps:
-        iqm = ("its IQM is above SAC's at every learned evaluation" if above == len(steps)
-               else f"its IQM is above SAC's at {above} of {len(steps)} learned evaluations"
-               + (f", and at every one from {kilo(since)} on" if since else ""))
         second = data.values_at(task, CHUNKED, steps[0]), data.values_at(task, BASE, steps[0])
-        iqm += f" ({kilo(steps[0])} to {kilo(steps[-1])}" + (
-            f"; at {kilo(steps[0])} its seeds were at {span(second[0])}, SAC's at "
-            f"{span(second[1])}" if second[0] and second[1] else "") + ")"
+        when = phrase("chunks.iqm_when_seeds" if second[0] and second[1] else "chunks.iqm_when",
+                      first=kilo(steps[0]), last=kilo(steps[-1]), ours=span(second[0] or []),
+                      theirs=span(second[1] or []))
+        iqm = phrase("chunks.iqm_every" if above == len(steps) else
+                     "chunks.iqm_some_since" if since else "chunks.iqm_some",
+                     above=above, n=len(steps), since=kilo(since), when=when)
     lead = differs(main[1], "above") and not differs(control[1], "above") \
         and differs(between[1], "above")
-    return CHUNK_TEXT["lead"].format(
-        task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
+    return phrase(
+        "chunks.lead", task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(main[1].poi[0], len(runs), len(base)), iqm=iqm,
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + CHUNK_TEXT["control"].format(
-        control=CONTROL, c_at=kilo(common_budget(data, task, CONTROL, BASE)),
-        c_mean=reading(control[1]), c_more="",
+    ) + "\n\n" + phrase(
+        "chunks.control_lead", control=CONTROL,
+        c_at=kilo(common_budget(data, task, CONTROL, BASE)), c_mean=reading(control[1]),
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
-        b_more=f", ahead on {seed_pairs(between[1].poi[0], len(runs), len(ctrl))}",
-        conclusion=CHUNK_TEXT["lead_chunks" if lead else "lead_unclear"],
+        b_pairs=seed_pairs(between[1].poi[0], len(runs), len(ctrl)),
+        conclusion=phrase("chunks.lead_chunks" if lead else "chunks.lead_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 
@@ -223,18 +195,17 @@ def chunks_gap(data: SuiteData, tests: Tests, task: str) -> str | None:
     c_at = common_budget(data, task, CONTROL, BASE)
     nstep = differs(main[1], "below") and differs(control[1], "below") \
         and between[0].p >= ALPHA and between[1].p >= ALPHA
-    return CHUNK_TEXT["gap"].format(
-        task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
+    return phrase(
+        "chunks.gap", task=task, at=kilo(at), row=CHUNKED, mean=reading(main[1]),
         pairs=seed_pairs(1.0 - main[1].poi[0], len(runs), len(base)),
         means=span(seed_means(runs, at)), base_means=span(seed_means(base, at)),
         final=reading(main[0]), drop=drop_text(runs, at), base_drop=drop_text(base, at)
-    ) + "\n\n" + CHUNK_TEXT["control"].format(
-        control=CONTROL, c_at=kilo(c_at), c_mean=reading(control[1]),
-        c_more=(f", behind on {seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base))} "
-                f"(its seeds' means {span(seed_means(ctrl, c_at))}, SAC's "
-                f"{span(seed_means(base, c_at))})"),
+    ) + "\n\n" + phrase(
+        "chunks.control_gap", control=CONTROL, c_at=kilo(c_at), c_mean=reading(control[1]),
+        c_pairs=seed_pairs(1.0 - control[1].poi[0], len(ctrl), len(base)),
+        c_means=span(seed_means(ctrl, c_at)), base_means=span(seed_means(base, c_at)),
         b_at=kilo(common_budget(data, task, CHUNKED, CONTROL)), b_mean=reading(between[1]),
-        b_more="", conclusion=CHUNK_TEXT["gap_nstep" if nstep else "gap_unclear"],
+        conclusion=phrase("chunks.gap_nstep" if nstep else "chunks.gap_unclear"),
         holm=holm_caveat(*main, *control, *between))
 
 

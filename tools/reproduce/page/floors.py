@@ -13,6 +13,7 @@ from rlzoo.policy.floors import run_floors
 from rlzoo.store import for_tools
 from tools.reproduce.files import read_json
 from tools.reproduce.page.runs import fmt, seed_of
+from tools.reproduce.page.text import phrase
 from tools.reproduce.schema import Suite, SuiteTask
 
 FLOORS_FILE = "floors.json"  # RESULTS/<suite>/: each seed's scripted-policy returns, computed once
@@ -27,7 +28,7 @@ def _span(values: list[float], signed: bool = False) -> str:
         return ("+" if signed and x > 0 else "") + text
 
     low, high = min(values), max(values)
-    return one(low) if fmt(low) == fmt(high) else f"{one(low)} to {one(high)}"
+    return one(low) if fmt(low) == fmt(high) else phrase("span", low=one(low), high=one(high))
 
 
 def paired_floors(root: Path, rows: dict[str, list[Path]]
@@ -65,25 +66,13 @@ def scale_lines(suite: Suite, task_name: str, root: Path,
     zero = _span([v["zero"] for v in by_seed.values()])
     first = for_tools.EVAL_SEED_OFFSET
     last = suite.eval_episodes - 1
-    if brief:  # the method was said at an earlier task of the suite
-        line = (f"For scale, as above: uniform random actions {random}, the env's zero action "
-                f"{zero}.")
-    else:
-        line = (f"For scale, two scripted policies on each seed's own evaluation episodes (env "
-                f"seeds seed + {first:,} to seed + {first + last:,}, the episodes of every "
-                f"evaluation of that seed; [rlzoo/policy/floors.py](../rlzoo/policy/floors.py)), "
-                f"each seed's "
-                f"{suite.eval_episodes}-episode mean, lowest to highest over its "
-                f"{len(by_seed)} seeds: uniform random actions {random}, the env's zero action "
-                f"(no force or torque) {zero}: floors, not marks of skill (beating them says a "
-                "policy does better than not acting, not that it does well).")
+    # brief: the method was said at an earlier task of the suite
+    line = phrase("floors.again" if brief else "floors.method", random=random, zero=zero,
+                  first=first, last=first + last, episodes=suite.eval_episodes, seeds=len(by_seed))
     beat = []
     for label, dirs in sorted(rows.items()):
         margins = [paired[d]["final"] - paired[d]["zero"] for d in dirs if d in paired]
         if margins:
-            beat.append(f"{label} {sum(m > 0 for m in margins)} of {len(margins)} "
-                        f"({_span(margins, signed=True)})")
-    if beat:
-        return [line, "Seeds whose final return beats their own zero action's (by the final "
-                f"return minus it): {', '.join(beat)}."]
-    return [line]
+            beat.append(phrase("floors.beat_row", row=label, beat=sum(m > 0 for m in margins),
+                               seeds=len(margins), margins=_span(margins, signed=True)))
+    return [line, phrase("floors.beat", rows=", ".join(beat))] if beat else [line]

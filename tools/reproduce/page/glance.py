@@ -2,7 +2,7 @@
 every headline cell (a row per algorithm, a column per task and budget), each cell rlzoo's IQM
 with one symbol for its verdict against the best published curve, and footnotes for the rest.
 Every word is computed from the same cells and tests as the rest of the page; the wording is in
-:mod:`tools.reproduce.page.text`."""
+page/templates.txt (``box.*``, ``table.*``, ``cell.*``, ``footnote.*``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tools.reproduce.files import summary_steps
 from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, best_reference, reference_tests
 from tools.reproduce.page.runs import WINDOW, devices, fmt, kilo
+from tools.reproduce.page.text import joined, phrase, seeds_text
 from tools.reproduce.page.verdicts import ALPHA, Test, Tests, iqm_ci
 from tools.reproduce.references import Reference
 from tools.reproduce.schema import Suite
@@ -71,7 +72,8 @@ class Cell:
     def seeds(self) -> str:
         """`` (10)`` for more seeds than the suite's, `` (3 of 5)`` for fewer, else ''."""
         n, k = len(self.values or self.runs), self.suite.seeds
-        return "" if n == k else f" ({n})" if n > k else f" ({n} of {k})"
+        return "" if n == k else " " + phrase("cell.seeds_more" if n > k else "cell.seeds_fewer",
+                                              n=n, k=k)
 
 
 def side(test: Test) -> str:
@@ -94,11 +96,6 @@ def glance_cells(data: Sequence[SuiteData], tests: Tests) -> list[Cell]:
     return cells
 
 
-def joined(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def where(places: Sequence[tuple[str, int]]) -> str:
     """Tasks grouped by their budgets: ``on Hopper and HalfCheetah at 50k and 100k, on
     Walker2d at 50k``."""
@@ -108,7 +105,8 @@ def where(places: Sequence[tuple[str, int]]) -> str:
     groups: dict[tuple[int, ...], list[str]] = {}
     for task, steps in budgets.items():
         groups.setdefault(tuple(sorted(set(steps))), []).append(task)
-    return ", ".join(f"on {joined(tasks)} at {joined([kilo(s) for s in steps])}"
+    return ", ".join(phrase("list.where", tasks=joined(tasks),
+                            budgets=joined([kilo(s) for s in steps]))
                      for steps, tasks in groups.items())
 
 
@@ -122,10 +120,11 @@ def by_row(items: Sequence[tuple[str, str, str, int]]) -> str:
         places.setdefault(row, {}).setdefault(what, []).append((task, steps))
     grouped: dict[str, list[str]] = {}
     for row, found in places.items():
-        said = ", ".join(f"{what} {where(at)}" if what else where(at)
+        said = ", ".join(phrase("list.said", what=what, where=where(at)) if what else where(at)
                          for what, at in found.items())
-        grouped.setdefault(said, []).append(f"`{row}`")
-    return "; ".join(f"{joined(rows)} {said}" for said, rows in grouped.items())
+        grouped.setdefault(said, []).append(phrase("list.row", row=row))
+    return "; ".join(phrase("list.rows_said", rows=joined(rows), said=said)
+                     for said, rows in grouped.items())
 
 
 def notes_of(cell: Cell) -> dict[str, tuple[str, str, str, int]]:
@@ -134,11 +133,12 @@ def notes_of(cell: Cell) -> dict[str, tuple[str, str, str, int]]:
     out = {}
     test = cell.test
     if test is not None and not cell.own:
-        verdict = test.verdict().replace(f"at p < {ALPHA:g}, not after Holm", "before Holm only")
+        verdict = phrase("footnote.before_holm_only", side=side(test)) \
+            if test.p < ALPHA <= test.adjusted else test.verdict()
         out["another"] = (cell.row, verdict, cell.task, cell.steps)
     elif test is not None and test.p < ALPHA <= test.adjusted:
         out["before"] = (cell.row, side(test), cell.task, cell.steps)
-    others = [f"{side(t)} {ref.algo}" for ref, _, t in cell.found
+    others = [phrase("footnote.other_item", side=side(t), algo=ref.algo) for ref, _, t in cell.found
               if cell.best is not None and ref is not cell.best[0] and not ref.yardstick
               and t is not None and t.adjusted < ALPHA]
     if others:
@@ -150,11 +150,11 @@ def cell_text(cell: Cell, marks: dict[str, str]) -> str:
     """One cell of the compact table: ``696 ○ (10)``, ``383 ◇ᵃ``, ``not run yet``, ``1 seed to
     30k only``."""
     if not cell.runs:
-        return "not run yet"
+        return phrase("cell.not_run")
     if not cell.values:
         return short_of(cell)
     point = fmt(iqm_ci(cell.values)[0]) if len(cell.values) > 1 else fmt(cell.values[0])
-    untested = " (not tested)" if cell.best is not None and cell.test is None else ""
+    untested = " " + phrase("cell.untested") if cell.best is not None and cell.test is None else ""
     notes = "".join(marks[key] for key in notes_of(cell) if key not in MARKED_BY_SYMBOL)
     return f"{point} {cell.symbol()}{notes}{cell.seeds()}{untested}".replace("  ", " ")
 
@@ -162,8 +162,7 @@ def cell_text(cell: Cell, marks: dict[str, str]) -> str:
 def short_of(cell: Cell) -> str:
     """How far a cell that stopped short of its budget got: ``1 seed to 30k only``."""
     reached = [summary_steps(d) or 0 for d in cell.runs]
-    return f"{len(cell.runs)} seed{'s' if len(cell.runs) != 1 else ''} to {kilo(min(reached))} " \
-           "only"
+    return phrase("cell.short", seeds=seeds_text(len(cell.runs)), steps=kilo(min(reached)))
 
 
 def columns(cells: Sequence[Cell]) -> list[tuple[str, int, str]]:
@@ -181,8 +180,8 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
         return []
     cols = columns(cells)
     twice = {(t, s) for t, s, _ in cols if sum(1 for c in cols if c[:2] == (t, s)) > 1}
-    names = [f"{t} {kilo(s)}" + (f" (`{suite}`)" if (t, s) in twice else "")
-             for t, s, suite in cols]
+    names = [phrase("table.column_suite" if (t, s) in twice else "table.column", task=t,
+                    steps=kilo(s), suite=suite) for t, s, suite in cols]
     ran = {c.row for c in cells if c.runs}
     rows = [r for r in dict.fromkeys(c.row for c in cells) if r in ran]
     used = [key for key in text.FOOTNOTES if any(key in notes_of(c) for c in cells)]
@@ -190,20 +189,20 @@ def compact_table(cells: Sequence[Cell]) -> list[str]:
     marks = {key: text.NOTE_MARKS[lettered.index(key)] if key in lettered
              else text.SYMBOLS[MARKED_BY_SYMBOL[key]] for key in used}
     at = {(c.row, c.task, c.steps, c.suite.name): c for c in cells}
-    lines = ["| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(cols)]
+    lines = [f"| {phrase('table.row')} | " + " | ".join(names) + " |", "|---|" + "---|" * len(cols)]
     for row in rows:
         lines.append(f"| `{row}` | " + " | ".join(
             cell_text(at[(row, *col)], marks) if (row, *col) in at else ""
             for col in cols) + " |")
     seeds = cells[0].suite.seeds
-    lines += ["", text.LEGEND.format(window=kilo(WINDOW), seeds=seeds, noref=text.SYMBOLS[
+    lines += ["", phrase("table.legend", window=kilo(WINDOW), seeds=seeds, noref=text.SYMBOLS[
         "no reference"], **{k: v for k, v in text.SYMBOLS.items() if k != "no reference"}), ""]
     for key in used:
         items = [notes_of(c)[key] for c in cells if key in notes_of(c)]
         algo = joined(sorted({c.best[0].algo for c in cells if c.best and not c.own})) \
             if key == "another" else ""
-        lines += [text.FOOTNOTES[key].format(mark=marks[key], algo=algo, alpha=ALPHA,
-                                             cells=by_row(items)), ""]
+        lines += [phrase(text.FOOTNOTES[key], mark=marks[key], algo=algo, alpha=ALPHA,
+                         cells=by_row(items)), ""]
     return lines
 
 
@@ -212,13 +211,14 @@ def validated_line(cells: Sequence[Cell]) -> str:
     what Holm's correction leaves of their verdicts (the compact table below gives each)."""
     tested = [c for c in cells if c.test is not None and c.own]
     if not tested:
-        return text.BOX["validated"].split(":")[0] + ": " + text.NONE_VALIDATED + "."
+        return phrase("box.validated_none")
     differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
-    verdicts = (text.ALL_LEVEL if not differ else text.SOME_DIFFER.format(
+    verdicts = (phrase("box.all_level") if not differ else phrase("box.some_differ",
         k=len(differ), cells=by_row(
             [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])))
-    return text.BOX["validated"].format(
-        rows=joined([f"`{r}`" for r in dict.fromkeys(c.row for c in tested)]), n=len(tested),
+    return phrase("box.validated",
+        rows=joined([phrase("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),
+        n=len(tested),
         tasks=joined(list(dict.fromkeys(c.task for c in tested))),
         budgets=joined([kilo(s) for s in sorted({c.steps for c in tested})]),
         verdicts=verdicts)
@@ -231,17 +231,19 @@ def others_line(cells: Sequence[Cell], data: Sequence[SuiteData]) -> str | None:
     groups: dict[str, list[str]] = {}
     for c in cells:
         if c.row not in validated and c.values:
-            what = f" (against {c.best[0].algo})" if c.best and not c.own else ""
-            if c.row not in groups.setdefault(what, []):
-                groups[what].append(c.row)
-    parts = [f"{joined([f'`{r}`' for r in rows])}{what}" for what, rows in groups.items()]
+            against = c.best[0].algo if c.best and not c.own else ""
+            if c.row not in groups.setdefault(against, []):
+                groups[against].append(c.row)
+    parts = [phrase("box.others_against" if algo else "box.others_rows", algo=algo,
+                    rows=joined([phrase("list.row", row=r) for r in rows]))
+             for algo, rows in groups.items()]
     for d in data:
         if not d.suite.headline_steps and d.report is not None:
             rows = [r.label for r in d.suite.rows if any(d.cell(t.name, r.label)
                                                         for t in d.suite.tasks)]
-            parts.append(f"the `{d.suite.name}` suite's {len(rows)} rows at "
-                         f"{kilo(d.suite.steps)}")
-    return text.BOX["others"].format(rows="; ".join(parts)) if parts else None
+            parts.append(phrase("box.others_suite", suite=d.suite.name, n=len(rows),
+                                steps=kilo(d.suite.steps)))
+    return phrase("box.others", rows="; ".join(parts)) if parts else None
 
 
 def not_yet_line(data: Sequence[SuiteData]) -> str:
@@ -257,30 +259,32 @@ def not_yet_line(data: Sequence[SuiteData]) -> str:
             continue  # the GPU clause says it
         if not d.suite.headline_steps:
             left = sum(1 for t, r in d.suite.cells() if not d.cell(t.name, r.label))
-            parts += [f"{left} `{d.suite.name}` cells"] if left else []
+            parts += [phrase("box.cells_left", n=left, suite=d.suite.name)] if left else []
             continue
         ran = {r.label for t, r in d.suite.cells() if d.cell(t.name, r.label)}
         for task, row in d.suite.cells():
             runs = d.cell(task.name, row.label)
             reached = min((summary_steps(r) or 0 for r in runs), default=0)
-            short = ([f"{len(runs)} of {d.suite.seeds} seeds"] if len(runs) < d.suite.seeds
-                     else []) + ([f"to {kilo(reached)}"] if reached < (task.steps or
-                                                                      d.suite.steps) else [])
+            short = ([phrase("box.short_seeds", n=len(runs), k=d.suite.seeds)]
+                     if len(runs) < d.suite.seeds else []) + (
+                [phrase("box.short_steps", steps=kilo(reached))]
+                if reached < (task.steps or d.suite.steps) else [])
             if not runs or short:  # a row that ran nowhere in the suite is named bare
                 tasks = missing.setdefault(row.label, [])
                 if row.label in ran:
-                    tasks.append(task.name if not runs else f"{task.name}: {', '.join(short)}")
-    named = [f"`{row}`" + (f" ({'; '.join(tasks)})" if tasks else "")
-             for row, tasks in missing.items()]
+                    tasks.append(task.name if not runs else phrase(
+                        "box.task_short", task=task.name, short=", ".join(short)))
+    named = [phrase("box.row_tasks", row=row, tasks="; ".join(tasks)) if tasks
+             else phrase("list.row", row=row) for row, tasks in missing.items()]
     parts = [", ".join(named)] * bool(named) + parts
-    return text.BOX["not_yet"].format(gpu=text.NO_GPU.format(steps=kilo(furthest)),
-                                      cells="; ".join(parts) or "every cell has run")
+    return phrase("box.not_yet", gpu=phrase("box.no_gpu", steps=kilo(furthest)),
+                  cells="; ".join(parts) or phrase("box.all_ran"))
 
 
 def box_lines(data: Sequence[SuiteData], cells: Sequence[Cell]) -> list[str]:
     """The box at the top of the page (at most :data:`text.BOX_LINES` lines)."""
     runs = [r for c in cells for r in c.runs]
+    device = devices(runs) or phrase("box.device_unknown")
     lines = [validated_line(cells), others_line(cells, data),
-             text.BOX["device"].format(device=devices(runs) or "not recorded") if runs else None,
-             not_yet_line(data)]
+             phrase("box.device", device=device) if runs else None, not_yet_line(data)]
     return [line for line in lines if line] + [""]

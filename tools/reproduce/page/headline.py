@@ -18,7 +18,9 @@ from tools.reproduce.page.data import (
 from tools.reproduce.page.figures import published_figure
 from tools.reproduce.page.glance import Cell, cell_text
 from tools.reproduce.page.runs import WINDOW, fmt, kilo, updates_by
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import ALPHA, iqm_text, pval, untested_text
+from tools.reproduce.references import Reference
 
 
 def detail_lines(cells: Sequence[Cell]) -> list[str]:
@@ -29,17 +31,15 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
     if not shown:
         return []
     marks = {key: "" for key in text.FOOTNOTES}
-    lines = ["## Detail", "", text.DETAIL.format(window=kilo(WINDOW)), "",
-             "| task | row | env steps | rlzoo | best published | P(rlzoo > published) | p "
-             "(Holm) |", "|---|---|---:|---|---|---|---|"]
+    lines = [phrase("detail.heading"), "", phrase("detail.intro", window=kilo(WINDOW)), "",
+             phrase("detail.columns"), "|---|---|---:|---|---|---|---|"]
     for c in shown:
         ours = (f"{iqm_text(c.values)} ({len(c.values)})" if c.values
                 else cell_text(c, marks))
         published = P = p = "—"
         if c.best is not None:
             ref, theirs, test = c.best
-            published = (f"{ref.algo}{', another algorithm' if ref.yardstick else ''}: "
-                         f"{iqm_text(theirs)} ({len(theirs)})")
+            published = published_cell(ref, theirs)
             if test is not None:
                 point, lo, hi = test.poi
                 P = f"{c.symbol()} {point:.2f} [{lo:.2f}, {hi:.2f}]"
@@ -47,10 +47,17 @@ def detail_lines(cells: Sequence[Cell]) -> list[str]:
             else:
                 P = untested_text(c.values or [], theirs)
         elif c.values:
-            published = "no published curve"
+            published = phrase("cell.no_reference")
         lines.append(f"| {c.task} | {c.row} | {kilo(c.steps)} | {ours} | {published} | {P} | "
                      f"{p} |")
     return lines + [""]
+
+
+def published_cell(ref: Reference, theirs: Sequence[float]) -> str:
+    """A published curve in a table cell: ``SAC (Tianshou): 1,030 [705, 1,200] (10)``, saying
+    when it is another algorithm's."""
+    return phrase("cell.published_yardstick" if ref.yardstick else "cell.published", algo=ref.algo,
+                  iqm=iqm_text(theirs), n=len(theirs))
 
 
 def compared_updates(cells: Sequence[Cell]) -> list[tuple[str, int, int | None, str]]:
@@ -78,13 +85,13 @@ def figure_lines(data: SuiteData, rel: Path) -> list[str]:
         published = published_figure(figure) if figure else ""
         budget = kilo(task.steps or data.suite.steps)
         if figure and (data.root / REPORT_DIR / published).is_file():
-            lines += [f"![{task.name} to {budget}: learning curves and published curves]"
-                      f"({rel / REPORT_DIR / published})", ""]
+            lines += [phrase("figure.published", task=task.name, budget=budget,
+                             path=rel / REPORT_DIR / published), ""]
         elif figure:
-            lines += [f"![{task.name} to {budget}: learning curves]({rel / REPORT_DIR / figure})",
-                      ""]
+            lines += [phrase("figure.curves", task=task.name, budget=budget,
+                             path=rel / REPORT_DIR / figure), ""]
         else:
-            lines += [f"{task.name}: no figure yet (no cell of this task has run).", ""]
+            lines += [phrase("figure.none", task=task.name), ""]
     return lines
 
 
@@ -101,9 +108,9 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             if not scores:
                 continue
             if not lines:
-                lines += [text.AGGREGATE.format(window=kilo(WINDOW)), ""]
-            lines += [f"At {kilo(s)} ({', '.join(tasks)}):", "",
-                      "| row | seeds x tasks | IQM normalized score [95% CI] |", "|---|---|---|"]
+                lines += [phrase("aggregate.intro", window=kilo(WINDOW)), ""]
+            lines += [phrase("aggregate.at", steps=kilo(s), tasks=", ".join(tasks)), "",
+                      phrase("aggregate.columns"), "|---|---|---|"]
             for label, x in sorted(scores.items(), key=lambda kv: -stats.iqm(kv[1])):
                 point, lo, hi = stats.stratified_bootstrap_ci(x)
                 lines.append(f"| {label} | {x.shape[0]} x {x.shape[1]} | {point:.2f} "
@@ -111,19 +118,20 @@ def aggregate_lines(data: SuiteData, rel: Path) -> list[str]:
             lines.append("")
             profile = profile_figure(s, tasks if i else None)
             if (data.root / REPORT_DIR / profile).is_file():
-                lines += [f"![Performance profile at {kilo(s)} ({', '.join(tasks)})]"
-                          f"({rel / REPORT_DIR / profile})", ""]
+                lines += [phrase("figure.profile", steps=kilo(s), tasks=", ".join(tasks),
+                                 path=rel / REPORT_DIR / profile), ""]
     return lines
 
 
-SEED_HEAD = ["| task | row | suite | env steps | each seed's evaluation | each seed's mean over "
-             "the window |", "|---|---|---|---:|---|---|"]
+def seed_head() -> list[str]:
+    """The per-seed table's head (:func:`seed_lines` gives its rows)."""
+    return [phrase("per_seed.columns"), "|---|---|---|---:|---|---|"]
 
 
 def seed_lines(data: SuiteData) -> list[str]:
     """The per-seed table's rows of one suite: each cell's seeds at each of its task's headline
     budgets (or its final return where the suite has none): their evaluation there and their
-    mean over the window the headline reads, seeds in order (:data:`SEED_HEAD`)."""
+    mean over the window the headline reads, seeds in order (:func:`seed_head`)."""
     suite = data.suite
     lines = []
     for task, row in suite.cells():
@@ -132,11 +140,12 @@ def seed_lines(data: SuiteData) -> list[str]:
             continue
         reached = min(summary_steps(d) or 0 for d in runs)
         seeds = [int(d.name.rsplit("-s", 1)[1]) for d in runs]
-        which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {min(seeds)}-{max(seeds)}"
+        which = phrase("per_seed.seed" if len(seeds) == 1 else "per_seed.seeds", seed=seeds[0],
+                       first=min(seeds), last=max(seeds))
         for s in suite.budgets(task) or (suite.steps,):
             values = data.values_at(task.name, row.label, s)
             each = (", ".join(fmt(v) for v in values) if values
-                    else f"not reached ({kilo(reached)} only)")
+                    else phrase("cell.not_reached", steps=kilo(reached)))
             windows = data.windows(task.name, row.label, s) if suite.headline_steps else None
             means = ", ".join(fmt(v) for v in windows) if windows else "—"
             lines.append(f"| {task.name} | {row.label} ({which}) | `{suite.name}` | {kilo(s)} | "

@@ -8,22 +8,22 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.reproduce.page import text
 from tools.reproduce.page.checks import check_results
 from tools.reproduce.page.data import SuiteData
 from tools.reproduce.page.glance import box_lines, compact_table, glance_cells
 from tools.reproduce.page.headline import (
-    SEED_HEAD,
     aggregate_lines,
     compared_updates,
     detail_lines,
     figure_lines,
+    seed_head,
     seed_lines,
 )
 from tools.reproduce.page.method import method_lines
 from tools.reproduce.page.readme import readme_lines
 from tools.reproduce.page.runs import curves_read_once
 from tools.reproduce.page.section import suite_section
+from tools.reproduce.page.text import phrase
 from tools.reproduce.page.verdicts import Tests
 from tools.reproduce.references import PUBLISHED_DIR, SOURCES, published_data
 from tools.reproduce.schema import Suite
@@ -32,17 +32,17 @@ from tools.reproduce.schema import Suite
 def sources_lines(page_dir: Path) -> list[str]:
     """The sources, each with its notes and a link to its per-seed values where the page uses
     them."""
-    lines = ["## Sources", ""]
+    lines = [phrase("sources.heading"), ""]
     for s in SOURCES.values():
-        line = f"- `{s.key}`: {s.text}."
+        line = phrase("sources.item", key=s.key, text=s.text)
         try:
             record = published_data(s.key)
         except OSError:
             record = None
         if record:
-            line += " " + text.SOURCE_DATA.format(key=s.key, link=os.path.relpath(
+            line += " " + phrase("sources.data", key=s.key, link=os.path.relpath(
                 PUBLISHED_DIR / f"{s.key}.json", page_dir.resolve()))
-        lines += [line, *(f"  - {note}." for note in s.notes)]
+        lines += [line, *("  " + phrase("sources.note", note=note) for note in s.notes)]
     return lines + [""]
 
 
@@ -82,20 +82,21 @@ def page_lines(results: Path, page_dir: Path, data: list[SuiteData], tests: Test
     rels = {d.suite.name: Path(os.path.relpath(d.root, page_dir.resolve())) for d in data}
     rel_results = os.path.relpath(results, page_dir.resolve())
     cells = glance_cells(data, tests)
-    lines = [text.TITLE, "", *box_lines(data, cells), *compact_table(cells),
-             text.GENERATED.format(results=rel_results), ""]
+    lines = [phrase("title"), "", *box_lines(data, cells), *compact_table(cells),
+             phrase("generated", results=rel_results), ""]
     figures = [line for d in data if d.suite.headline_steps and d.report is not None
                for line in figure_lines(d, rels[d.suite.name])]
     if figures:
-        lines += ["## Figures", "", *figures]
+        lines += [phrase("figure.heading"), "", *figures]
     lines += detail_lines(cells)
     aggregate = [line for d in data if d.report is not None
                  for line in aggregate_lines(d, rels[d.suite.name])]
     if aggregate:
-        lines += ["## Across tasks", "", *aggregate]
+        lines += [phrase("aggregate.heading"), "", *aggregate]
     seeds = [line for d in data if d.report is not None for line in seed_lines(d)]
     if seeds:
-        lines += ["## Per-seed returns", "", text.PER_SEED, "", *SEED_HEAD, *seeds, ""]
+        lines += [phrase("per_seed.heading"), "", phrase("per_seed.intro"), "", *seed_head(),
+                  *seeds, ""]
     lines += method_lines(tests, compared_updates(cells))
     shown: set[str] = set()
     for d in data:

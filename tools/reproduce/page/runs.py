@@ -19,6 +19,7 @@ from rlzoo.errors import one_line
 from rlzoo.store.bounded import load_json, load_yaml
 from tools.reproduce.console import UsageError
 from tools.reproduce.files import PROVENANCE_FILE, read_json
+from tools.reproduce.page.text import phrase
 
 WINDOW = 10_000  # a comparison's window: each seed's mean over its evaluations in [S - W, S]
 
@@ -121,7 +122,8 @@ def first_columns(runs: list[Path]) -> tuple[str, str]:
     at = f"{min(steps):,}" if min(steps) == max(steps) else f"{min(steps):,}-{max(steps):,}"
     finals = [(f[1], summary.get("final_eval_return")) for f, summary in pairs]
     better = sum(1 for first, final in finals if final is not None and final > first)
-    return f"{fmt(stats.iqm([f[1] for f, _ in pairs]))} (at {at})", f"{better} of {len(pairs)}"
+    return (phrase("cell.first_eval", value=fmt(stats.iqm([f[1] for f, _ in pairs])), at=at),
+            phrase("cell.of", k=better, n=len(pairs)))
 
 
 def run_config(run_dir: Path) -> Any:
@@ -174,14 +176,14 @@ def cell_wall_time(runs: list[Path]) -> tuple[float, str] | None:
     if not walls or any(not isinstance(w, (int, float)) for w in walls):
         return None
     if any("library" in s for s in summaries):
-        return sum(walls) / 3600, f"sum of {len(walls)} one-seed processes"
+        return sum(walls) / 3600, phrase("wall.seeds", n=len(walls))
     groups: dict[str, float] = {}
     for summary, wall in zip(summaries, walls):
         key = json.dumps(summary.get("group_seeds"))
         groups[key] = max(groups.get(key, 0.0), wall)
     if len(groups) == 1:
-        return max(walls) / 3600, "one process"
-    return sum(groups.values()) / 3600, f"sum of {len(groups)} processes, one per seed group"
+        return max(walls) / 3600, phrase("wall.one")
+    return sum(groups.values()) / 3600, phrase("wall.groups", n=len(groups))
 
 
 def last_launch(run: Path) -> dict[str, Any]:
@@ -201,9 +203,9 @@ def machine(runs: list[Path]) -> str | None:
     names = set()
     for d in runs:
         if last := last_launch(d):
-            simd = f" ({last['torch_cpu_capability']})" if last.get("torch_cpu_capability") \
-                else ""
-            names.add(f"{last.get('cpu')}{simd}, {last.get('cores')} cores")
+            simd = last.get("torch_cpu_capability")
+            names.add(phrase("machine.simd" if simd else "machine.cpu", cpu=last.get("cpu"),
+                             simd=simd, cores=last.get("cores")))
     return " and ".join(sorted(names)) or None
 
 
@@ -222,5 +224,7 @@ def devices(runs: list[Path]) -> str | None:
     if not found:
         return None
     cores = sorted({c for _, c in found if isinstance(c, int)})
-    size = "-".join(f"{c}" for c in cores) + "-core " if cores else ""
-    return f"{size}CPU{'s' if len(found) > 1 else ''} ({', '.join(sorted({n for n, _ in found}))})"
+    name = {(True, False): "device.cpu", (True, True): "device.cpus",
+            (False, False): "device.cpu_cores", (False, True): "device.cpus_cores"}
+    return phrase(name[not cores, len(found) > 1], cores="-".join(f"{c}" for c in cores),
+                  names=", ".join(sorted({n for n, _ in found})))

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from tools.reproduce.files import REPORT_DIR, repo_relative, summary_steps
-from tools.reproduce.page import text
 from tools.reproduce.page.data import SuiteData, pair_tests, reference_tests
 from tools.reproduce.page.findings import finding_lines
 from tools.reproduce.page.floors import MULTI_AGENT_PREFIXES, scale_lines
+from tools.reproduce.page.headline import published_cell
 from tools.reproduce.page.runs import (
     WINDOW,
     cell_wall_time,
@@ -22,6 +22,7 @@ from tools.reproduce.page.runs import (
     run_rows,
     updates_by,
 )
+from tools.reproduce.page.text import phrase, seeds_text
 from tools.reproduce.page.verdicts import Tests, iqm_text, untested_text
 from tools.reproduce.references import UNPUBLISHED
 from tools.reproduce.schema import Suite
@@ -39,48 +40,49 @@ def status_lines(data: SuiteData) -> list[str]:
         budget = task.steps or suite.steps
         if runs:
             steps = sorted({summary_steps(d) or 0 for d in runs})
-            seeds = f"{len(runs)} seed{'s' if len(runs) != 1 else ''}" + (
-                f" (of the suite's {suite.seeds})" if len(runs) < suite.seeds else "")
-            state = f"{seeds} x {', '.join(f'{s:,}' for s in steps)} steps"
-            if max(steps) < budget:
-                state += f"; {budget:,} not run yet"
+            seeds = seeds_text(len(runs)) if len(runs) >= suite.seeds else phrase(
+                "status.seeds_of", seeds=seeds_text(len(runs)), k=suite.seeds)
+            state = phrase("status.ran_short" if max(steps) < budget else "status.ran", seeds=seeds,
+                           steps=", ".join(f"{s:,}" for s in steps), budget=budget)
             wall = cell_wall_time(runs)
             where = machine(runs) or "?"
         else:
             note = data.status.get(f"{task.name}/{row.label}") or task.not_run or suite.not_run
             if note not in reasons:
                 reasons.append(note)
-            state = f"not run ({chr(ord('a') + reasons.index(note))})"
+            state = phrase("status.not_run", mark=chr(ord("a") + reasons.index(note)))
             wall, where = None, None
         rows.append((f"| {task.name} | {row.label} | {state} |", wall, where))
     machines = sorted({where for _, _, where in rows if where})
     each = len(machines) > 1  # then each cell says which machine its last launch ran on
-    head = ("Cells (wall time on the machine of each cell's last launch; shared with other jobs):"
-            if each else f"Cells (wall time on: {machines[0] if machines else '—'}; shared with "
-            "other jobs):")
-    table = [f"{row} {wall[0]:.2f} h ({wall[1]}{f'; {where}' if each else ''}) |" if wall
+    head = phrase("status.intro_each") if each else phrase(
+        "status.intro", machine=machines[0] if machines else "—")
+    table = [f"{row} " + phrase("status.wall_where" if each else "status.wall", hours=wall[0],
+                                how=wall[1], where=where) + " |" if wall
              else f"{row} — |" for row, wall, where in rows]
-    lines = [head, "", "| task | row | state | wall time |", "|---|---|---|---|", *table, ""]
-    lines += [f"({chr(ord('a') + i)}) {reason}." for i, reason in enumerate(reasons)]
+    lines = [head, "", phrase("status.columns"), "|---|---|---|---|", *table, ""]
+    lines += [phrase("status.reason", mark=chr(ord("a") + i), reason=reason)
+              for i, reason in enumerate(reasons)]
     return lines + ([""] if reasons else [])
 
 
 def row_notes(suite: Suite, shown: set[str]) -> list[str]:
     """The suite's row notes, one bullet each, but those an earlier section of the page gave
     (``shown``, which gets these)."""
-    notes = [f"`{r.label}`: {r.note}." for r in suite.rows if r.note]
+    notes = [phrase("rows.note", row=r.label, note=r.note) for r in suite.rows if r.note]
     peers = [r for r in suite.rows if r.peer]
     if peers:
-        notes.append(f"{', '.join(f'`{r.label}`' for r in peers)}: " + text.PEER_NOTE.format(
-            algos=" and ".join(str(r.peer).upper() for r in peers)) + ".")
+        labels = ", ".join(phrase("list.row", row=r.label) for r in peers)
+        notes.append(phrase("rows.peer", rows=labels,
+                            algos=" and ".join(str(r.peer).upper() for r in peers)))
     fresh = [n for n in notes if n not in shown]
     shown.update(notes)
     if not notes:
         return []
     if not fresh:
-        return [text.ROWS_SEEN.format(others=""), ""]
-    more = " (the others as described above)" if len(fresh) < len(notes) else ""
-    return [f"Rows{more}:", "", *(f"- {n}" for n in fresh), ""]
+        return [phrase("rows.seen"), ""]
+    return [phrase("rows.some_seen" if len(fresh) < len(notes) else "rows.intro"), "",
+            *(f"- {n}" for n in fresh), ""]
 
 
 def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool = False
@@ -92,12 +94,11 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
     gives the final returns' IQM [95% CI] here."""
     rows = data.runs.get(env, {})
     headline = bool(data.suite.headline_steps)
-    intro = text.FINAL_AGAIN if brief else text.FINAL_INTRO.format(
-        what=text.FINAL_WHAT[headline].format(window=kilo(WINDOW)),
+    intro = phrase("final.again") if brief else phrase(
+        "final.intro", what=phrase("final.what_headline" if headline else "final.what_iqm",
+                                   window=kilo(WINDOW)),
         first_eval=data.suite.first_eval)
-    lines = [intro, "",
-             f"| row | seeds | steps |{'' if headline else ' IQM [95% CI] |'} mean ± std | "
-             "first evaluation: IQM (at env step) | seeds above their first evaluation |",
+    lines = [intro, "", phrase("final.columns" if headline else "final.columns_iqm"),
              f"|---|---:|---:|{'' if headline else '---|'}---|---|---:|"]
     for label, g in groups.items():
         steps = ", ".join(f"{s:,}" for s in sorted({int(s) for s in g["total_steps"] if s}))
@@ -106,7 +107,7 @@ def final_table(data: SuiteData, env: str, groups: dict[str, Any], brief: bool =
         row = ", ".join(names) + ("" if names == [label] else f" (`{label}`)")
         first, better = first_columns([d for name in names for d in rows.get(name, [])])
         iqm = (f"{fmt(g['iqm'])} [{fmt(lo)}, {fmt(hi)}]" if g["n_runs"] > 1
-               else f"{fmt(g['iqm'])} (1 seed)")
+               else phrase("cell.one_seed", value=fmt(g["iqm"])))
         lines.append(f"| {row} | {g['n_runs']} | {steps} |{'' if headline else f' {iqm} |'} "
                      f"{fmt(g['mean'])} ± {fmt(g['std'])} | {first} | {better} |")
     return lines + [""]
@@ -127,34 +128,26 @@ def reference_table(data: SuiteData, tests: Tests, env: str, brief: bool = False
                 verdict = test.cells() if test else f"— | {untested_text(ours, theirs)}"
                 count = "" if len(ours) == 1 else f" ({len(ours)})"  # "(1 seed)" says it
                 shown.append(f"| {kilo(s)} | {row.label} | {iqm_text(ours)}{count} | "
-                             f"{ref.algo}{', another algorithm' if ref.yardstick else ''}: "
-                             f"{iqm_text(theirs)} ({len(theirs)}) | `{ref.source}` "
+                             f"{published_cell(ref, theirs)} | `{ref.source}` "
                              f"| {'?' if mine is None else f'{mine:,}'} / {ref.updates(s)} | "
                              f"{verdict} |")
     if not shown:
         return []
-    return [text.REFERENCE_AGAIN if brief else text.REFERENCE_INTRO.format(
-        window=kilo(WINDOW)), "",
-            "| env steps | row | rlzoo | published | source | updates by then: rlzoo / source | "
-            "P(rlzoo > published) [95% CI] | rank test |", "|---:|---|---|---|---|---:|---|---|",
-            *shown, ""]
+    return [phrase("reference.again") if brief else phrase("reference.intro", window=kilo(WINDOW)),
+            "", phrase("reference.columns"), "|---:|---|---|---|---|---:|---|---|", *shown, ""]
 
 
 def pair_lines(data: SuiteData, tests: Tests, env: str) -> list[str]:
     """The tables setting one task's rows against each other (:func:`pair_tests`)."""
     found = pair_tests(data, tests, env)
     lines = []
-    for kind, intro, names in (("peer", "Against the peer", "| rlzoo row (A) | peer row (B) |"),
-                               ("against", "Variants and controls against the rows they build "
-                                "on", "| row (A) | row (B) |")):
+    for kind, intro, names in (("peer", "pairs.peer", "pairs.peer_columns"),
+                               ("against", "pairs.against", "pairs.against_columns")):
         shown = [f"| {a} | {b} | {final.cells() if final else '— | —'} | "
                  f"{curve.cells() if curve else '— | —'} |"
                  for k, a, b, final, curve in found if k == kind]
         if shown:
-            lines += [f"{intro}:", "",
-                      f"{names} final: P(A > B) [95% CI] | final: A vs B | mean over "
-                      "evaluations: P(A > B) [95% CI] | mean over evaluations: A vs B |",
-                      "|---|---|---|---|---|---|", *shown, ""]
+            lines += [phrase(intro), "", phrase(names), "|---|---|---|---|---|---|", *shown, ""]
     return lines
 
 
@@ -165,19 +158,18 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     cells' status."""
     suite = data.suite
     here = repo_relative(str(data.root.resolve()))
-    raw = (f"[`{here}`]({rel})" if data.root.is_dir()
-           else f"none yet (they will go to `{here}`)")
-    lines = [f"## `{suite.name}`: {suite.title}", ""]
+    raw = phrase("suite.raw" if data.root.is_dir() else "suite.raw_none", folder=here, link=rel)
+    lines = [phrase("suite.heading", name=suite.name, title=suite.title), ""]
     if lead:
         lines += [lead, ""]
-    lines += [text.SUITE_COMMAND.format(name=suite.name, seeds=suite.seeds, why=suite.why,
-                                        episodes=suite.eval_episodes, every=suite.eval_every,
-                                        raw=raw), ""]
+    lines += [phrase("suite.command", name=suite.name, seeds=suite.seeds, why=suite.why,
+                     episodes=suite.eval_episodes, every=suite.eval_every, raw=raw), ""]
     if suite.overrides:
-        lines += [text.SUITE_OVERRIDES.format(overrides=" ".join(suite.overrides)), ""]
+        lines += [phrase("suite.overrides", overrides=" ".join(suite.overrides)), ""]
     lines += row_notes(suite, set() if shown is None else shown)
     if data.report is None:
-        lines += [text.NOT_RUN.format(why=f" ({suite.not_run})" if not data.status else ""), ""]
+        lines += [phrase("suite.not_run", why=suite.not_run) if data.status
+                  else phrase("suite.not_run_why", why=suite.not_run), ""]
         return lines + (status_lines(data) if data.status else [])
     order = [t.name for t in suite.tasks]
     tasks = sorted(data.report["results"].items(),
@@ -188,11 +180,11 @@ def suite_section(data: SuiteData, tests: Tests, rel: Path, lead: str = "",
     references_shown = False  # the published curves' table is explained at its first task
     for env, groups in tasks:
         brief = env != first
-        lines += [f"### {env}", ""]
+        lines += [phrase("suite.task_heading", task=env), ""]
         lines += final_table(data, env, groups, brief)
         figure = data.report.get("figures", {}).get(env)
         if figure and not suite.headline_steps:
-            lines += [f"![{env} learning curves]({rel / REPORT_DIR / figure})", ""]
+            lines += [phrase("figure.suite", task=env, path=rel / REPORT_DIR / figure), ""]
         published = reference_table(data, tests, env, references_shown)
         references_shown = references_shown or bool(published)
         lines += published

@@ -13,6 +13,7 @@ from rlzoo.analysis.curves import read_scalars_csv
 from tools.reproduce.files import TRAIN_CSV
 from tools.reproduce.page.data import SuiteData, cell_budget
 from tools.reproduce.page.runs import kilo, run_config
+from tools.reproduce.page.text import joined, phrase, seeds_text
 from tools.reproduce.page.verdicts import Tests
 
 ALPHA_TAG = "stats/alpha"      # the temperature; per agent stats/alpha/agent_<i>
@@ -24,6 +25,11 @@ ENTROPY_TAG = "stats/entropy"  # the policy's entropy (mean over agents), in the
 ACTION_SIZES = {"Hopper": 3, "HalfCheetah": 6, "mpe-simple_spread": 5}
 
 Series = list[tuple[int, float]]  # (env step, value), steps ascending
+
+# the entropy's words (templates.txt) by (several agents, read at the temperature's steps)
+ENTROPY = {(False, True): "temperature.entropy_same", (False, False): "temperature.entropy_apart",
+           (True, True): "temperature.agents_entropy_same",
+           (True, False): "temperature.agents_entropy_apart"}
 
 
 def diagnostics(run: Path) -> dict[str, Series]:
@@ -63,18 +69,13 @@ def value_range(values: list[float], digits: int) -> str:
     """``values`` as :func:`number` writes them: one value when they all read the same, else
     ``low to high``."""
     low, high = number(min(values), digits), number(max(values), digits)
-    return low if low == high else f"{low} to {high}"
+    return low if low == high else phrase("span", low=low, high=high)
 
 
 def steps_text(steps: list[int]) -> str:
     """``33k`` or ``33k-34k``: the range of ``steps``."""
     low, high = min(steps), max(steps)
     return kilo(low) if low == high else f"{kilo(low)}-{kilo(high)}"
-
-
-def and_list(items: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def shown_steps(first: int, budget: int) -> list[int]:
@@ -118,10 +119,10 @@ def reached(curves: list[Series], target: float) -> str:
     got = [s for s in firsts if s is not None]
     last = max(c[-1][0] for c in curves)
     if not got:
-        return f"not reached by {kilo(last)}"
-    text = f"first reached at {steps_text(got)} steps"
-    return text if len(got) == len(curves) else \
-        text + f" ({len(curves) - len(got)} of {len(curves)} had not by {kilo(last)})"
+        return phrase("temperature.not_reached", last=kilo(last))
+    return phrase("temperature.reached" if len(got) == len(curves) else "temperature.reached_some",
+                  steps=steps_text(got), missing=len(curves) - len(got), n=len(curves),
+                  last=kilo(last))
 
 
 def exceeded(curves: list[Series], level: float, name: str) -> str:
@@ -132,13 +133,14 @@ def exceeded(curves: list[Series], level: float, name: str) -> str:
     above = [s for s in lasts if s is not None]
     still = sum(1 for s, c in zip(lasts, curves) if s is not None and s == c[-1][0])
     if not above:
-        return f"The temperature was never above {name}."
+        return phrase("temperature.never_above", name=name)
     if still == len(curves):
-        return f"The temperature was still above {name} at {kilo(max(above))}."
-    notes = [f"{still} still above it at the end"] if still else []
-    notes += [f"{len(curves) - len(above)} never above it"] if len(above) < len(curves) else []
-    return (f"The temperature was last above {name} at {steps_text(above)} steps"
-            + (f" ({'; '.join(notes)}, of {len(curves)})" if notes else "") + ".")
+        return phrase("temperature.still_above", name=name, step=kilo(max(above)))
+    notes = [phrase("temperature.note_still", k=still)] if still else []
+    notes += [phrase("temperature.note_never", k=len(curves) - len(above))] \
+        if len(above) < len(curves) else []
+    return phrase("temperature.last_above_notes" if notes else "temperature.last_above", name=name,
+                  steps=steps_text(above), notes="; ".join(notes), n=len(curves))
 
 
 def temperature_text(data: SuiteData, task: str, row: str
@@ -157,18 +159,19 @@ def temperature_text(data: SuiteData, task: str, row: str
     alpha = readings(alphas, steps)
     entropy = readings(entropies, steps)
     agents = len(alphas) // len(runs)
-    whose = f"{len(runs)} seed{'s' if len(runs) > 1 else ''}" + (
-        f" x {agents} agents" if agents > 1 else "")
+    whose = seeds_text(len(runs)) if agents == 1 else \
+        phrase("temperature.agents", seeds=seeds_text(len(runs)), agents=agents)
     same = [at for at, _ in alpha] == [at for at, _ in entropy]
-    values = [value_range(v, 2) + ("" if same else f" at {at}") for at, v in entropy]
-    text = (f"min to max over {whose}: temperature "
-            + and_list([f"{value_range(v, 2)} at {at}" for at, v in alpha]) + " steps; "
-            + ("mean policy entropy over agents " if agents > 1 else "policy entropy ")
-            + and_list(values) + (" at those steps" if same else ""))
+    values = [value_range(v, 2) if same
+              else phrase("temperature.at", value=value_range(v, 2), at=at) for at, v in entropy]
     target = entropy_target(runs, task)
-    if target is not None:
-        text += f" (target {number(target, 2)}), {reached(entropies, target)}"
-    return alphas, text
+    return alphas, phrase(
+        "temperature.readings" if target is None else "temperature.readings_target", whose=whose,
+        temperature=joined([phrase("temperature.at", value=value_range(v, 2), at=at)
+                              for at, v in alpha]),
+        entropy=phrase(ENTROPY[agents > 1, same], values=joined(values)),
+        target=None if target is None else number(target, 2),
+        reached=None if target is None else reached(entropies, target))
 
 
 def slow_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
@@ -179,15 +182,16 @@ def slow_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
         return None
     alphas, text = found
     start = tuner_setting(data.cell(task, "sac"), "init_alpha")
-    more = "" if start is None else " " + exceeded(alphas, start,
-                                                   f"SAC's starting value ({start:g})")
-    return f"DSAC-T on {task}, {text}.{more}"
+    if start is None:
+        return phrase("temperature.dsac_t", task=task, readings=text)
+    return phrase("temperature.dsac_t_start", task=task, readings=text, above=exceeded(
+        alphas, start, phrase("temperature.sac_start", start=start)))
 
 
 def agents_temperature(data: SuiteData, tests: Tests, task: str) -> str | None:
     """HASAC's agents' temperatures and their policies' entropy over the budget."""
     found = temperature_text(data, task, "hasac")
-    return None if found is None else f"HASAC on {task}, {found[1]}."
+    return None if found is None else phrase("temperature.hasac", task=task, readings=found[1])
 
 
 # TASK/row -> its temperature finding (page/findings.py shows it after the task's tables).

@@ -1,6 +1,8 @@
-"""The page's fixed wording, as data: each template is one line of the page (a paragraph, a bullet,
-a box line), filled by the module that computes its numbers (``str.format`` fields). The limits
-the page keeps (tests/test_page_limits.py checks them on every rendering):
+"""The page's wording, as data: every sentence of the page (and of the README's results paragraph)
+is a named template in ``templates.txt`` beside this module, filled with ``str.format`` fields by
+the module that computes its numbers (:func:`phrase`); a sentence that depends on the results is a
+choice between named templates, made from the numbers. The format of ``templates.txt`` is said at
+its top. The limits the page keeps (tests/test_page_limits.py checks them on every rendering):
 
 - at most :data:`BOX_LINES` lines in the box and :data:`FIRST_WORDS` words before the first table;
 - no prose line (a line that is not a table row, a heading or a figure) over :data:`LINE_WORDS`
@@ -9,6 +11,13 @@ the page keeps (tests/test_page_limits.py checks them on every rendering):
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from string import Formatter
+from typing import Any
+
 BOX_LINES = 8
 FIRST_WORDS = 200
 LINE_WORDS = 120
@@ -16,73 +25,77 @@ PROSE_WORDS = 4500
 
 SYMBOLS = {"none": "○", "above": "▲", "below": "▼", "another": "◇", "no reference": "–"}
 NOTE_MARKS = "ᵃᵇᶜᵈᵉ"  # the compact table's footnotes, in the order of FOOTNOTES
+# the compact table's footnotes: key -> its template, in the order of their marks
+FOOTNOTES = {"another": "footnote.another", "before": "footnote.before", "other": "footnote.other"}
 
-TITLE = "# Results: rlzoo against published curves and a peer library, at small budgets"
-GENERATED = ("Generated from [`{results}`]({results}) by `python scripts/reproduce.py SUITE "
-             "--report-only`; do not edit by hand.")
+TEMPLATES_FILE = Path(__file__).with_name("templates.txt")
+NAME = re.compile(r"\[([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\]")  # a line naming a template
 
-BOX = {
-    "validated": "> - **Validated** against the published per-seed curves of the same "
-                 "algorithm: {rows} ({n} cells on {tasks} at {budgets} env steps); {verdicts} "
-                 "([Method](#method)).",
-    "others": "> - **No published curve of their own**: {rows}.",
-    "device": "> - **Device**: {device}, shared with other jobs.",
-    "not_yet": "> - **Not yet**: {gpu}; {cells} (each suite's cells table says why).",
-}
-NONE_VALIDATED = "no cell with a published curve of its own algorithm has run yet"
-ALL_LEVEL = ("none differs from its best curve after Holm's correction: a gap not found, not a "
-             "match shown")
-SOME_DIFFER = ("{k} differ from their best curve after Holm's correction ({cells}); in the "
-               "others a gap is not found, which is not a match shown")
-NO_GPU = "no GPU run, nothing past {steps} env steps (1M: the `gpu` suite)"
 
-LEGEND = ("Each cell: rlzoo's IQM over seeds of each seed's mean return over its last {window} "
-          "env steps, and its verdict against the best (highest-IQM) published curve of its "
-          "own algorithm after Holm's correction: {none} no difference found, {above} above, "
-          "{below} below, {another} set against another algorithm's curve, {noref} no "
-          "published curve. `(10)`: seeds, where not {seeds}; `(3 of 5)`: seeds so far. Each "
-          "cell's CI, p and curve: [Detail](#detail); all the published curves: each suite's "
-          "section.")
-FOOTNOTES = {
-    "another": "{mark} Set against {algo}, another algorithm's curve (these rows have no "
-               "published curve of their own; a comparison, not a reproduction): {cells}.",
-    "before": "{mark} At p < {alpha:g} before Holm's correction only: {cells}.",
-    "other": "{mark} Differs after Holm from another published curve of its algorithm: "
-             "{cells}.",
-}
+def parse(source: str) -> dict[str, str]:
+    """The templates of ``source`` (the format of ``templates.txt``), by name: a line ``[name]``
+    starts one; its lines up to the next name are stripped and joined by one space, a blank line
+    between two of them is a paragraph break (``\\n\\n``); a line starting with ``//`` is a
+    comment. ``ValueError`` for a name given twice or text before the first name."""
+    out: dict[str, str] = {}
+    name: str | None = None
+    paragraphs: list[list[str]] = []
 
-DETAIL = ("Every headline cell against the best published curve of its algorithm ({window} "
-          "windows; IQM [95% CI] (seeds)), P(rlzoo > published) [95% CI] and the rank test's p "
-          "before and after Holm:")
-AGGREGATE = ("As rliable does: each seed's {window} window, normalized per "
-             "task by the TD3 paper's 10 seeds (0: their untrained policy, 1: their mean at 1M "
-             "env steps); IQM over every task's seeds pooled, 95% CI by a task-stratified "
-             "bootstrap; published rows capitalized. Each table pools the tasks all its rows "
-             "ran (seeds every task has), so compare rows within one table only.")
-PER_SEED = ("Each seed's evaluation return at the headline budgets (a suite without them: its "
-            "final return) and its mean over the window the headline reads, seeds in order:")
+    def close() -> None:
+        if name is not None:
+            out[name] = "\n\n".join(" ".join(p) for p in paragraphs if p)
 
-# a suite's section (page/section.py)
-SUITE_COMMAND = ("Command: `python scripts/reproduce.py {name}` ({seeds} seeds; {why}). "
-                 "Evaluation: {episodes} deterministic episodes every {every:,} env steps. Raw "
-                 "results: {raw}.")
-SUITE_OVERRIDES = "Every rlzoo row of this suite also gets `{overrides}`."
-PEER_NOTE = ("Stable-Baselines3's {algos} (the peer) with rlzoo's settings for the same "
-             "algorithm, read from rlzoo's config (networks, batch, buffer, warm-up, tau, gamma, "
-             "one update per step, TD3's noises and delay, SAC's initial temperature and target "
-             "entropy), each optimizer at rlzoo's learning rate for it (a subclass sets each "
-             "optimizer's rate before an update, nothing else is changed); SB3's SAC clamps log "
-             "std to [-20, 2] (rlzoo's: [-5, 2])")
-ROWS_SEEN = "Rows: as described above{others}."
-FINAL_INTRO = ("Final return ({what}), and where each row started: the IQM of its seeds' first "
-               "evaluation ({first_eval}) and how many seeds ended above their own:")
-FINAL_WHAT = {True: "mean ± std over seeds; each cell's IQM [95% CI] over its last {window} is "
-                    "in [Detail](#detail)",
-              False: "IQM [95% CI] and mean ± std over seeds"}
-FINAL_AGAIN = "Final return, as above:"
-REFERENCE_INTRO = ("Against every published curve of its algorithm ({window} windows, IQM [95% "
-                   "CI] (seeds) on each side; updates: gradient updates by then):")
-REFERENCE_AGAIN = "Against every published curve, as above:"
-NOT_RUN = "**Not run yet**: no cell of this suite has run{why}."
-SOURCE_DATA = ("Per-seed values used here: [`results/published/{key}.json`]({link}) (written by "
-               "`scripts/published_seeds.py`).")
+    for raw in source.splitlines():
+        line = raw.strip()
+        head = NAME.fullmatch(line)
+        if line.startswith("//"):
+            continue
+        if head:
+            close()
+            name, paragraphs = head.group(1), [[]]
+            if name in out:
+                raise ValueError(f"{TEMPLATES_FILE.name}: [{name}] is given twice")
+        elif name is None:
+            if line:
+                raise ValueError(f"{TEMPLATES_FILE.name}: text before the first [name]: {line!r}")
+        elif line:
+            paragraphs[-1].append(line)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    close()
+    return out
+
+
+@cache
+def templates() -> dict[str, str]:
+    """Every template of ``templates.txt`` by name (read once)."""
+    return parse(TEMPLATES_FILE.read_text(encoding="utf-8"))
+
+
+def fields(template: str) -> list[str]:
+    """The names of ``template``'s ``str.format`` fields, in order (``{k}`` and ``{k:,}``: k)."""
+    return [f for _, f, _, _ in Formatter().parse(template) if f is not None]
+
+
+def phrase(name: str, /, **values: Any) -> str:
+    """The template ``name`` of ``templates.txt`` filled with ``values`` (``str.format``);
+    ``KeyError`` naming the template for a name it lacks or a field not given."""
+    found = templates()
+    if name not in found:
+        raise KeyError(f"no template [{name}] in {TEMPLATES_FILE.name}")
+    missing = [f for f in fields(found[name]) if f not in values]
+    if missing:
+        raise KeyError(f"template [{name}] needs {', '.join(missing)}")
+    return found[name].format(**values)
+
+
+def seeds_text(n: int) -> str:
+    """``1 seed``, ``5 seeds`` (templates ``seeds.one`` and ``seeds.many``)."""
+    return phrase("seeds.one" if n == 1 else "seeds.many", n=n)
+
+
+def joined(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (the last two joined by the template ``list.and``)."""
+    if len(items) == 1:
+        return items[0]
+    return phrase("list.and", items=", ".join(items[:-1]), last=items[-1])

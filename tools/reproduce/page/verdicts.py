@@ -12,6 +12,7 @@ import numpy as np
 
 from rlzoo.analysis import stats
 from tools.reproduce.page.runs import fmt
+from tools.reproduce.page.text import phrase, seeds_text
 
 ALPHA = 0.05     # the tests' level, after Holm's correction within each family of tests
 # A test's kind (its key's first item) -> the question it answers. Holm's correction runs within
@@ -21,12 +22,12 @@ ALPHA = 0.05     # the tests' level, after Holm's correction within each family 
 # over the whole page would grow with every cell until no 5-seed row could differ from 10
 # published seeds at all (their least p, 2 / C(15, 5), clears Holm's first step only up to 75
 # tests).
-QUESTIONS = {
-    "head": "each cell against the best published curve of its own algorithm",
-    "yardstick": "a row with no published curve of its own against another algorithm's curve",
-    "ref": "each cell against its algorithm's other published curves",
-    "peer": "an rlzoo row against Stable-Baselines3's with the same settings",
-    "variant": "a variant or control against the rows it builds on",
+QUESTIONS = {  # kind -> the template (templates.txt) that says its question, in the page's order
+    "head": "question.head",
+    "yardstick": "question.yardstick",
+    "ref": "question.ref",
+    "peer": "question.peer",
+    "variant": "question.variant",
 }
 
 def testable(n_a: int, n_b: int) -> bool:
@@ -45,7 +46,7 @@ def iqm_ci(values: list[float] | np.ndarray) -> tuple[float, float, float]:
 def iqm_text(values: list[float] | np.ndarray) -> str:
     """``IQM [low, high]`` of ``values``; a single value is ``value (1 seed)``, with no CI."""
     if len(values) == 1:
-        return f"{fmt(float(values[0]))} (1 seed)"
+        return phrase("cell.one_seed", value=fmt(float(values[0])))
     point, lo, hi = iqm_ci(values)
     return f"{fmt(point)} [{fmt(lo)}, {fmt(hi)}]"
 
@@ -53,11 +54,10 @@ def iqm_text(values: list[float] | np.ndarray) -> str:
 def untested_text(ours: list[float] | np.ndarray, theirs: list[float] | np.ndarray) -> str:
     """The verdict of a row too small to test (:func:`testable`): not tested, and where a single
     seed falls among the published ones, e.g. ``not tested: 1 seed, above 3 of 5``."""
-    seeds = f"{len(ours)} seed" + ("s" if len(ours) != 1 else "")
     if len(ours) != 1:
-        return f"not tested: {seeds}"
+        return phrase("verdict.untested", seeds=seeds_text(len(ours)))
     above = sum(1 for x in theirs if float(ours[0]) > float(x))
-    return f"not tested: {seeds}, above {above} of {len(theirs)}"
+    return phrase("verdict.untested_one", seeds=seeds_text(1), above=above, n=len(theirs))
 
 
 @dataclass
@@ -77,14 +77,14 @@ class Test:
         if self.adjusted < ALPHA:
             return side
         if self.p < ALPHA:
-            return f"{side} at p < {ALPHA:g}, not after Holm"
-        return "no difference found"
+            return phrase("verdict.before_holm", side=side, alpha=ALPHA)
+        return phrase("verdict.none")
 
     def cells(self) -> str:
         """Two table cells: ``P [lo, hi]`` and ``verdict (p = .., Holm ..)``."""
         point, lo, hi = self.poi
-        return (f"{point:.2f} [{lo:.2f}, {hi:.2f}] | {self.verdict()} (p {pval(self.p)}, "
-                f"Holm {pval(self.adjusted)})")
+        return f"{point:.2f} [{lo:.2f}, {hi:.2f}] | " + phrase(
+            "cell.test", verdict=self.verdict(), p=pval(self.p), holm=pval(self.adjusted))
 
 
 def pval(p: float) -> str:
