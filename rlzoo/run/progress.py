@@ -125,9 +125,9 @@ def speed_words(summary: dict) -> str:
 
 
 def read_progress_every(cfg: DictConfig) -> float | str:
-    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key:
-    300, its value then)."""
-    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)
+    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key has
+    300, its value then: ``rlzoo.conf.history.SETTINGS_ADDED``)."""
+    every_s = OmegaConf.select(cfg, "log.progress_every_s")
     if every_s == "auto":
         return every_s
     if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
