@@ -44,6 +44,7 @@ from rlzoo.algos import SAC, EnvSpec
 from rlzoo.algos.base import Algorithm
 from rlzoo.algos.seed_axis import stack_seeds
 from rlzoo.buffers import Batch
+from rlzoo.config.added_keys import with_added_settings
 from rlzoo.config.normalization import check_observations, fold_seeds
 from rlzoo.config.settings import Normalize, read_normalize
 from rlzoo.errors import UserError
@@ -491,11 +492,15 @@ def test_a_normalizer_switch_that_is_not_true_or_false_is_refused(value: object)
     from omegaconf import OmegaConf
 
     numbers = {"epsilon": 1e-8, "reward_g_max": 5.0}
-    cfg = OmegaConf.create({"normalize": {"obs": value, "reward": False, **numbers}})
+    cfg = OmegaConf.create({"num_envs": 1,
+                            "normalize": {"obs": value, "reward": False, **numbers}})
     with pytest.raises(UserError, match="normalize.obs is a switch, true or false"):
         read_normalize(cfg)
-    assert read_normalize(OmegaConf.create({"normalize": {"obs": True, **numbers}})).obs is True
-    assert read_normalize(OmegaConf.create({})).obs is False  # configs from before the section
+    assert read_normalize(OmegaConf.create({"num_envs": 1, "normalize": {
+        "obs": True, "reward": False, **numbers}})).obs is True
+    # a config from before the section is read with it off (rlzoo.conf.history.SETTINGS_ADDED)
+    assert read_normalize(with_added_settings(OmegaConf.create({"num_envs": 3}))) == Normalize(
+        False, False, 1e-8, 5.0, 3)
 
 
 @pytest.mark.parametrize("value", [0, -1.0, "nan", "inf", "x", None])
@@ -509,4 +514,4 @@ def test_a_normalizer_number_that_is_not_positive_is_refused(value: object) -> N
         if value is not None:
             section[key] = value
         with pytest.raises(UserError, match=f"normalize.{key} must be a number > 0"):
-            read_normalize(OmegaConf.create({"normalize": section}))
+            read_normalize(OmegaConf.create({"num_envs": 1, "normalize": section}))

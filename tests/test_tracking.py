@@ -15,6 +15,8 @@ import pytest
 from conftest import REPO, TINY
 from omegaconf import OmegaConf
 
+from rlzoo.config.added_keys import with_added_settings
+from rlzoo.config.settings import switch
 from rlzoo.errors import UserError
 from rlzoo.run import tracking
 
@@ -88,17 +90,17 @@ def test_a_run_with_wandb_starts_syncs_and_finishes_it(tmp_path: Path) -> None:
 def test_without_the_package_it_is_refused_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cfg = OmegaConf.create({"log": {"wandb": True}})
     real = tracking.importlib.util.find_spec
     monkeypatch.setattr(tracking.importlib.util, "find_spec",
                         lambda name, *a: None if name == "wandb" else real(name, *a))
     extra = r'needs the optional extra wandb: pip install "rlzoo\[wandb\]"'
     with pytest.raises(UserError, match=extra):
-        tracking.wanted(cfg)
-    assert tracking.wanted(OmegaConf.create({"log": {"wandb": False}})) is False
-    assert tracking.wanted(OmegaConf.create({"log": {}})) is False  # an older run's config
+        tracking.wanted(switch(OmegaConf.create({"log": {"wandb": True}}), "log.wandb"))
+    assert tracking.wanted(False) is False
+    # an older run's config is read with the switch off (rlzoo.conf.history.SETTINGS_ADDED)
+    assert switch(with_added_settings(OmegaConf.create({"log": {}})), "log.wandb") is False
     with pytest.raises(UserError, match="log.wandb is a switch"):
-        tracking.wanted(OmegaConf.create({"log": {"wandb": "yes"}}))
+        switch(OmegaConf.create({"log": {"wandb": "yes"}}), "log.wandb")
 
 
 def test_the_cli_refuses_it_before_anything_is_written(tmp_path: Path) -> None:
@@ -199,6 +201,6 @@ def test_wanted_checks_the_settings_before_the_run_is_built(
                         lambda name, *a: object() if name == "wandb" else real(name, *a))
     monkeypatch.setenv("WANDB_MODE", "online")
     with pytest.raises(UserError, match="needs a W&B login"):
-        tracking.wanted(OmegaConf.create({"log": {"wandb": True}}))
+        tracking.wanted(True)
     monkeypatch.setenv("WANDB_MODE", "offline")
-    assert tracking.wanted(OmegaConf.create({"log": {"wandb": True}})) is True
+    assert tracking.wanted(True) is True

@@ -59,6 +59,25 @@ ADDED: tuple[Added, ...] = (
 """Every constructor key added after runs were written without it, oldest first."""
 
 
+SETTINGS_ADDED: dict[str, Any] = {
+    "compile": False,  # 8ceabb4: no torch.compile before the switch (auto came later, false)
+    "cudagraphs": False,  # 8ceabb4: no CUDA graphs before the switch
+    "seeds": 1,  # bdcbde7 (seed groups): one seed a process before them
+    "log.progress_every_s": 300,  # 7a302ce: progress lines every 300 s (auto came later)
+    "normalize": {"obs": False, "reward": False, "epsilon": 1e-8, "reward_g_max": 5.0},
+    # 81ec633 (input normalizers): none before them; epsilon and reward_g_max are then unused
+    "eval.video_every": 0,  # 2d13be5: no filmed evaluations before it
+    "log.wandb": False,  # 8c50348: no wandb mirror before it
+    "env_workers": 0,  # ada49dd: every env stepped in the trainer's process before it
+    "env_timeout_s": 60,  # ada49dd: with no workers the timeout is never used; 60 s
+    "seed_kernels": "exact",  # 04a2116: a CPU group's seeds each ran their own kernels
+}
+"""Root keys of the run's settings (``rlzoo.config.settings``) added after runs were written
+without them, dotted, and what such a run did (oldest first): a run dir's config that lacks one
+is read with this value (:func:`rlzoo.config.added_keys.with_added_settings`), so the settings
+are read from the config alone, with no fallback in the code that reads them."""
+
+
 MOVED: dict[str, str] = {
     "rlzoo.tuners.entropy": "rlzoo.optim.entropy",
     "rlzoo.tuners": "rlzoo.optim.entropy",  # the package re-exported the tuners

@@ -5,8 +5,10 @@ and have no default of their own (each is declared once, with its meaning, in ``
 A run dir's ``.hydra/config.yaml`` (or a ``policy.pt``'s config) written before one of these keys
 existed lacks it; :func:`with_added_keys` gives such a config the value that run was built with
 (the record :data:`rlzoo.conf.history.ADDED`, which rlzoo.compare reads too), so that it still
-resumes, evaluates and loads bit for bit (``tests/fixtures/pre_one_loop``). A config that has the
-key, as every config composed today does, is left as it is."""
+resumes, evaluates and loads bit for bit (``tests/fixtures/pre_one_loop``). The root keys of the
+run's settings added later (:data:`rlzoo.conf.history.SETTINGS_ADDED`: ``seeds``,
+``env_workers``, ``normalize``, ...) are filled the same way by :func:`with_added_settings`. A
+config that has the key, as every config composed today does, is left as it is."""
 
 from __future__ import annotations
 
@@ -17,14 +19,15 @@ from typing import Any
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.conf.history import ADDED, current_target
+from rlzoo.conf.history import ADDED, SETTINGS_ADDED, current_target
 
 
 def with_added_keys(cfg: DictConfig) -> DictConfig:
     """``cfg`` (a run's config, its ``_target_`` keys already trusted) with the values of
     :data:`rlzoo.conf.history.ADDED` its ``algo``, ``algo.actor``, ``critic`` and ``tuner`` nodes
-    lack; ``cfg`` itself when none is missing (every config composed today), else a copy."""
-    out = cfg
+    lack, and the root keys of :func:`with_added_settings`; ``cfg`` itself when none is missing
+    (every config composed today), else a copy."""
+    out = with_added_settings(cfg)
     for path in ("algo", "algo.actor", "critic", "tuner"):
         node = OmegaConf.select(cfg, path, default=None, throw_on_missing=False)
         if not isinstance(node, DictConfig) or "_target_" not in node:
@@ -35,6 +38,24 @@ def with_added_keys(cfg: DictConfig) -> DictConfig:
             for key, value in missing.items():
                 OmegaConf.update(out, f"{path}.{key}", value, merge=False, force_add=True)
     return out
+
+
+def with_added_settings(cfg: DictConfig) -> DictConfig:
+    """``cfg`` (a run's config, or any composed one) with the root keys of
+    :data:`rlzoo.conf.history.SETTINGS_ADDED` it lacks set to what a run written before them did;
+    ``cfg`` itself when none is missing (every config composed today), else a copy. Imports
+    nothing the config names, so it may run before its ``_target_`` keys are trusted."""
+    missing = {key: value for key, value in SETTINGS_ADDED.items()
+               if OmegaConf.select(cfg, key, default=_ABSENT) is _ABSENT}
+    if not missing:
+        return cfg
+    out = cfg.copy()
+    for key, value in missing.items():
+        OmegaConf.update(out, key, value, merge=False, force_add=True)
+    return out
+
+
+_ABSENT = object()  # OmegaConf.select's value for a key the config does not have
 
 
 def missing_keys(node: DictConfig, path: str) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlzoo.config.settings import Settings, read_normalize
+from rlzoo.config.settings import Normalize, Settings, read_normalize
 
 
 def schedule_warnings(s: Settings, cfg: DictConfig | None = None) -> list[str]:
     """One-line warnings about a schedule or config that cannot do what the user probably
     wants, printed at start and recorded in summary.json (:func:`config_warnings` for ``cfg``)."""
-    out = [] if cfg is None else config_warnings(cfg)
+    out = [] if cfg is None else config_warnings(cfg, s.normalize)
     if s.on_policy or s.total_steps > s.learning_starts:
         return out
     return [
@@ -23,10 +23,11 @@ def schedule_warnings(s: Settings, cfg: DictConfig | None = None) -> list[str]:
     ]
 
 
-def config_warnings(cfg: DictConfig) -> list[str]:
+def config_warnings(cfg: DictConfig, normalize: Normalize | None = None) -> list[str]:
     """Settings that take effect nowhere: an MLP option (``dropout``, ``layer_norm``) beside a
     configured network (``net=simbav2``/``flashsac`` builds the trunk, the MLP keys then build
-    nothing), and a categorical support sized for scaled returns with reward scaling off."""
+    nothing), and a categorical support sized for scaled returns with reward scaling off
+    (``normalize``: the run's ``Settings.normalize``; None: read from ``cfg``)."""
     out = []
     for where in ("critic", "algo.actor"):
         node = OmegaConf.select(cfg, where, default=None)
@@ -38,11 +39,11 @@ def config_warnings(cfg: DictConfig) -> list[str]:
                        f"({node.network.get('_target_')}) builds this one, so they do nothing; "
                        "use net=mlp or leave them out")
     critic = cfg.get("critic") or {}
-    normalize = read_normalize(cfg)
+    normalize = normalize or read_normalize(cfg)
     if not str(critic.get("_target_", "")).endswith("CategoricalCritic"):
         return out
-    bound = max(abs(float(critic.get("v_min", 0.0))), abs(float(critic.get("v_max", 0.0))))
-    if not normalize.reward and bound <= (normalize.reward_g_max or 0.0):
+    bound = max(abs(float(critic.v_min)), abs(float(critic.v_max)))
+    if not normalize.reward and bound <= normalize.reward_g_max:
         out.append(f"critic support [{critic.v_min}, {critic.v_max}] is sized for scaled returns "
                    "(normalize.reward_g_max), but normalize.reward=false: discounted returns "
                    "outside it are clipped; set critic.v_min/v_max around the env's returns or "

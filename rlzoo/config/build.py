@@ -19,9 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm, EnvSpec
 from rlzoo.conf.history import BACKEND_BEFORE
-from rlzoo.config.added_keys import with_added_keys, with_current_targets
+from rlzoo.config.added_keys import with_added_keys, with_added_settings, with_current_targets
 from rlzoo.config.normalization import attach_normalizers
-from rlzoo.config.settings import LOOP_KEYS, Normalize, Settings, resolve_device
+from rlzoo.config.settings import LOOP_KEYS, ON_POLICY_LOOP, Normalize, Settings, resolve_device
 from rlzoo.config.targets import user_frame, user_modules
 from rlzoo.config.trust import check_targets
 from rlzoo.envs.backend import Backend
@@ -74,7 +74,7 @@ def read_run_config(
         ) from None
     cfg = with_current_targets(cfg)  # a moved component's old path (rlzoo.conf.history)
     check_targets(cfg, trust, source=str(path))
-    return cfg
+    return with_added_settings(cfg)  # keys added after the run was written (rlzoo.conf.history)
 
 
 # --------------------------------------------------------------------------- the env
@@ -235,7 +235,7 @@ def run_updates(cfg: DictConfig) -> int:
     env steps included, as SimbaV2's and FlashSAC's code count their learning-rate horizon
     (``num_interaction_steps x updates_per_interaction_step``); passed as ``run_updates`` to an
     algorithm whose constructor takes it. 1 for an on-policy run (no ``algo.utd``)."""
-    return max(1, int(int(cfg.total_steps) * float(cfg.algo.get("utd", 1))))
+    return max(1, int(int(cfg.total_steps) * float(cfg.algo.get("utd", ON_POLICY_LOOP["utd"]))))
 
 
 def resolved_node(node: Any) -> Any:

@@ -15,13 +15,14 @@ import torch
 from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from rlzoo.config.added_keys import with_added_settings
 from rlzoo.errors import UserError
 from rlzoo.store.group import MAX_SEED, MAX_SEEDS
 
-# Keys of ``algo`` that configure the loop (storage and schedule) rather than the algorithm's
-# constructor: off-policy ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; on-policy
-# ``rollout_steps``.
+# Keys of ``algo`` that configure the loop (storage, schedule), not the algorithm's constructor.
 LOOP_KEYS = ("name", "learning_starts", "batch_size", "buffer_size", "utd", "rollout_steps")
+# What stands in for an on-policy algorithm's loop keys (no replay; buffer_size: 2 x num_envs).
+ON_POLICY_LOOP = {"learning_starts": 0, "batch_size": 1, "utd": 1}
 # Ranges checked before any work starts (each bound is far beyond what a run on one machine uses,
 # and low enough that a typo fails at once instead of hanging or exhausting memory).
 MAX_NUM_ENVS = 1024  # training envs in one process, an env object each (gymnasium, PettingZoo)
@@ -79,43 +80,35 @@ class Settings:
     env_timeout_s: float  # seconds an env worker may take per request before it is hung
     eval_video_every: int  # env steps between filmed evaluations (0: none; rlzoo.run.filming)
     normalize: Normalize  # normalize.* (rlzoo.config.normalization)
+    algo_name: str  # algo.name: the algorithm's name in messages, checkpoints and summary.json
+    env_name: str  # env.name: the env's, likewise
+    wandb: bool  # log.wandb: mirror the scalars to Weights & Biases (rlzoo.run.tracking)
 
 
 @dataclass(frozen=True)
 class Normalize:
     """``normalize.*``, read once (each key's meaning and default: ``conf/config.yaml``).
 
-    ``obs``/``reward`` switch the observation normalizer and the reward scaler on;
-    ``epsilon`` and ``reward_g_max`` are None only for a config without a ``normalize``
-    section (run dirs written before it existed, where both switches are off); ``envs`` is the
-    reward scaler's number of running returns, one per training env (``num_envs``)."""
+    ``obs``/``reward`` switch the observation normalizer and the reward scaler on; ``envs`` is
+    the reward scaler's number of running returns, one per training env (``num_envs``)."""
 
     obs: bool
     reward: bool
-    epsilon: float | None
-    reward_g_max: float | None
+    epsilon: float
+    reward_g_max: float
     envs: int
 
 
 def read_normalize(cfg: DictConfig, envs: int | None = None) -> Normalize:
-    """The ``normalize`` section of ``cfg`` (all off when it is absent) for ``envs`` training
-    envs (None: ``cfg``'s ``num_envs``, read as ``read_settings`` reads it); one ``UserError``
-    line for a switch that is not a boolean or a number that is not finite and > 0."""
-    if envs is None:
-        envs = num_envs_key(cfg) if "num_envs" in cfg else 1
-    section = cfg.get("normalize")
-    if not section:
-        return Normalize(False, False, None, None, envs)
-    switches = []
-    for key in ("obs", "reward"):
-        value = section.get(key, False)
-        if not isinstance(value, bool):  # a word such as "off" would read as on
-            raise UserError(f"normalize.{key} is a switch, true or false, not {value!r}; write "
-                            f"normalize.{key}=true or normalize.{key}=false")
-        switches.append(value)
+    """The ``normalize`` section of ``cfg`` for ``envs`` training envs (None: ``cfg``'s
+    ``num_envs``, read as ``read_settings`` reads it); one ``UserError`` line for a switch that
+    is not a boolean or a number that is not finite and > 0. A run dir's config written before
+    the section has it filled (``rlzoo.config.added_keys.with_added_settings``)."""
+    envs = num_envs_key(cfg) if envs is None else envs
+    switches = [switch(cfg, f"normalize.{key}") for key in ("obs", "reward")]
     numbers = []
     for key in ("epsilon", "reward_g_max"):
-        value = section.get(key)
+        value = OmegaConf.select(cfg, f"normalize.{key}")
         try:
             number = float(value)
         except (TypeError, ValueError):
@@ -127,9 +120,18 @@ def read_normalize(cfg: DictConfig, envs: int | None = None) -> Normalize:
     return Normalize(*switches, *numbers, envs)
 
 
+def switch(cfg: DictConfig, key: str) -> bool:
+    """The boolean at dotted ``key``; one ``UserError`` line for anything else ("off" too)."""
+    value = OmegaConf.select(cfg, key)
+    if not isinstance(value, bool):
+        raise UserError(f"{key} is a switch, true or false, not {value!r}; write {key}=true or "
+                        f"{key}=false")
+    return value
+
+
 def read_seed_kernels(cfg: DictConfig) -> str:
-    """``seed_kernels``: ``exact`` or ``batched`` (a run dir written before the key: exact)."""
-    kernels = cfg.get("seed_kernels", "exact")
+    """``seed_kernels``: ``exact`` or ``batched``."""
+    kernels = cfg.seed_kernels
     if kernels not in SEED_KERNELS:
         raise UserError(f"seed_kernels must be exact or batched, got {kernels!r}; e.g. "
                         "seed_kernels=batched")
@@ -172,8 +174,8 @@ def num_envs_key(cfg: DictConfig) -> int:
 
 
 def env_timeout(cfg: DictConfig) -> float:
-    """``env_timeout_s`` (seconds, > 0; 60 for run dirs written before it existed)."""
-    value = cfg.get("env_timeout_s", 60.0)
+    """``env_timeout_s`` (seconds, > 0)."""
+    value = cfg.env_timeout_s
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
         raise UserError(f"env_timeout_s must be a number of seconds in (0, 1e6), got {value!r}; "
                         "e.g. env_timeout_s=60")
@@ -181,10 +183,10 @@ def env_timeout(cfg: DictConfig) -> float:
 
 
 def env_workers(cfg: DictConfig) -> int:
-    """``env_workers`` (0 when absent: older run configs). Workers step the envs of the
-    per-env backends (gymnasium, PettingZoo); a backend that steps all its envs at once
-    (``env.backend=warp``, ``batched``) is refused with workers, in one line."""
-    workers = int_key(cfg, "env_workers", 0, MAX_NUM_ENVS) if "env_workers" in cfg else 0
+    """``env_workers``. Workers step the envs of the per-env backends (gymnasium, PettingZoo); a
+    backend that steps all its envs at once (``env.backend=warp``, ``batched``) is refused with
+    workers, in one line."""
+    workers = int_key(cfg, "env_workers", 0, MAX_NUM_ENVS)
     backend = OmegaConf.select(cfg, "env.backend", default=None)
     if workers and backend not in (None, "gymnasium", "pettingzoo"):
         raise UserError(f"env.backend={backend} steps all num_envs envs at once already; "
@@ -194,10 +196,8 @@ def env_workers(cfg: DictConfig) -> int:
 
 
 def video_every(cfg: DictConfig, eval_every: int) -> int:
-    """``eval.video_every`` (0 when absent: older run configs), a multiple of ``eval.every``:
-    videos are filmed at evaluations (``rlzoo.run.filming``); one ``UserError`` line otherwise."""
-    if OmegaConf.select(cfg, "eval.video_every", default=None) is None:
-        return 0
+    """``eval.video_every``, a multiple of ``eval.every``: videos are filmed at evaluations
+    (``rlzoo.run.filming``); one ``UserError`` line otherwise."""
     every = int_key(cfg, "eval.video_every", 0)
     if every and not eval_every:
         raise UserError(f"eval.video_every={every} films evaluations, but eval.every=0 evaluates "
@@ -210,9 +210,9 @@ def video_every(cfg: DictConfig, eval_every: int) -> int:
 
 
 def read_progress_every(cfg: DictConfig) -> float | str:
-    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key:
-    300, its value then)."""
-    every_s = OmegaConf.select(cfg, "log.progress_every_s", default=300)
+    """``log.progress_every_s``: seconds (>= 0) or ``"auto"`` (a run dir older than the key has
+    300, its value then: ``rlzoo.conf.history.SETTINGS_ADDED``)."""
+    every_s = OmegaConf.select(cfg, "log.progress_every_s")
     if every_s == "auto":
         return every_s
     if (isinstance(every_s, bool) or not isinstance(every_s, (int, float))
@@ -225,7 +225,7 @@ def read_progress_every(cfg: DictConfig) -> float | str:
 def seed_range(cfg: DictConfig) -> tuple[int, int]:
     """``(seed, seeds)``: the first seed and K, checked so that every seed of the group,
     ``seed .. seed + K - 1``, is within ``0 .. MAX_SEED``; one ``UserError`` line otherwise."""
-    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS) if "seeds" in cfg else 1
+    seeds = int_key(cfg, "seeds", 1, MAX_SEEDS)
     seed = int_key(cfg, "seed", 0, MAX_SEED)
     if seed + seeds - 1 > MAX_SEED:
         raise UserError(
@@ -259,12 +259,15 @@ def read_settings(cfg: DictConfig) -> Settings:
 
     An on-policy algorithm (``on_policy = True``, e.g. COMA) has no replay: its config needs no
     ``learning_starts``, ``batch_size``, ``buffer_size``, ``utd``; neutral values stand in.
+    A run dir's config written before a key existed is read with the value that run had
+    (``rlzoo.config.added_keys.with_added_settings``).
     """
+    cfg = with_added_settings(cfg)
     check_values(cfg)
     on_policy = on_policy_config(cfg)
     if on_policy:
         num_envs = OmegaConf.select(cfg, "num_envs")
-        neutral = {"learning_starts": 0, "batch_size": 1, "utd": 1,
+        neutral = {**ON_POLICY_LOOP,
                    "buffer_size": 2 * num_envs if isinstance(num_envs, int) else 2}
         cfg = cfg.copy()
         with open_dict(cfg):
@@ -279,12 +282,12 @@ def read_settings(cfg: DictConfig) -> Settings:
         raise UserError(f"log.progress must be auto, true or false, got {progress!r}")
     accel = {}
     for key in ("compile", "cudagraphs"):
-        value = cfg.get(key, False)  # run dirs written before auto existed: false
+        value = cfg[key]
         if not isinstance(value, bool) and value != "auto":
             raise UserError(f"{key} is a switch, auto, true or false, not {value!r}; write "
                             f"{key}=auto, {key}=true or {key}=false")
         accel[key] = value
-    threads = cfg.get("torch_threads", "auto")
+    threads = cfg.torch_threads
     if isinstance(threads, str) and threads != "auto":
         raise UserError(f"torch_threads must be auto or an integer >= 0, got {threads!r}; e.g. "
                         "torch_threads=auto or torch_threads=2")
@@ -317,6 +320,9 @@ def read_settings(cfg: DictConfig) -> Settings:
         seed_kernels=read_seed_kernels(cfg),
         torch_threads=threads,
         normalize=read_normalize(cfg, num_envs),
+        algo_name=str(cfg.algo.name),
+        env_name=str(cfg.env.name),
+        wandb=switch(cfg, "log.wandb"),
         **accel,
     )
     check_buffer(settings)

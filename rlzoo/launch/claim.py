@@ -12,6 +12,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.cli.check import check_overrides
+from rlzoo.config.settings import switch
 from rlzoo.errors import UserError, python_str, resume_command
 from rlzoo.run import tracking
 from rlzoo.store.rundir import (
@@ -46,7 +47,8 @@ def claim(
     cfg = check_overrides(args)
     if cfg is None or any(a.startswith("-") for a in args):
         return None, None
-    tracking.wanted(cfg)  # log.wandb=true: the package, WANDB_* and the login, before any dir
+    # log.wandb=true: the package, WANDB_* and the login, before any dir
+    tracking.wanted(switch(cfg, "log.wandb"))
     run_dir = Path(str(OmegaConf.select(cfg, "hydra.run.dir"))).expanduser()
     if any(a.startswith("hydra.run.dir=") for a in args):  # the user's own dir: exactly that
         if run_dir.exists():

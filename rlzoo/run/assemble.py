@@ -109,14 +109,14 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
             members.append(Member(seed, member_cfg, member_dir, env, k,
                                   None, np.random.default_rng(seed)))  # type: ignore[arg-type]
             spec = env_spec(env)
-            check_spec(spec, str(cfg.env.name))
-            check_observations(env, s.normalize, str(cfg.env.name))
+            check_spec(spec, s.env_name)
+            check_observations(env, s.normalize, s.env_name)
             algos.append(build_algorithm(member_cfg, spec, s.device, s.normalize))
             if s.seeds > 1 and s.device.type == "cpu" and s.seed_kernels == "exact":
                 # its single run draws on from here
                 members[-1].draws = torch.Generator().set_state(torch.get_rng_state())
         draws = [m.draws for m in members if m.draws is not None]
-        algo = stack_seeds(check_algorithm(algos, cfg, s), draws or None)
+        algo = stack_seeds(check_algorithm(algos, s), draws or None)
         storage = make_storage(s, spec, algo, [m.seed for m in members])
         for member in members:
             member.storage = storage
@@ -128,12 +128,12 @@ def build_members(cfg: DictConfig, s: Settings, dirs: list[Path]
     return members, algo, spec, storage
 
 
-def check_algorithm(algos: list[Any], cfg: DictConfig, s: Settings) -> list[Any]:
+def check_algorithm(algos: list[Any], s: Settings) -> list[Any]:
     """Refuse what the loop cannot train (one ``UserError`` line): on-policy action chunks, an
     acceleration the run cannot use."""
     horizon = algos[0].action_horizon
     if s.on_policy and horizon != 1:
-        raise UserError(f"algo={cfg.algo.name} is on-policy and acts in chunks of "
+        raise UserError(f"algo={s.algo_name} is on-policy and acts in chunks of "
                         f"{horizon} actions; on-policy rollouts need single actions")
-    check_accel(s.compile, s.cudagraphs, s.device, type(algos[0]), str(cfg.algo.name))
+    check_accel(s.compile, s.cudagraphs, s.device, type(algos[0]), s.algo_name)
     return algos

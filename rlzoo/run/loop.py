@@ -103,7 +103,7 @@ class Trainer(Stopping):
         self.cfg, self.run_dir = cfg, run_dir
         self.on_eval, self.on_checkpoint = on_eval, on_checkpoint
         self.settings = s = read_settings(cfg)
-        self.wandb: Any = tracking.wanted(cfg)  # log.wandb: then its wandb run (start)
+        self.wandb: Any = tracking.wanted(s.wandb)  # log.wandb: then its wandb run (start)
         self.filming = Filming(s.eval_video_every, cfg)  # eval.video_every (checked now)
         self.threads = thread_tuner_for(s)  # before set_threads: it reads torch's own count
         set_threads(s)
@@ -113,9 +113,8 @@ class Trainer(Stopping):
         self.axis = self.algo.seed_axis
         self.horizon = self.algo.action_horizon
         self.collector = Collector(self.members, self.algo, self.storage, s,
-                                   str(cfg.env.name), self.last_good_checkpoint_note)
-        accel = resolve_accel(s.compile, s.cudagraphs, s.device, type(self.algo),
-                              str(cfg.algo.name))
+                                   s.env_name, self.last_good_checkpoint_note)
+        accel = resolve_accel(s.compile, s.cudagraphs, s.device, type(self.algo), s.algo_name)
         self.update = update_fn(self.algo, accel.compile, accel.cudagraphs,  # algo.update,
                                 accel.fallback)                             # accelerated
         if accel.cudagraphs and not s.on_policy:  # the acting step too
@@ -130,7 +129,7 @@ class Trainer(Stopping):
         self.warnings = schedule_warnings(s, cfg) + list(accel.notes) + [note for note in [
             cost_note(self.algo, s.device, self.spec.obs_dim, self.spec.act_dim, s.batch_size,
                       s.utd * (not s.on_policy), s.total_steps, s.learning_starts,
-                      str(cfg.algo.name))] if note]
+                      s.algo_name)] if note]
         self.logger: Logger | None = None  # the first member's, which writes train.log
 
     # ------------------------------------------------------------------ the loop
@@ -227,7 +226,7 @@ class Trainer(Stopping):
             write_policies(outputs_behind(self.members)[0], self.members, self.algo,
                            dataclasses.asdict(self.spec))
         self.clock.wall_time = time.perf_counter() - start
-        summaries = [summary_record(m, self.members, self.cfg, self.clock.wall_time,
+        summaries = [summary_record(m, self.members, self.settings, self.clock.wall_time,
                                     self.algo.updates, self.stop_requested, self.warnings,
                                     {"torch_threads": threads_record(self.threads, self.settings)})
                      for m in self.members]
@@ -321,7 +320,7 @@ class Trainer(Stopping):
                 for m in self.members:  # of an earlier step as this step's (summary.json)
                     m.last_eval = m.last_eval_agents = None
                 raise
-        if log_evaluation(self.members, every, self.clock.step, str(self.cfg.env.name),
+        if log_evaluation(self.members, every, self.clock.step, s.env_name,
                           self.on_eval):
             self.stop_requested = True
         self.filming.after_eval(self.members[0], self.algo, self.horizon, s.device, self.clock.step)
@@ -356,7 +355,7 @@ class Trainer(Stopping):
             for member in self.members:
                 member.reset_envs(self.horizon)
 
-        path, self.clock = restore_latest(self.checkpoint_dir, self.cfg, self.algo, self.members,
+        path, self.clock = restore_latest(self.checkpoint_dir, self.algo, self.members,
                                           self.settings, reset, self.skip)
         self.collector.gather()
         self.restored = self.good = path

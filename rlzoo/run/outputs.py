@@ -11,6 +11,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlzoo.algos.base import Algorithm
+from rlzoo.config.settings import Settings
 from rlzoo.run.member import Member
 from rlzoo.store.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from rlzoo.store.extras import POLICY_FILE, policy_record, summary_step
@@ -91,7 +92,7 @@ def hparams(cfg: DictConfig) -> dict[str, Any]:
     return flat
 
 
-def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time: float,
+def summary_record(m: Member, members: list[Member], s: Settings, wall_time: float,
                    updates: int, stopped_early: bool, warnings: list[str],
                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """What ``summary.json`` of member ``m`` (of ``members``) holds: its final evaluation,
@@ -107,8 +108,8 @@ def summary_record(m: Member, members: list[Member], cfg: DictConfig, wall_time:
         "learning_steps_per_sec": None, "warmup_steps_per_sec": None}
     overall = m.step / wall_time if wall_time > 0 else 0.0
     summary: dict[str, Any] = {
-        "algo": str(cfg.algo.name),
-        "env": str(cfg.env.name),
+        "algo": s.algo_name,
+        "env": s.env_name,
         "seed": m.seed,
         "total_steps": m.step,
         "final_eval_return": mean,

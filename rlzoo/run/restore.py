@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
 from rlzoo.algos.base import Algorithm
 from rlzoo.config.settings import Settings
 from rlzoo.errors import UserError, one_line, resume_command
@@ -51,7 +49,7 @@ def _reason(path: Path, err: BaseException) -> str:
     return one_line(f"{path}: {type(err).__name__}: {err}", 300)
 
 
-def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
+def restore_latest(checkpoint_dir: Path, algo: Algorithm,
                    members: list[Member], settings: Settings, reset: Callable[[], None],
                    skip: Sequence[Path] = ()) -> tuple[Path, Clock]:
     """Put back the newest checkpoint of ``checkpoint_dir`` (but those in ``skip``) that loads
@@ -84,7 +82,7 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
             if bad:
                 poisoned += 1
                 raise CheckpointError(f"{path}: NaN or inf in {describe_nonfinite(bad)}")
-            check_owner(path, state, cfg, members)
+            check_owner(path, state, settings, members)
             check_run_state(state, members[0].seed, credit_limit,
                             lambda step: most_updates(settings, step), device.type)
             reset()
@@ -106,10 +104,10 @@ def restore_latest(checkpoint_dir: Path, cfg: DictConfig, algo: Algorithm,
                     "checks; each is named above with its reason); start a new run instead")
 
 
-def check_owner(path: Path, state: dict[str, Any], cfg: DictConfig,
+def check_owner(path: Path, state: dict[str, Any], settings: Settings,
                 members: list[Member]) -> None:
     """``UserError`` unless ``state`` (of ``path``) is this run's: its algo, env and seeds."""
-    for key, mine in (("algo_name", cfg.algo.name), ("env_name", cfg.env.name)):
+    for key, mine in (("algo_name", settings.algo_name), ("env_name", settings.env_name)):
         if state.get(key) != mine:
             raise UserError(
                 f"cannot resume: {path} was written by {key.split('_')[0]}={state.get(key)}, "

@@ -42,13 +42,10 @@ FOLDER = "wandb"  # <run dir>/wandb: the wandb run folders, moved in when a run 
 OFFLINE_MODES = ("offline", "dryrun", "disabled")  # modes that need no login
 
 
-def wanted(cfg: DictConfig) -> bool:
-    """``log.wandb`` (absent in older run configs: false); UserError when it is not a switch,
-    or when it is on and the ``wandb`` package cannot be imported, ``WANDB_MODE`` or
-    ``WANDB_PROJECT`` is not a value wandb takes, or wandb is online without a login."""
-    value = OmegaConf.select(cfg, "log.wandb", default=False)
-    if not isinstance(value, bool):
-        raise UserError(f"log.wandb is a switch, true or false, got {value!r}")
+def wanted(value: bool) -> bool:
+    """``value`` (``log.wandb``: ``Settings.wandb``); UserError when it is on and the ``wandb``
+    package cannot be imported, ``WANDB_MODE`` or ``WANDB_PROJECT`` is not a value wandb takes,
+    or wandb is online without a login."""
     if value and importlib.util.find_spec("wandb") is None:
         raise UserError(f"log.wandb=true needs the optional extra wandb: {EXTRA} "
                         "(or log.wandb=false)")

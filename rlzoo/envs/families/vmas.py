@@ -49,8 +49,9 @@ class VMAS(Family):
         if own:
             raise ValueError(f"env.kwargs.{own[0]} is set by rlzoo for vmas (continuous actions, "
                              f"num_envs, seed, device from the run); remove it")
-        steps = kwargs.get("max_steps", 100)
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        steps = kwargs.get("max_steps")  # absent: VmasVecEnv's own
+        if "max_steps" in kwargs and (isinstance(steps, bool) or not isinstance(steps, int)
+                                      or steps < 1):
             raise ValueError(f"env.kwargs.max_steps must be an int >= 1 (the episode limit), "
                              f"got {steps!r}")
 
