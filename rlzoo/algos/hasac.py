@@ -170,6 +170,20 @@ class HASAC(MultiAgentAlgorithm):
         loss, q = self.critic.td_loss(batch.state, self.joint(batch.action), target)
         return loss, q.detach().mean(), self.critic.stats()
 
+    def critic_and_actor_inputs(self, batch: Batch) -> tuple[
+            torch.Tensor, torch.Tensor, dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """``critic_terms`` and what the actor steps start from, in one ``compute`` call (one
+        pass over a seed group's seeds, not three): the agents' temperatures before the steps
+        ``[N]`` and, for the sequential update, every agent's sample of its old policy
+        ``[B, N, A]`` (``old_joint_sample``; MASAC: an empty ``[0]``). Neither reads the critic,
+        so the critic step after this call leaves them as they were, and the random draws come
+        in the order they always did (the critic target's, then the old policies')."""
+        loss, q_mean, stats = self.critic_terms(batch)
+        alpha = self.agent_alphas()
+        joint_sample = (self.old_joint_sample(batch.obs) if self.actor_update == "sequential"
+                        else alpha.new_zeros(0))
+        return loss, q_mean, stats, alpha, joint_sample
+
     def update(self, batch: Batch) -> dict[str, torch.Tensor]:
         """The critic step, the sequential actor steps, the temperatures, the target critic.
 
@@ -177,10 +191,12 @@ class HASAC(MultiAgentAlgorithm):
         """
         assert batch.state is not None
         alpha_c = self.critic_tuner.alpha
-        critic_loss, q_mean, critic_stats = self.compute(self.critic_terms, batch)
+        critic_loss, q_mean, critic_stats, alpha, joint_sample = self.compute(
+            self.critic_and_actor_inputs, batch)
         self.step(self.critic_optimizer, critic_loss)
-        metrics = (self.update_actors(batch.obs, batch.state) if self.actor_update == "sequential"
-                   else self.update_actors_at_once(batch.obs, batch.state))
+        metrics = (self.update_actors(batch.obs, batch.state, alpha, joint_sample)
+                   if self.actor_update == "sequential"
+                   else self.update_actors_at_once(batch.obs, batch.state, alpha))
         polyak_update(self.target_critic, self.critic, self.tau)
         self.updates += 1
         metrics.update({
@@ -253,15 +269,20 @@ class HASAC(MultiAgentAlgorithm):
         pre_update = torch.where(own, agent_log_prob.detach()[None], pre_update)
         return loss, joint_sample, losses, pre_update
 
-    def update_actors(self, obs: torch.Tensor, state: torch.Tensor) -> dict[str, torch.Tensor]:
+    def update_actors(self, obs: torch.Tensor, state: torch.Tensor,
+                      alpha: torch.Tensor | None = None,
+                      joint_sample: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """The sequential update (module docstring); then the temperatures.
 
-        ``obs [B, N, O]``, ``state [B, S]``. Each agent's step moves only its own member
-        (``MemberAdam``).
+        ``obs [B, N, O]``, ``state [B, S]``; ``alpha [N]`` (the temperatures before the steps)
+        and ``joint_sample [B, N, A]`` (every agent's sample of its old policy) as
+        :meth:`critic_and_actor_inputs` gives them to ``update`` (None: computed here). Each
+        agent's step moves only its own member (``MemberAdam``).
         """
         n, batch_size = self.n_agents, obs.shape[-3]
-        alpha = self.compute(self.agent_alphas)  # [N]: the temperatures before the steps
-        joint_sample = self.compute(self.old_joint_sample, obs)  # [B, N, A]: old policies
+        if alpha is None or joint_sample is None:
+            alpha = self.compute(self.agent_alphas)
+            joint_sample = self.compute(self.old_joint_sample, obs)
         orders = self.draw_orders(obs.device)  # [N]
         self.last_orders = orders
         on_device = orders.to(obs.device)
@@ -297,11 +318,11 @@ class HASAC(MultiAgentAlgorithm):
         loss = (alpha[:, None] * agent_log_prob).mean(-1).sum() - q_pi.mean()
         return loss, per_agent.detach(), agent_log_prob.detach()
 
-    def update_actors_at_once(self, obs: torch.Tensor,
-                              state: torch.Tensor) -> dict[str, torch.Tensor]:
+    def update_actors_at_once(self, obs: torch.Tensor, state: torch.Tensor,
+                              alpha: torch.Tensor) -> dict[str, torch.Tensor]:
         """MASAC's update (``actor_update=simultaneous``, module docstring): one step of every
-        actor from one loss, then the temperatures. ``obs [B, N, O]``, ``state [B, S]``."""
-        alpha = self.compute(self.agent_alphas)  # [N]
+        actor from one loss, then the temperatures. ``obs [B, N, O]``, ``state [B, S]``,
+        ``alpha [N]`` (the temperatures before the step)."""
         loss, losses, pre_update = self.compute(self.joint_terms, obs, state, alpha)
         self.actor_optimizer.zero_grad(set_to_none=True)
         self.backward(loss)
@@ -312,18 +333,37 @@ class HASAC(MultiAgentAlgorithm):
         self.apply_constraints(self.actor_optimizer)
         return self.update_temperatures(alpha, losses, pre_update)
 
+    def temperature_losses(self, pre_update: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``J(alpha_i)`` and ``J(alpha_c)`` (scalars) on the log-probs ``pre_update [N, B]``
+        (entropy units, no gradient), in one ``compute`` call."""
+        return self.tuner.loss(pre_update), self.critic_tuner.loss(pre_update.sum(-2))
+
+    def step_each(self, steps: list[tuple[torch.optim.Optimizer | None, torch.Tensor]]) -> None:
+        """``step(optimizer, loss)`` for each pair whose optimizer is not None, from one
+        backward pass of the losses' sum: each loss reads only its own optimizer's parameters,
+        so each gets exactly the gradient its own backward pass would give it."""
+        steps = [(opt, loss) for opt, loss in steps if opt is not None]
+        if not steps:
+            return
+        for opt, _ in steps:
+            opt.zero_grad(set_to_none=True)
+        total = steps[0][1]
+        for _, loss in steps[1:]:
+            total = total + loss
+        self.backward(total)
+        for opt, _ in steps:
+            opt.step()
+            self.apply_constraints(opt)
+
     def update_temperatures(self, alpha: torch.Tensor, losses: torch.Tensor,
                             pre_update: torch.Tensor) -> dict[str, torch.Tensor]:
         """The agents' and the critic's temperature steps on the log-probs ``pre_update
         [N, B]`` (entropy units) of the samples the actor losses used; the actor metrics
         (``alpha [N]``, the temperatures before; ``losses [N]``, the actor losses)."""
         n = self.n_agents
-        alpha_loss = self.compute(self.tuner.loss, pre_update)
-        if self.tuner.optimizer is not None:
-            self.step(self.tuner.optimizer, alpha_loss)
-        critic_alpha_loss = self.compute(self.critic_tuner.loss, pre_update.sum(-2))
-        if self.critic_tuner.optimizer is not None:
-            self.step(self.critic_tuner.optimizer, critic_alpha_loss)
+        alpha_loss, critic_alpha_loss = self.compute(self.temperature_losses, pre_update)
+        self.step_each([(self.tuner.optimizer, alpha_loss),
+                        (self.critic_tuner.optimizer, critic_alpha_loss)])
         metrics = {
             "loss/actor": losses.sum(-1),
             "loss/alpha": alpha_loss.detach(),

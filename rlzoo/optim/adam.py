@@ -284,6 +284,7 @@ class MemberAdam(torch.optim.Optimizer):
         if isinstance(member, torch.Tensor):
             member = member.tolist()
         lead = () if isinstance(member, int) else (len(member),)
+        indices = self._slices(member)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             # Parameters grouped by their step count (equal unless some had no gradient once),
@@ -298,11 +299,15 @@ class MemberAdam(torch.optim.Optimizer):
                     state.update(self._new_state(p, len(lead), torch.device("cpu")))
                 elif state["step"].device.type != "cpu":  # loaded with a map_location
                     state["step"] = state["step"].cpu()
-                for index in self._slices(member):
-                    state["step"][index] += 1
-                    slices = by_step.setdefault(float(state["step"][index]), [[], [], [], []])
-                    for i, x in enumerate((p, p.grad, state["exp_avg"], state["exp_avg_sq"])):
-                        slices[i].append(x[index])
+                # the float64 counts through a NumPy view of the same memory: the same
+                # arithmetic without a tensor op per count
+                counts = state["step"].numpy()
+                tensors = (p, p.grad, state["exp_avg"], state["exp_avg_sq"])
+                for index in indices:
+                    counts[index] += 1
+                    slices = by_step.setdefault(float(counts[index]), [[], [], [], []])
+                    for listed, x in zip(slices, tensors):
+                        listed.append(x[index])
             for t, (params, grads, exp_avgs, exp_avg_sqs) in by_step.items():
                 torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
                 torch._foreach_mul_(exp_avg_sqs, beta2)
