@@ -99,9 +99,9 @@ class ReplayBuffer:
         terminated: np.ndarray,
         truncated: np.ndarray,
         reset_step: np.ndarray,
-        state: np.ndarray | None = None,
-        next_state: np.ndarray | None = None,
-        agent_reward: np.ndarray | None = None,
+        state: np.ndarray | torch.Tensor | None = None,
+        next_state: np.ndarray | torch.Tensor | None = None,
+        agent_reward: np.ndarray | torch.Tensor | None = None,
         which: np.ndarray | None = None,
     ) -> None:
         """Store one vector step of the buffers ``which`` (``[n]`` indices, in order; default:
@@ -110,8 +110,13 @@ class ReplayBuffer:
         ``obs [n, E, ...]`` is the observation acted on, ``next_obs [n, E, ...]`` what the env
         returned; ``terminated``, ``truncated``, ``reset_step`` are ``[n, E]`` bools
         (``reset_step``: this call only reset the env, so no transition happened); ``reward
-        [n, E]``. When every buffer is at the same ring row (the usual case: they step
-        together) each field is written once, else buffer by buffer.
+        [n, E]``; ``state``/``next_state [n, E, S]`` and ``agent_reward [n, E, N]`` for a
+        multi-agent env. Each of ``obs``, ``next_obs``, ``state``, ``next_state`` (and the rest)
+        may be a numpy array or a tensor on any device (envs that keep their worlds as tensors:
+        ``rlzoo.envs.base.tensor_device``); a tensor is copied into the storage on its device,
+        with no host round trip, the same numbers either way. When every buffer is at the same
+        ring row (the usual case: they step together) each field is written once, else buffer by
+        buffer.
         """
         valid, terminated, ended = end_flags(terminated, truncated, reset_step)
         values = (obs, action, reward, next_obs, terminated, ended, state, next_state,

@@ -114,9 +114,9 @@ class RolloutBuffer:
         terminated: np.ndarray,
         truncated: np.ndarray,
         reset_step: np.ndarray,
-        state: np.ndarray | None = None,
-        next_state: np.ndarray | None = None,
-        agent_reward: np.ndarray | None = None,
+        state: np.ndarray | torch.Tensor | None = None,
+        next_state: np.ndarray | torch.Tensor | None = None,
+        agent_reward: np.ndarray | torch.Tensor | None = None,
         pre_tanh: np.ndarray | torch.Tensor | None = None,
     ) -> None:
         """Store one vector step of all K rollouts (the replay buffer's ``add`` and arguments,

@@ -268,8 +268,9 @@ class VecEnv:
 
 
 def tensor_device(envs: Sequence[VecEnv]) -> torch.device | None:
-    """The device on which ``envs`` keep their worlds as tensors (``env.backend=warp``: their
-    observations can stay there, ``step_device``), when every one of them does; else None."""
+    """The device on which ``envs`` keep their worlds as tensors (``env.backend=warp``,
+    ``env.backend=batched`` MPE, ``env=vmas``: their observations, and a multi-agent env's global
+    state, can stay there, ``step_device``), when every one of them does; else None."""
     if all(getattr(env, "keeps_tensors", False) for env in envs):
         return envs[0].device  # type: ignore[attr-defined]
     return None
@@ -292,7 +293,7 @@ def run_episodes(
     (or ``[K, B, horizon, *act_shape]``); each chunk runs open-loop for ``horizon`` steps. Envs
     whose episode has ended are not stepped again. ``on_step(k, e)`` is called after every step
     of env ``e`` of ``envs[k]`` (e.g. to film it). Returns one :class:`Episodes` per k.
-    With ``tensors`` and envs that keep their worlds as tensors (``env.backend=warp``), the
+    With ``tensors`` and envs that keep their worlds as tensors (``tensor_device``), the
     observations stay a tensor on their device and ``policy`` gets them so (``torch.as_tensor``
     takes either); the numbers are the same. With ``rows``, ``policy`` also gets which of the
     ``B`` envs still run in each of the K, ``[K, B]`` bool (a seed group's evaluation computes

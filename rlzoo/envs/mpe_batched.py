@@ -22,8 +22,9 @@ particle-envs) computes it, per step of ``dt = 0.1``:
 
 The vector-env contract is :class:`rlzoo.envs.base.VecEnv`'s (actions ``[E, N, act_dim]`` in
 ``[-1, 1]``, padded agents, team reward = mean over agents, next-step autoreset); :meth:`step`
-returns numpy arrays like every other backend. :meth:`step_tensors` returns the same step as
-tensors on the env's device, for a trainer that keeps its data there.
+returns numpy arrays like every other backend. The trainer steps it with :meth:`step_device`
+(``rlzoo.envs.tensor_env``): the observations and the global state stay float32 tensors on the
+env's device; :meth:`step_tensors` gives the whole step as tensors there, with no host sync.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlzoo.envs.base import StepResult, VecEnv
+from rlzoo.envs.tensor_env import TensorStep, TensorVecEnv
 
 __all__ = ["BatchedMPE", "SCENARIOS", "TensorStep"]
 
@@ -93,25 +94,7 @@ SCENARIOS = {
 }
 
 
-@dataclass
-class TensorStep:
-    """One vector step as tensors on the env's device (shapes as :class:`StepResult`'s).
-
-    Attributes:
-        obs: ``[E, N, obs_dim]``. state: ``[E, S]``. agent_reward: ``[E, N]``.
-        reward: ``[E]`` mean over agents. terminated, truncated, reset_step: ``[E]`` bool.
-    """
-
-    obs: torch.Tensor
-    state: torch.Tensor
-    reward: torch.Tensor
-    agent_reward: torch.Tensor
-    terminated: torch.Tensor
-    truncated: torch.Tensor
-    reset_step: torch.Tensor
-
-
-class BatchedMPE(VecEnv):
+class BatchedMPE(TensorVecEnv):
     """``num_envs`` copies of an mpe2 scenario stepped together as tensors (module docstring).
 
     Args:
@@ -165,6 +148,11 @@ class BatchedMPE(VecEnv):
         self.act_mask = np.arange(self.act_dim)[None] < np.array(self.act_dims)[:, None]
         self.action_low = np.zeros((n, self.act_dim))
         self.action_high = self.act_mask.astype(np.float64)
+        self._act_mask = torch.as_tensor(self.act_mask, device=self.device)
+        # columns of the flattened [N * obs_dim] observation that make the global state (each
+        # agent's real entries, in agent order: mpe2's state())
+        self._state_cols = torch.as_tensor(np.flatnonzero(self.obs_mask.reshape(-1)),
+                                           device=self.device)
         t = dict(device=self.device, dtype=dtype)
         self._size = torch.tensor(spec.sizes, **t)
         self._movable = torch.tensor(list(spec.movable) + [False] * spec.n_landmarks,
@@ -199,28 +187,18 @@ class BatchedMPE(VecEnv):
         obs = self._observe()
         return self._np(obs), self._np(obs.reshape(self.num_envs, -1)[:, self._state_cols])
 
-    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
-        """:meth:`step_tensors` with numpy in and out (the contract every backend speaks)."""
-        a = torch.as_tensor(np.asarray(action), device=self.device)
-        act = None if active is None else torch.as_tensor(np.asarray(active), device=self.device)
-        s = self.step_tensors(a, act)
-        self._needs_reset = self._pending.cpu().numpy().copy()
-        return StepResult(self._np(s.obs), self._np(s.reward), s.terminated.cpu().numpy(),
-                          s.truncated.cpu().numpy(), s.reset_step.cpu().numpy(),
-                          state=self._np(s.state), agent_reward=self._np(s.agent_reward))
-
     def step_tensors(self, action: torch.Tensor, active: torch.Tensor | None = None) -> TensorStep:
         """Step every env (or those where ``active [E]``) with ``action [E, N, act_dim]`` in
         ``[-1, 1]`` on the env's device; next-step autoreset as :class:`VecEnv`. No host sync."""
         live, resetting, stepping = self._tensor_masks(action, active, self._pending)
         E = self.num_envs
         box = (action.to(self.dtype).clamp(-1.0, 1.0) + 1.0) * 0.5  # [-1, 1] -> Box(0, 1)
-        box = torch.where(torch.as_tensor(self.act_mask, device=self.device), box, 0.0)
-        before = (self.pos.clone(), self.vel.clone(), self.comm.clone())
-        self._world_step(box)
-        keep = ~stepping
-        for new, old in zip((self.pos, self.vel, self.comm), before, strict=True):
-            new[keep] = old[keep]
+        box = torch.where(self._act_mask, box, 0.0)
+        before = (self.pos, self.vel, self.comm)
+        self._world_step(box)  # new tensors: the worlds not stepped keep theirs
+        kept = [torch.where(stepping[:, None, None], new, old) for new, old in
+                zip((self.pos, self.vel, self.comm), before, strict=True)]
+        self.pos, self.vel, self.comm = kept
         self.steps = torch.where(stepping, self.steps + 1, self.steps)
         agent_reward = torch.where(stepping[:, None], self._rewards(), 0.0)
         truncated = stepping & (self.steps >= self.max_cycles)
@@ -377,12 +355,6 @@ class BatchedMPE(VecEnv):
         if self.scenario == "simple_speaker_listener_v4":
             return [3, 2 + 2 * L + C]
         return [2 + 2 * L + 3 + C] * n
-
-    @property
-    def _state_cols(self) -> torch.Tensor:
-        """Columns of the flattened ``[N * obs_dim]`` observation that make the global state
-        (each agent's real entries, in agent order: mpe2's ``state()``)."""
-        return torch.as_tensor(np.flatnonzero(self.obs_mask.reshape(-1)), device=self.device)
 
     @staticmethod
     def _np(x: torch.Tensor) -> np.ndarray:

@@ -24,8 +24,10 @@ contract of :class:`rlzoo.envs.base.VecEnv` over it, as ``rlzoo.envs.mpe_batched
 * **Resume**: :meth:`get_state` saves every tensor and number of the VMAS env's objects (world,
   entities, scenario) and the random state; :meth:`set_state` copies them back in place.
 
-:meth:`step` returns numpy arrays like every backend; :meth:`step_tensors` the same step as
-tensors on the env's device.
+:meth:`step` returns numpy arrays like every backend. The trainer steps it with :meth:`step_device`
+(``rlzoo.envs.tensor_env``): the observations and the global state stay float32 tensors on the
+env's device, into the policy, the normalizers and the replay; the rewards and flags come back as
+numpy in one copy. :meth:`step_tensors` gives the whole step as tensors on the device.
 """
 
 from __future__ import annotations
@@ -39,8 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlzoo.envs.base import StepResult, VecEnv
-from rlzoo.envs.mpe_batched import TensorStep
+from rlzoo.envs.tensor_env import TensorStep, TensorVecEnv
 from rlzoo.envs.vmas_state import get_vmas_state, set_vmas_state
 
 __all__ = ["VMAS_OWN_KWARGS", "VmasVecEnv"]
@@ -51,7 +52,7 @@ VMAS_OWN_KWARGS = ("num_envs", "device", "continuous_actions", "wrapper", "seed"
                    "terminated_truncated", "wrapper_kwargs")
 
 
-class VmasVecEnv(VecEnv):
+class VmasVecEnv(TensorVecEnv):
     """``num_envs`` worlds of one VMAS scenario (module docstring).
 
     Args:
@@ -63,8 +64,6 @@ class VmasVecEnv(VecEnv):
         scenario_kwargs: the scenario's own options (``n_agents=3``, ...); one the scenario does
             not use is refused (``ValueError``).
     """
-
-    keeps_tensors = False  # the trainer steps it with step() (numpy), as env.backend=batched MPE
 
     def __init__(self, scenario: str, num_envs: int = 1, seed: int = 0, max_steps: int = 100,
                  device: str | torch.device = "cpu", **scenario_kwargs: Any) -> None:
@@ -131,21 +130,13 @@ class VmasVecEnv(VecEnv):
         self._needs_reset[:] = False
         return _np(obs), _np(self._state(obs))
 
-    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> StepResult:
-        """:meth:`step_tensors` with numpy in and out (the contract every backend speaks)."""
-        a = torch.as_tensor(np.asarray(action, dtype=np.float32), device=self.device)
-        act = None if active is None else torch.as_tensor(np.asarray(active), device=self.device)
-        s = self.step_tensors(a, act)
-        self._needs_reset = self._pending.cpu().numpy().copy()
-        return StepResult(_np(s.obs), _np(s.reward), s.terminated.cpu().numpy(),
-                          s.truncated.cpu().numpy(), s.reset_step.cpu().numpy(),
-                          state=_np(s.state), agent_reward=_np(s.agent_reward))
-
     def step_tensors(self, action: torch.Tensor, active: torch.Tensor | None = None) -> TensorStep:
         """Step every env (or those where ``active [E]``) with ``action [E, N, act_dim]`` in
         ``[-1, 1]``; next-step autoreset as :class:`VecEnv`. VMAS steps all its worlds at once:
         those outside ``active`` move too, but their results are dropped and their counters kept
-        (an evaluation no longer reads an env whose episode ended)."""
+        (an evaluation no longer reads an env whose episode ended). Reads the device once
+        (whether any world resets: VMAS resets worlds by index), as VMAS's own step does (it
+        checks every agent's action for NaN)."""
         live, resetting, stepping = self._tensor_masks(action, active, self._pending)
         E = self.num_envs
         a = action.to(device=self.device, dtype=torch.float32).clamp(-1.0, 1.0)

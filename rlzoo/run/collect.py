@@ -53,8 +53,9 @@ class Collector:
         self.s, self.env_name, self.where = settings, env_name, where
         self.horizon = algo.action_horizon
         self.envs: list[VecEnv] = [m.env for m in members]
-        # envs that keep their worlds as tensors (env.backend=warp): the device their
-        # observations stay on, [K, E, ...] tensors there; else None (numpy)
+        # envs that keep their worlds as tensors (env.backend=warp, env.backend=batched MPE,
+        # env=vmas): the device their observations (and global state) stay on, [K, E, ...]
+        # tensors there, to the policy, the normalizers and the storage; else None (numpy)
         self.device = tensor_device(self.envs)
         self.seeds = [m.seed for m in members]
         self.everyone = np.arange(len(members))
@@ -75,11 +76,9 @@ class Collector:
         """Stack the members' loop arrays (after a reset or a restore) and make each member's
         arrays views of its slice."""
         ms = self.members
-        self.obs = np.stack([np.asarray(m.obs) for m in ms])
-        if self.device is not None:  # env.backend=warp: the observations stay there
-            self.obs = torch.as_tensor(self.obs).to(self.device)
-        self.env_state = (None if ms[0].env_state is None
-                          else np.stack([np.asarray(m.env_state) for m in ms]))
+        self.obs = self.stacked([m.obs for m in ms])
+        self.env_state = None if ms[0].env_state is None else self.stacked(
+            [m.env_state for m in ms])
         self.chunk = np.stack([m.chunk for m in ms])
         self.chunk_pos = np.stack([m.chunk_pos for m in ms])
         self.episode_return = np.stack([m.episode_return for m in ms])
@@ -93,6 +92,12 @@ class Collector:
                 m.env_state = self.env_state[k]
             if self.agent_return is not None:
                 m.agent_return = self.agent_return[k]
+
+    def stacked(self, arrays: list[Any]) -> Any:
+        """The members' ``[E, ...]`` arrays (from a reset or a checkpoint: numpy) as one ``[K,
+        E, ...]`` array, a tensor on the envs' device when they keep their worlds there."""
+        stack = np.stack([np.asarray(a) for a in arrays])
+        return stack if self.device is None else torch.as_tensor(stack).to(self.device)
 
     # ------------------------------------------------------------------ one env step
     def collect(self) -> None:
@@ -175,7 +180,7 @@ class Collector:
             for i, env in enumerate(chosen):
                 env.step_async(action[i])
             results = [env.step_wait() for env in chosen]
-        elif self.device is not None:  # observations stay tensors on it
+        elif self.device is not None:  # observations and state stay tensors on it
             results = [env.step_device(action[i]) for i, env in enumerate(chosen)]
         else:
             results = [env.step(action[i]) for i, env in enumerate(chosen)]

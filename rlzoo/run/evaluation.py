@@ -50,7 +50,7 @@ def evaluate(members: list[Member], algo: Algorithm, horizon: int, episodes: int
     # from the process's (which the loop forks), and leaves training's draws where they were
     with axis.forked():
         results = run_episodes([m.eval_env for m in members], obs, policy,  # type: ignore[misc]
-                               horizon, tensors=True,  # env.backend=warp: obs on its device
+                               horizon, tensors=True,  # tensor envs: obs on their device
                                rows=True)
     for m, result in zip(members, results):
         if result.agent_returns is not None:

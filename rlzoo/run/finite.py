@@ -60,13 +60,9 @@ def check_env_output(seeds: list[int], rows: list[int], steps: list[int], env_na
             each; the first bad member is named, and its first bad quantity in this order.
     """
     found: tuple[int, str, int] | None = None  # (row, name, env)
-    for name, value in arrays.items():
+    for name, value in _tensors_to_host(arrays).items():
         if value is None:
             continue
-        if torch.is_tensor(value):  # env.backend=warp's observations: one check on the device
-            if not value.is_floating_point() or bool(torch.isfinite(value).all()):
-                continue
-            value = value.cpu()
         a = np.asarray(value)
         if a.dtype.kind != "f" or np.isfinite(a).all():
             continue
@@ -84,3 +80,16 @@ def check_env_output(seeds: list[int], rows: list[int], steps: list[int], env_na
         f"{steps[row]}; training stopped before storing it and {where()} (check the "
         "env's rewards and observations)"
     )
+
+
+def _tensors_to_host(arrays: dict[str, Any]) -> dict[str, Any]:
+    """``arrays`` with each tensor (the observations and state of envs that keep them on their
+    device) checked there, all in one device read: a finite one (or one not of floats) is
+    dropped (None), one holding NaN or inf is copied to the host to be located."""
+    tensors = {name: v for name, v in arrays.items() if torch.is_tensor(v)}
+    floats = {name: v for name, v in tensors.items() if v.is_floating_point()}
+    device = next(iter(floats.values())).device if floats else None
+    ok = torch.stack([torch.isfinite(v).all().to(device) for v in floats.values()]).tolist() \
+        if floats else []
+    bad = {name: v.cpu() for (name, v), fine in zip(floats.items(), ok) if not fine}
+    return {name: bad.get(name) if name in tensors else v for name, v in arrays.items()}

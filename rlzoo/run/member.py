@@ -97,13 +97,13 @@ class Member:
     def loop_state(self) -> dict[str, Any]:
         """The current observation (and global state), the open episodes' returns and the
         action chunks in flight."""
-        # env.backend=warp: a tensor on the env's device (rlzoo.run.collect), saved as numpy
-        obs = host_array(self.obs) if hasattr(self.obs, "device") else np.asarray(self.obs)
-        loop = {"obs": obs, "episode_return": self.episode_return,
+        # envs that keep their worlds as tensors: tensors on the env's device
+        # (rlzoo.run.collect), saved as numpy
+        loop = {"obs": _numpy(self.obs), "episode_return": self.episode_return,
                 "episode_length": self.episode_length,
                 "chunk": self.chunk, "chunk_pos": self.chunk_pos}
         if self.env_state is not None:
-            loop["env_state"] = np.asarray(self.env_state)
+            loop["env_state"] = _numpy(self.env_state)
         if self.agent_return is not None:
             loop["agent_return"] = self.agent_return
         if self.pending is not None:
@@ -164,3 +164,8 @@ class Member:
         self.env.close()
         if self.eval_env is not None:
             self.eval_env.close()
+
+
+def _numpy(value: Any) -> np.ndarray:
+    """A loop array as numpy: a tensor (on any device) copied to the host, an array as it is."""
+    return host_array(value) if torch.is_tensor(value) else np.asarray(value)
