@@ -253,7 +253,7 @@ def multi_agent_run(run_dir: Path, env_file: str, scale: float, **env_kwargs: An
     env_cfg = OmegaConf.load(REPO / "rlzoo" / "conf" / "env" / env_file)
     env_cfg.kwargs = {**env_cfg.kwargs, **env_kwargs}
     cfg = OmegaConf.create({
-        "critic": {}, "tuner": None, "env": env_cfg, "seed": 3,
+        "critic": {}, "tuner": None, "env": env_cfg, "seed": 3, "num_envs": 1,
         "algo": {"_target_": f"{__name__}.ConstantMultiAgentPolicy", "name": "constant"},
     })
     (run_dir / ".hydra").mkdir(parents=True)
