@@ -7,6 +7,7 @@ counts against the env's zero action, in their section."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +104,9 @@ def test_the_box_and_the_verdicts(page: str) -> None:
     assert [line.split("**")[1] for line in box] == ["Validated", "No published curve of their "
                                                      "own", "Device", "Not yet"]
     assert "`sac`, `td3`, `sb3_sac` and `sb3_td3`" in box[0]
-    assert "a gap not found, not a match shown ([Method](#method))" in box[0]
+    # none differing, or the ones that do named (Humanoid at 100k since seed 2: above the source)
+    assert "not a match shown ([Method](#method))" in box[0]
+    assert "none differs" in box[0] or re.search(r"\d+ differs? from", box[0]), box[0]
     assert "no GPU run, nothing past 300k env steps (1M: the `gpu` suite)" in box[3]
     assert "2-core CPU" in box[2]
     power = f"{verdicts.rank_test_power(5, 10, 1.0, 0.05):.0%}"

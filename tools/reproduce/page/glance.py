@@ -213,8 +213,8 @@ def validated_line(cells: Sequence[Cell]) -> str:
     if not tested:
         return phrase("box.validated_none")
     differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
-    verdicts = (phrase("box.all_level") if not differ else phrase("box.some_differ",
-        k=len(differ), cells=by_row(
+    verdicts = (phrase("box.all_level") if not differ else phrase(
+        "box.one_differs" if len(differ) == 1 else "box.some_differ", k=len(differ), cells=by_row(
             [(c.row, side(c.test), c.task, c.steps) for c in differ if c.test])))
     return phrase("box.validated",
         rows=joined([phrase("list.row", row=r) for r in dict.fromkeys(c.row for c in tested)]),

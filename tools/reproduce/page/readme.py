@@ -38,7 +38,8 @@ def readme_lines(data: Sequence[SuiteData], cells: Sequence[Cell], root: Path) -
         differ = [c for c in tested if c.test is not None and c.test.adjusted < ALPHA]
         which = by_row([(c.row, side(c.test), c.task, c.steps) for c in differ if c.test]) \
             if len(differ) <= FEW else phrase("readme.named_on_page")
-        verdicts = phrase("readme.differ", k=len(differ), which=which) if differ \
+        verdicts = phrase("readme.one_differs" if len(differ) == 1 else "readme.differ",
+                          k=len(differ), which=which) if differ \
             else phrase("readme.level")
         seeds = sorted({len(c.values or []) for c in tested})
         lines.append(phrase("readme.validated",
