@@ -979,7 +979,7 @@ def test_headline_handles_cells_with_no_results_and_no_reference(tmp_path: Path)
     # 100k
     assert tests.count("head") == 2 and tests.count("ref") == 2
     validated = next(line for line in box if "**Validated**" in line)
-    assert "`td3` (2 cells on Hopper at 50k and 100k env steps); 1 differ from their best " \
+    assert "`td3` (2 cells on Hopper at 50k and 100k env steps); 1 differs from its best " \
            "curve after Holm's correction (`td3` below on Hopper at 100k)" in validated
     # each compared curve's updates, more or fewer, as its source gives them (these run dirs
     # have no config, so rlzoo's count is not known)
