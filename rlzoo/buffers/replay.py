@@ -150,12 +150,12 @@ class ReplayBuffer:
 
     def _put(self, field: str, at: int | slice, row: int, value: Any) -> None:
         """``self.<field>[at, row] = value`` (if this replay stores ``field``): through a numpy
-        view of the storage on CPU (no tensor is created per write), as a host-to-device copy
-        otherwise."""
-        if self._host is not None and not torch.is_tensor(value):
+        view of the storage on CPU (no tensor is created per write; a CPU tensor is read through
+        a view too), as a copy to the device otherwise."""
+        if self._host is not None and (not torch.is_tensor(value) or value.device.type == "cpu"):
             view = self._host.get(field)
             if view is not None:
-                view[at, row] = value
+                view[at, row] = value.detach().numpy() if torch.is_tensor(value) else value
             return
         tensor = getattr(self, field)
         if tensor is not None:

@@ -84,8 +84,12 @@ def check_env_output(seeds: list[int], rows: list[int], steps: list[int], env_na
 
 def _tensors_to_host(arrays: dict[str, Any]) -> dict[str, Any]:
     """``arrays`` with each tensor (the observations and state of envs that keep them on their
-    device) checked there, all in one device read: a finite one (or one not of floats) is
-    dropped (None), one holding NaN or inf is copied to the host to be located."""
+    device) as numpy: a CPU tensor as a view of its memory (numpy's ``isfinite`` is several
+    times faster than torch's on the CPU), the others checked on their device, all in one
+    device read, a finite one (or one not of floats) dropped (None), one holding NaN or inf
+    copied to the host to be located."""
+    arrays = {name: v.detach().numpy() if torch.is_tensor(v) and v.device.type == "cpu" else v
+              for name, v in arrays.items()}
     tensors = {name: v for name, v in arrays.items() if torch.is_tensor(v)}
     floats = {name: v for name, v in tensors.items() if v.is_floating_point()}
     device = next(iter(floats.values())).device if floats else None
